@@ -1,0 +1,35 @@
+# The README's two commands: `make run` and `make test`. Both create .venv on first use.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: run test bench lint schema clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+## make run: the demo tournament of the sample bots over real TCP, Elo table at the end
+run: $(STAMP)
+	$(BIN)/arena tournament --bots sample_bots/*.toml --games 60 --seed 2026 --db arena.db
+
+## make test: the whole test suite
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+## make bench: engine deals/s and referee decisions/s next to a raw loopback ping-pong
+bench: $(STAMP)
+	$(BIN)/arena bench
+
+lint: $(STAMP)
+	$(BIN)/ruff check arena protocol tests sample_bots
+
+## regenerate docs/protocol.schema.json from the message structs
+schema: $(STAMP)
+	$(BIN)/python -m protocol.schema > docs/protocol.schema.json
+
+clean:
+	rm -rf $(VENV) arena.db arena.db-wal arena.db-shm logs

@@ -1,0 +1,172 @@
+"""The ``arena`` command line.
+
+* ``arena tournament --bots sample_bots/*.toml --games N --seed S [--db arena.db]``: a
+  round-robin over real TCP with an Elo table at the end.
+* ``arena bench``: engine and referee throughput next to a raw loopback baseline.
+* ``arena bots add NAME`` / ``arena bots list``: register a bot that connects on its own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+import trio
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from arena.launcher import load_manifest
+from arena.referee import MatchConfig
+from arena.store import Store
+from arena.tournament import TournamentConfig, TournamentReport, run_tournament
+from protocol.messages import Rules, TimeControl
+
+
+def _target(text: str) -> int | str:
+    if text == "turn-up":
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("target is 5, 7 or turn-up") from None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``arena`` command."""
+    parser = argparse.ArgumentParser(prog="arena", description="Écarté & Piquet bot arena")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    t = sub.add_parser("tournament", help="run a tournament of local bots over TCP")
+    t.add_argument("--bots", nargs="+", required=True, metavar="MANIFEST", help="bot manifest TOML files")
+    t.add_argument("--games", type=int, default=10, help="matches per pair (default 10)")
+    t.add_argument("--seed", type=int, default=1, help="tournament seed (default 1)")
+    t.add_argument("--db", default="arena.db", help="SQLite database (default arena.db)")
+    t.add_argument("--logs", default="logs", help="match log directory (default logs/)")
+    t.add_argument("--format", default="round-robin", choices=["round-robin"])
+    t.add_argument("--concurrency", type=int, default=2, help="matches played at once (default 2)")
+    t.add_argument("--move-ms", type=int, default=2000, help="time per decision in ms (default 2000)")
+    t.add_argument("--bank-ms", type=int, default=0, help="time bank per match in ms (default 0)")
+    t.add_argument("--grace-ms", type=int, default=50, help="transport grace in ms (default 50)")
+    t.add_argument("--on-timeout", choices=["forfeit", "auto"], default="forfeit")
+    t.add_argument("--max-strikes", type=int, default=3)
+    t.add_argument("--max-illegal", type=int, default=0, help="illegal actions tolerated per match")
+    t.add_argument("--target", type=_target, default=5, help="5, 7 or turn-up (ecarte.md §E7.1)")
+    t.add_argument("--manches", type=int, choices=[1, 3], default=1, help="1 = sèche, 3 = liée")
+    t.add_argument("--deal-pattern", choices=["3-2", "2-3", "2-2-1"], default="3-2")
+    t.add_argument("--quiet", action="store_true", help="no progress bar")
+
+    b = sub.add_parser("bench", help="measure engine and referee throughput")
+    b.add_argument("--deals", type=int, default=20000, help="self-play deals for the engine figure")
+    b.add_argument("--decisions", type=int, default=20000, help="decisions for the TCP figures")
+
+    bots = sub.add_parser("bots", help="manage registered bots")
+    bsub = bots.add_subparsers(dest="bots_command", required=True)
+    add = bsub.add_parser("add", help="register a bot and print its secret token once")
+    add.add_argument("name")
+    add.add_argument("--db", default="arena.db")
+    ls = bsub.add_parser("list", help="list registered bots")
+    ls.add_argument("--db", default="arena.db")
+    return parser
+
+
+def print_report(console: Console, report: TournamentReport) -> None:
+    """Print the final table: rank, bot, Elo (± 95%), games, wins, losses, score %."""
+    table = Table(title=f"Tournament t{report.tournament_id}: Elo (maximum likelihood, mean 1500)")
+    for col, just in (("rank", "right"), ("bot", "left"), ("Elo", "right"), ("±95%", "right"),
+                      ("games", "right"), ("wins", "right"), ("losses", "right"), ("score %", "right")):
+        table.add_column(col, justify=just)  # type: ignore[arg-type]
+    for i, r in enumerate(report.ratings, 1):
+        table.add_row(str(i), r.name, f"{r.elo:.0f}", f"{r.ci95:.0f}", str(r.games), str(r.wins),
+                      str(r.losses), f"{100 * r.score:.1f}")
+    console.print(table)
+    reasons = ", ".join(f"{k}: {v}" for k, v in sorted(report.reasons.items()))
+    console.print(
+        f"{report.matches} matches in {report.seconds:.1f} s "
+        f"({report.matches / max(report.seconds, 1e-9):.1f} matches/s); ended by {reasons}"
+    )
+
+
+def cmd_tournament(args: argparse.Namespace) -> int:
+    """``arena tournament``: run it, show progress, print the Elo table."""
+    console = Console()
+    try:
+        manifests = [load_manifest(p) for p in args.bots]
+        config = TournamentConfig(
+            format=args.format,
+            games=args.games,
+            seed=args.seed,
+            concurrency=args.concurrency,
+            logs_dir=args.logs,
+            match=MatchConfig(
+                rules=Rules(deal_pattern=args.deal_pattern, target=args.target, manches=args.manches),
+                time=TimeControl(move_ms=args.move_ms, bank_ms=args.bank_ms, grace_ms=args.grace_ms),
+                on_timeout=args.on_timeout,
+                max_strikes=args.max_strikes,
+                max_illegal=args.max_illegal,
+            ),
+        )
+        from arena.games.ecarte import validate_rules
+
+        validate_rules(config.match.rules)
+    except ValueError as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        return 2
+    store = Store(args.db)
+    progress = Progress(
+        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        TextColumn("{task.fields[last]}"), console=console, disable=args.quiet,
+    )
+    task = None
+
+    def on_start(tid: int, n: int) -> None:
+        nonlocal task
+        task = progress.add_task(f"t{tid} {config.format}", total=n, last="")
+
+    def on_result(row, result) -> None:  # type: ignore[no-untyped-def]
+        winner = (row.bot0, row.bot1)[result.winner] if result.winner is not None else "nobody"
+        progress.update(task, advance=1, last=f"{row.bot0} v {row.bot1}: {winner} ({result.reason})")
+
+    console.print(f"[bold]{len(manifests)} bots[/bold]: " + ", ".join(
+        f"{m.name} ({m.language})" for m in manifests))
+    with progress:
+        report = trio.run(run_tournament, store, manifests, config, on_start, on_result)
+    print_report(console, report)
+    console.print(f"results in {args.db}, match logs in {args.logs}/t{report.tournament_id}/")
+    store.close()
+    return 0
+
+
+def cmd_bots(args: argparse.Namespace) -> int:
+    """``arena bots add|list``."""
+    store = Store(args.db)
+    if args.bots_command == "add":
+        try:
+            token = store.add_bot(args.name)
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        print(f"registered {args.name}; its token (shown once, store it now):\n{token}")
+    else:
+        for name in store.bot_names():
+            print(name)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``arena`` console script."""
+    args = build_parser().parse_args(argv)
+    if args.command == "tournament":
+        return cmd_tournament(args)
+    if args.command == "bench":
+        from arena.bench import main as bench_main
+
+        return bench_main(args)
+    if args.command == "bots":
+        return cmd_bots(args)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Tournament formats: who plays whom, in which seats, with which seed."""

@@ -1,0 +1,236 @@
+"""SQLite persistence: bots and their tokens, tournaments, matches.
+
+One file (``arena.db`` by default) in WAL mode through the standard ``sqlite3`` module.
+Every match is inserted as ``pending`` when its tournament is scheduled, so an interrupted
+tournament knows exactly what is left; :meth:`Store.record_result` commits a result before
+anyone is told of it (design.md, "Persistence and scale").
+
+Tokens are never stored: only a random salt and ``hashlib.scrypt(token, salt)``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import secrets
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS bots (
+    name        TEXT PRIMARY KEY,
+    salt        BLOB NOT NULL,
+    token_hash  BLOB NOT NULL,
+    created_at  REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS tournaments (
+    id          INTEGER PRIMARY KEY,
+    game        TEXT NOT NULL,
+    format      TEXT NOT NULL,
+    seed        INTEGER NOT NULL,
+    config      TEXT NOT NULL,
+    bots        TEXT NOT NULL,
+    status      TEXT NOT NULL DEFAULT 'running',
+    created_at  REAL NOT NULL,
+    finished_at REAL
+);
+CREATE TABLE IF NOT EXISTS matches (
+    id            INTEGER PRIMARY KEY,
+    tournament_id INTEGER NOT NULL REFERENCES tournaments(id),
+    idx           INTEGER NOT NULL,
+    match_key     TEXT NOT NULL UNIQUE,
+    game          TEXT NOT NULL,
+    bot0          TEXT NOT NULL,
+    bot1          TEXT NOT NULL,
+    seed          INTEGER NOT NULL,
+    status        TEXT NOT NULL DEFAULT 'pending',
+    winner_seat   INTEGER,
+    winner        TEXT,
+    score0        INTEGER,
+    score1        INTEGER,
+    manches0      INTEGER,
+    manches1      INTEGER,
+    reason        TEXT,
+    detail        TEXT,
+    faulty_seat   INTEGER,
+    decisions     INTEGER,
+    deals         INTEGER,
+    duration_ms   INTEGER,
+    log_path      TEXT,
+    finished_at   REAL,
+    UNIQUE (tournament_id, idx)
+);
+CREATE INDEX IF NOT EXISTS matches_by_status ON matches(tournament_id, status);
+"""
+
+SCRYPT = {"n": 2**14, "r": 8, "p": 1}
+"""scrypt cost parameters for token hashes (about 30 ms per check on one core)."""
+
+
+def hash_token(token: str, salt: bytes) -> bytes:
+    """scrypt hash of ``token`` with ``salt`` (32-byte digest)."""
+    return hashlib.scrypt(token.encode(), salt=salt, dklen=32, **SCRYPT)
+
+
+class MatchRow(msgspec.Struct):
+    """A scheduled match as stored: position ``idx`` in its tournament, bots per seat, seed."""
+
+    id: int
+    tournament_id: int
+    idx: int
+    match_key: str
+    game: str
+    bot0: str
+    bot1: str
+    seed: int
+    status: str
+
+
+class Store:
+    """The arena database at ``path`` (``":memory:"`` for tests). Not thread-safe: one
+    ``Store`` per trio run; every method is a short blocking call."""
+
+    def __init__(self, path: str | Path = "arena.db") -> None:
+        self.path = str(path)
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(self.path, isolation_level=None)
+        self.db.row_factory = sqlite3.Row
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db.execute("PRAGMA foreign_keys=ON")
+        self.db.executescript(SCHEMA)
+
+    def close(self) -> None:
+        """Close the database."""
+        self.db.close()
+
+    # ------------------------------------------------------------------ bots and tokens
+
+    def add_bot(self, name: str, token: str | None = None) -> str:
+        """Register ``name`` (or replace its token) and return the token, which is stored only
+        as a salted scrypt hash. Raises ``ValueError`` for an empty or over-long name."""
+        if not name or len(name) > 64 or not name.isprintable():
+            raise ValueError("a bot name is 1-64 printable characters")
+        token = token or secrets.token_urlsafe(24)
+        salt = secrets.token_bytes(16)
+        self.db.execute(
+            "INSERT INTO bots(name, salt, token_hash, created_at) VALUES (?,?,?,?) "
+            "ON CONFLICT(name) DO UPDATE SET salt=excluded.salt, token_hash=excluded.token_hash",
+            (name, salt, hash_token(token, salt), time.time()),
+        )
+        return token
+
+    def check_token(self, name: str, token: str) -> bool:
+        """True if ``name`` is registered and ``token`` is its token (constant-time compare)."""
+        row = self.db.execute("SELECT salt, token_hash FROM bots WHERE name=?", (name,)).fetchone()
+        if row is None:
+            hash_token(token, b"0" * 16)  # same cost whether or not the name exists
+            return False
+        return hmac.compare_digest(hash_token(token, row["salt"]), row["token_hash"])
+
+    def bot_names(self) -> list[str]:
+        """All registered bot names, sorted."""
+        return [r[0] for r in self.db.execute("SELECT name FROM bots ORDER BY name")]
+
+    # ------------------------------------------------------------------ tournaments
+
+    def create_tournament(
+        self, game: str, fmt: str, seed: int, config: Any, bots: list[str], matches: list[tuple[str, str, int]]
+    ) -> int:
+        """Insert a tournament and all its scheduled matches ``(bot0, bot1, seed)`` as pending,
+        in one transaction; return the tournament id."""
+        with self._tx():
+            cur = self.db.execute(
+                "INSERT INTO tournaments(game, format, seed, config, bots, created_at) VALUES (?,?,?,?,?,?)",
+                (game, fmt, seed, json.dumps(msgspec.to_builtins(config), sort_keys=True), json.dumps(bots), time.time()),
+            )
+            tid = int(cur.lastrowid)
+            self.db.executemany(
+                "INSERT INTO matches(tournament_id, idx, match_key, game, bot0, bot1, seed) VALUES (?,?,?,?,?,?,?)",
+                [(tid, i, f"t{tid}-m{i + 1:04d}", game, b0, b1, s) for i, (b0, b1, s) in enumerate(matches)],
+            )
+        return tid
+
+    def pending_matches(self, tournament_id: int) -> list[MatchRow]:
+        """Matches of the tournament not yet recorded, in schedule order."""
+        rows = self.db.execute(
+            "SELECT id, tournament_id, idx, match_key, game, bot0, bot1, seed, status FROM matches "
+            "WHERE tournament_id=? AND status='pending' ORDER BY idx",
+            (tournament_id,),
+        ).fetchall()
+        return [MatchRow(**dict(r)) for r in rows]
+
+    def record_result(self, match_key: str, result: Any, log_path: str | None) -> None:
+        """Commit a match result (an ``arena.referee.MatchResult``). Raises ``LookupError`` if
+        the match is unknown or already recorded (a result is never counted twice)."""
+        with self._tx():
+            row = self.db.execute(
+                "SELECT bot0, bot1, status FROM matches WHERE match_key=?", (match_key,)
+            ).fetchone()
+            if row is None or row["status"] != "pending":
+                raise LookupError(f"match {match_key} is not pending")
+            winner = None if result.winner is None else (row["bot0"], row["bot1"])[result.winner]
+            self.db.execute(
+                "UPDATE matches SET status=?, winner_seat=?, winner=?, score0=?, score1=?, manches0=?, "
+                "manches1=?, reason=?, detail=?, faulty_seat=?, decisions=?, deals=?, duration_ms=?, "
+                "log_path=?, finished_at=? WHERE match_key=?",
+                (
+                    "done" if result.winner is not None else "aborted",
+                    result.winner,
+                    winner,
+                    result.scores[0],
+                    result.scores[1],
+                    result.manches[0],
+                    result.manches[1],
+                    result.reason,
+                    result.detail,
+                    result.faulty,
+                    result.decisions,
+                    result.deals,
+                    result.duration_ms,
+                    log_path,
+                    time.time(),
+                    match_key,
+                ),
+            )
+
+    def finish_tournament(self, tournament_id: int) -> None:
+        """Mark a tournament finished."""
+        self.db.execute(
+            "UPDATE tournaments SET status='finished', finished_at=? WHERE id=?", (time.time(), tournament_id)
+        )
+
+    def matches(self, tournament_id: int) -> list[dict[str, Any]]:
+        """All matches of a tournament as dicts, in schedule order."""
+        rows = self.db.execute("SELECT * FROM matches WHERE tournament_id=? ORDER BY idx", (tournament_id,))
+        return [dict(r) for r in rows]
+
+    def results(self, tournament_id: int) -> list[tuple[str, str, float]]:
+        """Finished matches as ``(bot0, bot1, score of bot0)`` with 1 win, 0 loss, 0.5 draw."""
+        rows = self.db.execute(
+            "SELECT bot0, bot1, winner_seat FROM matches WHERE tournament_id=? AND status='done' ORDER BY idx",
+            (tournament_id,),
+        )
+        return [(r[0], r[1], 1.0 if r[2] == 0 else 0.0 if r[2] == 1 else 0.5) for r in rows]
+
+    def _tx(self) -> _Tx:
+        return _Tx(self.db)
+
+
+class _Tx:
+    """``BEGIN IMMEDIATE`` ... ``COMMIT`` (or ``ROLLBACK`` on error)."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+
+    def __enter__(self) -> None:
+        self.db.execute("BEGIN IMMEDIATE")
+
+    def __exit__(self, exc_type: object, *rest: object) -> None:
+        self.db.execute("ROLLBACK" if exc_type else "COMMIT")

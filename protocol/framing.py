@@ -1,0 +1,132 @@
+"""Newline framing and decoding, with a maximum line length.
+
+One JSON object per line, UTF-8, ``\\n`` terminated (a trailing ``\\r`` is tolerated). A line
+longer than ``max_line`` bytes is rejected as soon as the reader holds more than ``max_line``
+bytes without a newline, so a hostile peer can never make us buffer more than
+``max_line + chunk`` bytes.
+
+Every decoding failure raises :class:`ProtocolError` with one of the codes listed in
+``docs/protocol.md`` (``bad_utf8``, ``bad_json``, ``not_object``, ``missing_type``,
+``unknown_type``, ``bad_message``, ``line_too_long``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from protocol.messages import ClientMessage, ServerMessage
+
+DEFAULT_MAX_LINE = 64 * 1024
+"""Default maximum line length in bytes, newline excluded (design.md: 64 KiB)."""
+
+_KNOWN_CLIENT_TYPES = {"hello", "action"}
+_KNOWN_SERVER_TYPES = {"welcome", "match_start", "event", "request", "match_end", "error", "goodbye"}
+
+
+class ProtocolError(Exception):
+    """A line that is not a valid message. ``code`` is the protocol error code; ``fatal`` is
+    True when the connection cannot continue (the stream can no longer be split into lines)."""
+
+    def __init__(self, code: str, message: str, fatal: bool = False) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.fatal = fatal
+
+
+_encoder = msgspec.json.Encoder()
+_client_decoder = msgspec.json.Decoder(ClientMessage)
+_server_decoder = msgspec.json.Decoder(ServerMessage)
+_any_decoder = msgspec.json.Decoder()
+
+
+def encode(msg: msgspec.Struct) -> bytes:
+    """Encode one message as a JSON line (bytes ending in ``\\n``)."""
+    return _encoder.encode(msg) + b"\n"
+
+
+def _classify(line: bytes, known: set[str], err: Exception) -> ProtocolError:
+    try:
+        line.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return ProtocolError("bad_utf8", f"line is not valid UTF-8 (byte {exc.start})")
+    try:
+        value: Any = _any_decoder.decode(line)
+    except msgspec.DecodeError as exc:
+        return ProtocolError("bad_json", f"line is not JSON: {exc}")
+    if not isinstance(value, dict):
+        return ProtocolError("not_object", f"a message is a JSON object, got {type(value).__name__}")
+    if "type" not in value:
+        return ProtocolError("missing_type", 'a message needs a "type" field')
+    if value["type"] not in known:
+        shown = repr(value["type"])[:40]
+        return ProtocolError("unknown_type", f"unknown message type {shown}")
+    return ProtocolError("bad_message", f"invalid {value['type']!r} message: {err}")
+
+
+def decode_client(line: bytes) -> ClientMessage:
+    """Decode one line (without its newline) sent by a bot or spectator.
+
+    Raises :class:`ProtocolError` (non-fatal) naming what is wrong.
+    """
+    try:
+        return _client_decoder.decode(line)
+    except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError) as exc:
+        raise _classify(line, _KNOWN_CLIENT_TYPES, exc) from None
+
+
+def decode_server(line: bytes) -> ServerMessage:
+    """Decode one line sent by the server (used by tests, benchmarks and ``arena doctor``)."""
+    try:
+        return _server_decoder.decode(line)
+    except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError) as exc:
+        raise _classify(line, _KNOWN_SERVER_TYPES, exc) from None
+
+
+class LineReader:
+    """Split a byte stream into lines, never holding more than ``max_line + chunk`` bytes.
+
+    ``stream`` is anything with ``async receive_some(max_bytes) -> bytes`` (a trio stream).
+    :meth:`read_line` returns the next line without its ``\\n`` (and without a trailing
+    ``\\r``), ``None`` at a clean end of stream, and raises :class:`ProtocolError` (fatal)
+    with code ``line_too_long`` when a line exceeds ``max_line`` bytes, or ``truncated`` when
+    the stream ends inside a line.
+    """
+
+    def __init__(self, stream: Any, max_line: int = DEFAULT_MAX_LINE, chunk: int = 65536) -> None:
+        self.stream = stream
+        self.max_line = max_line
+        self.chunk = chunk
+        self._buf = bytearray()
+        self._scan = 0  # bytes of _buf already known to hold no newline
+
+    async def read_line(self) -> bytes | None:
+        """Return the next line, ``None`` at end of stream; see the class docstring."""
+        while True:
+            nl = self._buf.find(b"\n", self._scan)
+            if nl >= 0:
+                line = bytes(self._buf[:nl])
+                del self._buf[: nl + 1]
+                self._scan = 0
+                if len(line) > self.max_line:
+                    raise ProtocolError(
+                        "line_too_long", f"line longer than {self.max_line} bytes", fatal=True
+                    )
+                if line.endswith(b"\r"):
+                    line = line[:-1]
+                return line
+            self._scan = len(self._buf)
+            if len(self._buf) > self.max_line:
+                self._buf.clear()
+                raise ProtocolError(
+                    "line_too_long", f"line longer than {self.max_line} bytes", fatal=True
+                )
+            data = await self.stream.receive_some(self.chunk)
+            if not data:
+                if self._buf:
+                    self._buf.clear()
+                    raise ProtocolError("truncated", "connection closed inside a line", fatal=True)
+                return None
+            self._buf += data

@@ -1,0 +1,327 @@
+"""Every message of the arena protocol as a ``msgspec.Struct``.
+
+One JSON object per line; every object has a ``"type"`` field that selects the struct.
+Two tagged unions, one per direction:
+
+* :data:`ClientMessage` - what a bot (or spectator) sends: ``hello``, ``action``.
+* :data:`ServerMessage` - what the server sends: ``welcome``, ``match_start``, ``event``,
+  ``request``, ``match_end``, ``error``, ``goodbye``.
+
+Game events travel inside an ``event`` message and form their own union, tagged by
+``"kind"`` (:data:`GameEvent`). The rules engines emit these structs directly, so what the
+referee logs and what a bot receives are the same objects.
+
+Actions are JSON values a bot copies from the ``legal`` list of a ``request``: a word
+(``"propose"``), a card (``"Ks"``) or, for a discard, a list of cards (``["7h", "8c"]``,
+any order).
+"""
+
+from __future__ import annotations
+
+from typing import Literal, Union
+
+import msgspec
+
+from protocol import PROTOCOL_VERSION
+
+Card = str
+"""Two ASCII characters: rank ``7 8 9 T J Q K A`` then suit ``c d h s`` (``"Ks"``)."""
+
+Action = Union[str, list[str]]
+"""A legal action: a word, a card, or a list of cards (a discard)."""
+
+
+class _Msg(msgspec.Struct, tag_field="type", omit_defaults=True, forbid_unknown_fields=False):
+    """Base of every top-level message; ``type`` carries the struct's tag."""
+
+
+# --------------------------------------------------------------------------- bot -> server
+
+
+class Hello(_Msg, tag="hello"):
+    """First line a client sends. ``role`` is ``"bot"`` or ``"spectator"``.
+
+    Answered by ``welcome`` or by ``error`` (``auth_failed``, ``bad_version``) and a close.
+    """
+
+    name: str
+    token: str = ""
+    protocol: int = PROTOCOL_VERSION
+    role: Literal["bot", "spectator"] = "bot"
+
+
+class ActionMsg(_Msg, tag="action"):
+    """A bot's answer to the ``request`` whose ``id`` it repeats."""
+
+    id: int
+    action: Action
+
+
+ClientMessage = Union[Hello, ActionMsg]
+
+# --------------------------------------------------------------------------- game events
+
+
+class _Ev(msgspec.Struct, tag_field="kind", omit_defaults=True, gc=False):
+    """Base of every game event; ``kind`` carries the struct's tag."""
+
+
+class TargetSet(_Ev, tag="target"):
+    """ecarte.md §E7.1 (target ``turn-up``): the card turned and the target it sets (points)."""
+
+    card: Card
+    target: int
+
+
+class DealerDraw(_Ev, tag="dealer_draw"):
+    """ecarte.md §E2.1: one card drawn per seat (index = seat); ``dealer`` is None on a tie."""
+
+    cards: list[Card]
+    dealer: int | None = None
+
+
+class DealStart(_Ev, tag="deal_start"):
+    """A new deal (ecarte.md §E2): who deals, the turn-up (trump) and the stock size."""
+
+    deal: int
+    manche: int
+    dealer: int
+    elder: int
+    turn_up: Card
+    trump: str
+    stock: int
+
+
+class DeckOrder(_Ev, tag="deck"):
+    """The whole shuffled pack, top first. Hidden: seen by no seat, written to the log only."""
+
+    cards: list[Card]
+
+
+class HandDealt(_Ev, tag="hand"):
+    """The five cards dealt to ``seat``; sent to that seat only."""
+
+    seat: int
+    cards: list[Card]
+
+
+class Call(_Ev, tag="call"):
+    """A spoken decision (ecarte.md §E4): ``propose``/``play`` by elder, ``accept``/``refuse`` by
+    the dealer. Public."""
+
+    seat: int
+    call: Literal["propose", "play", "accept", "refuse"]
+
+
+class Exchange(_Ev, tag="exchange"):
+    """An exchange (ecarte.md §E4.3-E4.5). The owner's copy lists ``discarded`` and ``drawn``;
+    the opponent's copy carries only ``count`` (§E4.5)."""
+
+    seat: int
+    count: int
+    stock: int
+    discarded: list[Card] | None = None
+    drawn: list[Card] | None = None
+
+
+class KingAnnounced(_Ev, tag="king"):
+    """ecarte.md §E3.2: ``seat`` shows the king of trumps. ``announced`` False (a decline) is
+    sent only to the seat that declined."""
+
+    seat: int
+    card: Card
+    announced: bool = True
+
+
+class Score(_Ev, tag="score"):
+    """Points scored (ecarte.md §E3, §E6). ``reason``: ``king_turn_up``, ``king``, ``tricks``,
+    ``vole``, ``refusal``. ``scores`` are both seats' totals in the manche after it."""
+
+    seat: int
+    points: int
+    reason: str
+    scores: list[int]
+
+
+class CardPlayed(_Ev, tag="play"):
+    """``seat`` plays ``card`` to trick ``trick`` (1-5). Public."""
+
+    seat: int
+    card: Card
+    trick: int
+
+
+class TrickWon(_Ev, tag="trick"):
+    """Trick ``trick`` (1-5) is complete: ``cards`` in play order, led by ``leader``."""
+
+    trick: int
+    leader: int
+    cards: list[Card]
+    winner: int
+
+
+class DealEnd(_Ev, tag="deal_end"):
+    """End of a deal: tricks taken and points scored per seat, manche totals after it.
+    ``ended`` is ``played`` or ``king_point`` (§E3.3, the deal stopped at the target)."""
+
+    deal: int
+    tricks: list[int]
+    points: list[int]
+    scores: list[int]
+    ended: str = "played"
+
+
+class MancheEnd(_Ev, tag="manche_end"):
+    """ecarte.md §E7.2: a manche is won; ``manches`` counts manches won per seat."""
+
+    manche: int
+    winner: int
+    scores: list[int]
+    manches: list[int]
+
+
+GameEvent = Union[
+    TargetSet,
+    DealerDraw,
+    DealStart,
+    DeckOrder,
+    HandDealt,
+    Call,
+    Exchange,
+    KingAnnounced,
+    Score,
+    CardPlayed,
+    TrickWon,
+    DealEnd,
+    MancheEnd,
+]
+
+# --------------------------------------------------------------------------- state views
+
+
+class TrickCard(msgspec.Struct, gc=False):
+    """One card on the table in the current trick."""
+
+    seat: int
+    card: Card
+
+
+class EcarteView(msgspec.Struct, tag_field="game", tag="ecarte", omit_defaults=True):
+    """Everything one seat may know of an Écarté match now (never an opponent's card).
+
+    ``hand`` is this seat's cards; ``trick`` the cards already on the table in the current
+    trick; ``tricks`` the tricks taken per seat this deal; ``scores`` the points per seat in
+    this manche; ``manches`` manches won per seat (partie liée).
+    """
+
+    seat: int
+    dealer: int
+    elder: int
+    deal: int
+    manche: int
+    target: int
+    scores: list[int]
+    manches: list[int]
+    turn_up: Card
+    trump: str
+    stock: int
+    hand: list[Card]
+    tricks: list[int]
+    trick: list[TrickCard]
+    proposals: int = 0
+
+
+GameView = EcarteView
+
+# --------------------------------------------------------------------------- server -> bot
+
+
+class Welcome(_Msg, tag="welcome"):
+    """Handshake accepted."""
+
+    name: str
+    server: str
+    protocol: int = PROTOCOL_VERSION
+
+
+class Rules(msgspec.Struct, omit_defaults=True):
+    """The rule-set options of a match (ecarte.md §E2.4, §E7, §E8.1)."""
+
+    deal_pattern: str = "3-2"
+    target: int | Literal["turn-up"] = 5
+    manches: int = 1
+
+
+class TimeControl(msgspec.Struct):
+    """Time controls in milliseconds: per-decision limit, match bank, transport grace."""
+
+    move_ms: int = 2000
+    bank_ms: int = 0
+    grace_ms: int = 50
+
+
+class MatchStart(_Msg, tag="match_start"):
+    """A match begins; ``seat`` is 0 or 1, ``opponent`` the other bot's name."""
+
+    match_id: str
+    game: str
+    seat: int
+    opponent: str
+    rules: Rules
+    time: TimeControl
+
+
+class EventMsg(_Msg, tag="event"):
+    """A game event this seat may see, in order (``seq`` counts events sent in the match)."""
+
+    match_id: str
+    seq: int
+    event: GameEvent
+
+
+class Request(_Msg, tag="request"):
+    """A decision is wanted: answer with ``action`` carrying the same ``id`` before the time
+    runs out. ``legal`` is the complete list of legal actions; ``state`` is this seat's view.
+    ``time_ms`` is the time allowed for this decision, ``bank_ms`` the bank left (ms)."""
+
+    id: int
+    match_id: str
+    decision: Literal["propose", "respond", "discard", "king", "play"]
+    legal: list[Action]
+    state: GameView
+    time_ms: int
+    bank_ms: int = 0
+
+
+class MatchEnd(_Msg, tag="match_end"):
+    """The match is over. ``winner`` is a seat or None (aborted). ``reason``: ``target``
+    (reached the target), ``forfeit_timeout``, ``forfeit_disconnect``, ``forfeit_illegal``,
+    ``forfeit_protocol`` or ``aborted``. ``you`` is ``win``, ``loss`` or ``none``."""
+
+    match_id: str
+    winner: int | None
+    you: Literal["win", "loss", "none"]
+    reason: str
+    scores: list[int]
+    manches: list[int]
+    detail: str = ""
+
+
+class Error(_Msg, tag="error"):
+    """Something the client sent was wrong. ``code`` is one of docs/protocol.md's error codes;
+    ``id`` names the request concerned, if any; ``fatal`` means the server closes the
+    connection (or ends the match) after sending it."""
+
+    code: str
+    message: str
+    id: int | None = None
+    fatal: bool = False
+
+
+class Goodbye(_Msg, tag="goodbye"):
+    """The server is closing this connection (tournament over, shutdown)."""
+
+    reason: str
+
+
+ServerMessage = Union[Welcome, MatchStart, EventMsg, Request, MatchEnd, Error, Goodbye]

@@ -1,0 +1,148 @@
+#!/usr/bin/env node
+// Cautious sample bot for the Écarté arena (Node.js 20, no npm packages).
+//
+// Protocol handling: reads ARENA_HOST, ARENA_PORT, ARENA_NAME and ARENA_TOKEN from the
+// environment, connects over TCP and sends a "hello" line. Incoming data is decoded as UTF-8
+// and buffered; only complete "\n"-terminated lines are parsed, so a message split over several
+// TCP packets, or several messages in one packet, are both handled. Every "request" gets one
+// "action" line with the same id, always an element of "legal" (legal[0] if anything goes
+// wrong). "error" messages are printed to stderr, everything else is ignored. The bot exits
+// with status 0 on "goodbye" or when the server closes the connection.
+//
+// Strategy: always proposes and always accepts (so it never risks the refusal penalty);
+// discards every card that is neither a trump nor a king (at least one card, and only a set
+// that "legal" allows); always announces the king of trumps; when following it plays the lowest
+// card that wins the trick, else its lowest card; when leading it plays its lowest card.
+
+"use strict";
+const net = require("net");
+
+const RANKS = "789TAJQK"; // low to high: K Q J A T 9 8 7 is the order in every suit
+
+function power(card, trump) {
+  return RANKS.indexOf(card[0]) + (card[1] === trump ? RANKS.length : 0);
+}
+
+function lowest(cards, trump) {
+  return cards.reduce((a, b) => (power(b, trump) < power(a, trump) ? b : a));
+}
+
+// True if `card`, played after `best`, takes the trick from it.
+function beats(card, best, trump) {
+  if (card[1] === best[1]) return RANKS.indexOf(card[0]) > RANKS.indexOf(best[0]);
+  return card[1] === trump;
+}
+
+function isLegal(action, legal) {
+  return legal.some((opt) => JSON.stringify(opt) === JSON.stringify(action));
+}
+
+function chooseDiscard(state, legal) {
+  const trump = state.trump;
+  const hand = state.hand || [];
+  const options = legal.filter(Array.isArray);
+  let want = hand.filter((c) => c[1] !== trump && c[0] !== "K");
+  if (want.length === 0 && !options.some((opt) => opt.length === 0)) want = [lowest(hand, trump)];
+  // The legal set closest to `want`: fewest differing cards, then the weakest cards thrown.
+  const cost = (opt) => {
+    const diff = opt.filter((c) => !want.includes(c)).length + want.filter((c) => !opt.includes(c)).length;
+    return diff * 1000 + opt.reduce((sum, c) => sum + power(c, trump), 0);
+  };
+  return options.reduce((a, b) => (cost(b) < cost(a) ? b : a));
+}
+
+function choosePlay(state, legal) {
+  const trump = state.trump;
+  const cards = legal.filter((c) => typeof c === "string");
+  const table = (state.trick || []).map((t) => (t && typeof t === "object" ? t.card : t));
+  if (table.length === 0) return lowest(cards, trump);
+  let best = table[0];
+  for (const card of table.slice(1)) if (beats(card, best, trump)) best = card;
+  const winners = cards.filter((c) => beats(c, best, trump));
+  return lowest(winners.length > 0 ? winners : cards, trump);
+}
+
+function decide(msg) {
+  const legal = msg.legal;
+  const state = msg.state || {};
+  switch (msg.decision) {
+    case "propose":
+      return "propose";
+    case "respond":
+      return "accept";
+    case "king":
+      return "announce";
+    case "discard":
+      return chooseDiscard(state, legal);
+    case "play":
+      return choosePlay(state, legal);
+    default:
+      return legal[0];
+  }
+}
+
+function main() {
+  const host = process.env.ARENA_HOST || "127.0.0.1";
+  const port = parseInt(process.env.ARENA_PORT || "7000", 10);
+  const name = process.env.ARENA_NAME || "cautious";
+  const token = process.env.ARENA_TOKEN || "";
+  const sock = net.createConnection({ host, port });
+  const send = (obj) => sock.write(JSON.stringify(obj) + "\n");
+  let buf = "";
+  let connected = false;
+  let done = false; // set on goodbye: ignore anything after it
+
+  sock.setEncoding("utf8"); // decodes multi-byte characters split across packets correctly
+  sock.on("connect", () => {
+    connected = true;
+    send({ type: "hello", name, token, protocol: 1, role: "bot" });
+  });
+  sock.on("data", (chunk) => {
+    buf += chunk;
+    let nl;
+    while ((nl = buf.indexOf("\n")) >= 0) {
+      const line = buf.slice(0, nl).trim();
+      buf = buf.slice(nl + 1);
+      if (line && !done) handleLine(line);
+    }
+  });
+  sock.on("error", (err) => {
+    console.error(`cautious: socket error: ${err.message}`);
+    if (!connected) process.exitCode = 1; // could not reach the server at all
+  });
+  sock.on("close", () => process.exit(process.exitCode || 0));
+
+  function handleLine(line) {
+    let msg;
+    try {
+      msg = JSON.parse(line);
+    } catch (err) {
+      console.error(`cautious: bad line skipped: ${line.slice(0, 200)}`);
+      return;
+    }
+    if (!msg || typeof msg !== "object") return;
+    if (msg.type === "request") {
+      const legal = msg.legal;
+      if (!Array.isArray(legal) || legal.length === 0) {
+        console.error(`cautious: request without legal actions: ${line.slice(0, 200)}`);
+        return;
+      }
+      let action;
+      try {
+        action = decide(msg);
+      } catch (err) {
+        console.error(`cautious: strategy failed (${err}), playing legal[0]`);
+      }
+      if (action === undefined || !isLegal(action, legal)) action = legal[0];
+      send({ type: "action", id: msg.id, action });
+    } else if (msg.type === "error") {
+      console.error(`cautious: server error: ${line}`);
+    } else if (msg.type === "goodbye") {
+      done = true;
+      sock.end(() => process.exit(0)); // exit once our last lines are flushed
+      setTimeout(() => process.exit(0), 1000).unref();
+    }
+  }
+}
+
+main();

@@ -1,0 +1,265 @@
+#!/usr/bin/env python3
+"""Greedy sample bot for the Écarté arena (Python standard library only, deterministic).
+
+Protocol handling
+    Reads ARENA_HOST, ARENA_PORT, ARENA_NAME and ARENA_TOKEN from the environment, connects over
+    TCP and sends a ``hello`` line. After that it reads newline-terminated JSON objects, buffering
+    partial lines (TCP may split one line over several reads or merge several lines into one).
+    Every ``request`` gets exactly one ``action`` line with the request's ``id``; the action is
+    always an element of ``legal`` (if the strategy fails on odd input, the first legal action is
+    sent). ``event`` messages are used to remember which cards are out of play in the current
+    deal; ``error`` is printed to stderr; unknown messages and fields are ignored. The bot exits
+    with status 0 on ``goodbye`` or when the server closes the connection.
+
+Strategy (card order in every suit, high to low: K Q J A T 9 8 7)
+    propose / respond
+        A hand is "strong" when it holds 3+ trumps, or 2 trumps with the K, Q or J of trumps and a
+        side king, or when a rough trick count (trump honours, side kings and queens, voids)
+        reaches 3. Elder plays without proposing on a strong hand and proposes otherwise; the
+        dealer refuses on a strong hand and accepts otherwise.
+    discard
+        Keeps trumps and kings (and queens when at most two other cards go), discards the rest.
+        Elder must discard at least one card: if the whole hand would be kept, the weakest card
+        goes. Only subsets in ``legal`` may be sent: the exact set if it is there, else the legal
+        set closest to it.
+    king
+        Always announces.
+    play
+        Following: the lowest card that wins the trick, else the lowest card. Leading: the highest
+        trump when holding 2+ trumps and that trump is the best one still unseen; otherwise a side
+        king, or the highest card of the longest side suit.
+"""
+
+import json
+import os
+import socket
+import sys
+import time
+
+RANKS = "789TAJQK"  # low to high: 7 8 9 T A J Q K (the ace ranks between the jack and the ten)
+SUITS = "cdhs"
+
+
+def rank(card):
+    return RANKS.index(card[0])
+
+
+def suit(card):
+    return card[1]
+
+
+def power(card, trump):
+    """A total order for 'lowest'/'highest': every trump ranks above every plain card."""
+    return rank(card) + (len(RANKS) if suit(card) == trump else 0)
+
+
+def beats(card, best, trump):
+    """True if ``card`` played after ``best`` takes the trick from it."""
+    if suit(card) == suit(best):
+        return rank(card) > rank(best)
+    return suit(card) == trump
+
+
+def table_cards(state):
+    """Cards already on the table in the current trick, in play order."""
+    out = []
+    for item in state.get("trick") or []:
+        card = item.get("card") if isinstance(item, dict) else item
+        if isinstance(card, str) and len(card) == 2:
+            out.append(card)
+    return out
+
+
+# --------------------------------------------------------------------------- hand strength
+
+TRUMP_VALUE = {"K": 1.0, "Q": 0.9, "J": 0.8, "A": 0.7}  # other trumps: 0.6
+SIDE_VALUE = {"K": 0.75, "Q": 0.4, "J": 0.15}
+
+
+def estimated_tricks(hand, trump):
+    trumps = [c for c in hand if suit(c) == trump]
+    tricks = sum(TRUMP_VALUE.get(c[0], 0.6) for c in trumps)
+    tricks += sum(SIDE_VALUE.get(c[0], 0.0) for c in hand if suit(c) != trump)
+    voids = sum(1 for s in SUITS if s != trump and not any(suit(c) == s for c in hand))
+    return tricks + 0.25 * min(voids, len(trumps))  # a void lets a spare trump ruff
+
+
+def strong_hand(hand, trump):
+    trumps = [c for c in hand if suit(c) == trump]
+    side_kings = [c for c in hand if suit(c) != trump and c[0] == "K"]
+    if len(trumps) >= 3:
+        return True
+    if len(trumps) == 2 and any(c[0] in "KQJ" for c in trumps) and side_kings:
+        return True
+    return estimated_tricks(hand, trump) >= 3.0
+
+
+# --------------------------------------------------------------------------- decisions
+
+
+def choose_discard(hand, trump, legal):
+    options = [opt for opt in legal if isinstance(opt, list)]
+    out = [c for c in hand if suit(c) != trump and c[0] != "K"]
+    non_queens = [c for c in out if c[0] != "Q"]
+    if len(non_queens) <= 2:  # few cards go: the queens are worth keeping
+        out = non_queens
+    if not out and [] not in options:  # elder must discard: the weakest card goes
+        out = [min(hand, key=lambda c: power(c, trump))]
+    want = set(out)
+
+    def distance(opt):
+        # cards that differ from the plan first, then prefer throwing away weaker cards
+        return (len(want ^ set(opt)), sum(power(c, trump) for c in opt))
+
+    return min(options, key=distance)
+
+
+def choose_lead(hand, cards, trump, gone):
+    trumps = sorted((c for c in cards if suit(c) == trump), key=rank, reverse=True)
+    if len(trumps) >= 2:
+        unseen = [r + trump for r in RANKS if r + trump not in gone and r + trump not in hand]
+        if not unseen or rank(trumps[0]) > max(rank(c) for c in unseen):
+            return trumps[0]
+    side = [c for c in cards if suit(c) != trump]
+    if not side:
+        return trumps[0]
+    length = {s: sum(1 for c in side if suit(c) == s) for s in SUITS}
+    kings = [c for c in side if c[0] == "K"]
+    if kings:
+        return max(kings, key=lambda c: (length[suit(c)], SUITS.index(suit(c))))
+    longest = max(side, key=lambda c: (length[suit(c)], rank(c), SUITS.index(suit(c))))
+    return longest
+
+
+def choose_play(state, legal, gone):
+    trump = state["trump"]
+    cards = [c for c in legal if isinstance(c, str)]
+    table = table_cards(state)
+    if table:
+        best = table[0]
+        for card in table[1:]:
+            if beats(card, best, trump):
+                best = card
+        winners = [c for c in cards if beats(c, best, trump)]
+        return min(winners or cards, key=lambda c: power(c, trump))
+    return choose_lead(state.get("hand") or cards, cards, trump, gone)
+
+
+def decide(decision, legal, state, gone):
+    """Pick an action for one request. ``gone`` holds the cards known to be out of play."""
+    hand = state.get("hand") or []
+    trump = state.get("trump") or ""
+    if decision == "propose":
+        action = "play" if strong_hand(hand, trump) else "propose"
+    elif decision == "respond":
+        action = "refuse" if strong_hand(hand, trump) else "accept"
+    elif decision == "discard":
+        action = choose_discard(hand, trump, legal)
+    elif decision == "king":
+        action = "announce"
+    elif decision == "play":
+        action = choose_play(state, legal, gone | {state.get("turn_up")})
+    else:
+        action = None
+    return action if action in legal else legal[0]
+
+
+# --------------------------------------------------------------------------- connection
+
+
+def connect(host, port, attempts=10):
+    """Open the TCP connection, retrying briefly in case the server is still starting."""
+    for attempt in range(attempts):
+        try:
+            return socket.create_connection((host, port), timeout=10)
+        except OSError as exc:
+            if attempt == attempts - 1:
+                raise
+            print(f"greedy_bot: connect failed ({exc}), retrying", file=sys.stderr)
+            time.sleep(0.5)
+
+
+def send(sock, obj):
+    sock.sendall((json.dumps(obj) + "\n").encode("utf-8"))
+
+
+def messages(sock):
+    """Yield every JSON object the server sends, until it closes the connection.
+
+    Bytes are buffered until a whole newline-terminated line is there, so a line split over several
+    TCP segments, or several lines in one segment, both work. Bad lines are skipped.
+    """
+    buf = b""
+    while True:
+        data = sock.recv(65536)
+        if not data:
+            return
+        *lines, buf = (buf + data).split(b"\n")
+        for line in lines:
+            try:
+                msg = json.loads(line.decode("utf-8")) if line.strip() else None
+            except ValueError:
+                print(f"greedy_bot: bad line skipped: {line[:200]!r}", file=sys.stderr)
+                continue
+            if isinstance(msg, dict):
+                yield msg
+
+
+def note_event(gone, event):
+    """Remember the cards of this deal that are out of play (played or discarded by us)."""
+    kind = event.get("kind")
+    if kind == "deal_start":
+        gone.clear()
+    elif kind == "play" and isinstance(event.get("card"), str):
+        gone.add(event["card"])
+    elif kind == "exchange" and isinstance(event.get("discarded"), list):
+        gone.update(c for c in event["discarded"] if isinstance(c, str))
+
+
+def main():
+    host = os.environ.get("ARENA_HOST", "127.0.0.1")
+    port = int(os.environ.get("ARENA_PORT", "7000"))
+    name = os.environ.get("ARENA_NAME", "greedy")
+    token = os.environ.get("ARENA_TOKEN", "")
+    gone = {}  # match_id -> cards out of play in the current deal
+
+    try:
+        sock = connect(host, port)
+    except OSError as exc:
+        print(f"greedy_bot: cannot connect to {host}:{port}: {exc}", file=sys.stderr)
+        return 1
+    sock.settimeout(None)  # the server may stay silent for a long time between matches
+    try:
+        send(sock, {"type": "hello", "name": name, "token": token, "protocol": 1, "role": "bot"})
+        for msg in messages(sock):
+            kind = msg.get("type")
+            match_id = str(msg.get("match_id"))
+            if kind == "match_start":
+                gone[match_id] = set()
+            elif kind == "event" and isinstance(msg.get("event"), dict):
+                note_event(gone.setdefault(match_id, set()), msg["event"])
+            elif kind == "request":
+                legal = msg.get("legal")
+                if not isinstance(legal, list) or not legal:
+                    print(f"greedy_bot: no legal actions in {msg}", file=sys.stderr)
+                    continue
+                state = msg.get("state") if isinstance(msg.get("state"), dict) else {}
+                try:
+                    action = decide(msg.get("decision"), legal, state, gone.get(match_id, set()))
+                except Exception as exc:  # noqa: BLE001 - never crash on odd input: play legal[0]
+                    print(f"greedy_bot: strategy failed: {exc!r}", file=sys.stderr)
+                    action = legal[0]
+                send(sock, {"type": "action", "id": msg.get("id"), "action": action})
+            elif kind == "match_end":
+                gone.pop(match_id, None)
+            elif kind == "error":
+                print(f"greedy_bot: server error: {msg}", file=sys.stderr)
+            elif kind == "goodbye":
+                break
+    except OSError as exc:
+        print(f"greedy_bot: connection lost: {exc}", file=sys.stderr)
+    return 0  # goodbye, or the server closed the connection
+
+
+if __name__ == "__main__":
+    sys.exit(main())

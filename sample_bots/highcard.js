@@ -1,0 +1,126 @@
+#!/usr/bin/env node
+// Highcard sample bot for the Écarté arena (Node.js 20, no npm packages).
+//
+// Protocol handling: reads ARENA_HOST, ARENA_PORT, ARENA_NAME and ARENA_TOKEN from the
+// environment, connects over TCP and sends a "hello" line. Incoming data is decoded as UTF-8
+// and buffered; only complete "\n"-terminated lines are parsed, so a message split over several
+// TCP packets, or several messages in one packet, are both handled. Every "request" gets one
+// "action" line with the same id, always an element of "legal" (legal[0] if anything goes
+// wrong). "error" messages are printed to stderr, everything else is ignored. The bot exits
+// with status 0 on "goodbye" or when the server closes the connection.
+//
+// Strategy: never proposes ("play" as elder, "refuse" as dealer); if it ever has to discard it
+// throws its lowest non-trump card (or else the smallest legal discard); always announces the
+// king of trumps; always plays its highest legal card, any trump counting above any plain card.
+
+"use strict";
+const net = require("net");
+
+const RANKS = "789TAJQK"; // low to high: K Q J A T 9 8 7 is the order in every suit
+
+function power(card, trump) {
+  return RANKS.indexOf(card[0]) + (card[1] === trump ? RANKS.length : 0);
+}
+
+function isLegal(action, legal) {
+  return legal.some((opt) => JSON.stringify(opt) === JSON.stringify(action));
+}
+
+function chooseDiscard(state, legal) {
+  const trump = state.trump;
+  const options = legal.filter(Array.isArray);
+  const plain = (state.hand || []).filter((c) => c[1] !== trump);
+  if (plain.length > 0) {
+    const lowest = plain.reduce((a, b) => (power(b, trump) < power(a, trump) ? b : a));
+    const single = options.find((opt) => opt.length === 1 && opt[0] === lowest);
+    if (single) return single;
+  }
+  return options.reduce((a, b) => (b.length < a.length ? b : a));
+}
+
+function decide(msg) {
+  const legal = msg.legal;
+  const state = msg.state || {};
+  switch (msg.decision) {
+    case "propose":
+      return "play";
+    case "respond":
+      return "refuse";
+    case "king":
+      return "announce";
+    case "discard":
+      return chooseDiscard(state, legal);
+    case "play": {
+      const cards = legal.filter((c) => typeof c === "string");
+      return cards.reduce((a, b) => (power(b, state.trump) > power(a, state.trump) ? b : a));
+    }
+    default:
+      return legal[0];
+  }
+}
+
+function main() {
+  const host = process.env.ARENA_HOST || "127.0.0.1";
+  const port = parseInt(process.env.ARENA_PORT || "7000", 10);
+  const name = process.env.ARENA_NAME || "highcard";
+  const token = process.env.ARENA_TOKEN || "";
+  const sock = net.createConnection({ host, port });
+  const send = (obj) => sock.write(JSON.stringify(obj) + "\n");
+  let buf = "";
+  let connected = false;
+  let done = false; // set on goodbye: ignore anything after it
+
+  sock.setEncoding("utf8"); // decodes multi-byte characters split across packets correctly
+  sock.on("connect", () => {
+    connected = true;
+    send({ type: "hello", name, token, protocol: 1, role: "bot" });
+  });
+  sock.on("data", (chunk) => {
+    buf += chunk;
+    let nl;
+    while ((nl = buf.indexOf("\n")) >= 0) {
+      const line = buf.slice(0, nl).trim();
+      buf = buf.slice(nl + 1);
+      if (line && !done) handleLine(line);
+    }
+  });
+  sock.on("error", (err) => {
+    console.error(`highcard: socket error: ${err.message}`);
+    if (!connected) process.exitCode = 1; // could not reach the server at all
+  });
+  sock.on("close", () => process.exit(process.exitCode || 0));
+
+  function handleLine(line) {
+    let msg;
+    try {
+      msg = JSON.parse(line);
+    } catch (err) {
+      console.error(`highcard: bad line skipped: ${line.slice(0, 200)}`);
+      return;
+    }
+    if (!msg || typeof msg !== "object") return;
+    if (msg.type === "request") {
+      const legal = msg.legal;
+      if (!Array.isArray(legal) || legal.length === 0) {
+        console.error(`highcard: request without legal actions: ${line.slice(0, 200)}`);
+        return;
+      }
+      let action;
+      try {
+        action = decide(msg);
+      } catch (err) {
+        console.error(`highcard: strategy failed (${err}), playing legal[0]`);
+      }
+      if (action === undefined || !isLegal(action, legal)) action = legal[0];
+      send({ type: "action", id: msg.id, action });
+    } else if (msg.type === "error") {
+      console.error(`highcard: server error: ${line}`);
+    } else if (msg.type === "goodbye") {
+      done = true;
+      sock.end(() => process.exit(0)); // exit once our last lines are flushed
+      setTimeout(() => process.exit(0), 1000).unref();
+    }
+  }
+}
+
+main();

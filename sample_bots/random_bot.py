@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""Random sample bot for the Écarté arena (Python standard library only).
+
+Protocol handling
+    Reads ARENA_HOST, ARENA_PORT, ARENA_NAME, ARENA_TOKEN and ARENA_BOT_SEED (default "0") from
+    the environment, connects over TCP and sends a ``hello`` line. After that it reads
+    newline-terminated JSON objects, buffering partial lines (TCP may split one line over several
+    reads or put several lines into one read). Every ``request`` is answered with one ``action``
+    line that repeats the request's ``id``. Other messages (``welcome``, ``match_start``,
+    ``event``, ``match_end``, unknown types) are information; ``error`` is printed to stderr. The
+    bot exits with status 0 on ``goodbye`` or when the server closes the connection. A line that
+    is not valid JSON is reported on stderr and skipped.
+
+Strategy
+    Picks a uniformly random element of ``legal``. The random generator of each match is seeded
+    with "<ARENA_BOT_SEED>:<match_id>", so the choices depend only on the seed and the match,
+    never on the order in which the server schedules matches.
+"""
+
+import json
+import os
+import random
+import socket
+import sys
+import time
+
+
+def connect(host, port, attempts=10):
+    """Open the TCP connection, retrying briefly in case the server is still starting."""
+    for attempt in range(attempts):
+        try:
+            return socket.create_connection((host, port), timeout=10)
+        except OSError as exc:
+            if attempt == attempts - 1:
+                raise
+            print(f"random_bot: connect failed ({exc}), retrying", file=sys.stderr)
+            time.sleep(0.5)
+
+
+def send(sock, obj):
+    sock.sendall((json.dumps(obj) + "\n").encode("utf-8"))
+
+
+def messages(sock):
+    """Yield every JSON object the server sends, until it closes the connection.
+
+    Bytes are buffered until a whole newline-terminated line is there, so a line split over several
+    TCP segments, or several lines in one segment, both work. Bad lines are skipped.
+    """
+    buf = b""
+    while True:
+        data = sock.recv(65536)
+        if not data:
+            return
+        *lines, buf = (buf + data).split(b"\n")
+        for line in lines:
+            try:
+                msg = json.loads(line.decode("utf-8")) if line.strip() else None
+            except ValueError:
+                print(f"random_bot: bad line skipped: {line[:200]!r}", file=sys.stderr)
+                continue
+            if isinstance(msg, dict):
+                yield msg
+
+
+def main():
+    host = os.environ.get("ARENA_HOST", "127.0.0.1")
+    port = int(os.environ.get("ARENA_PORT", "7000"))
+    name = os.environ.get("ARENA_NAME", "random")
+    token = os.environ.get("ARENA_TOKEN", "")
+    seed = os.environ.get("ARENA_BOT_SEED", "0")
+    rngs = {}  # match_id -> random.Random of that match
+
+    try:
+        sock = connect(host, port)
+    except OSError as exc:
+        print(f"random_bot: cannot connect to {host}:{port}: {exc}", file=sys.stderr)
+        return 1
+    sock.settimeout(None)  # the server may stay silent for a long time between matches
+    try:
+        send(sock, {"type": "hello", "name": name, "token": token, "protocol": 1, "role": "bot"})
+        for msg in messages(sock):
+            kind = msg.get("type")
+            match_id = str(msg.get("match_id"))
+            if kind == "match_start":
+                rngs[match_id] = random.Random(f"{seed}:{match_id}")
+            elif kind == "request":
+                legal = msg.get("legal")
+                if not isinstance(legal, list) or not legal:
+                    print(f"random_bot: no legal actions in {msg}", file=sys.stderr)
+                    continue
+                rng = rngs.setdefault(match_id, random.Random(f"{seed}:{match_id}"))
+                send(sock, {"type": "action", "id": msg.get("id"), "action": rng.choice(legal)})
+            elif kind == "match_end":
+                rngs.pop(match_id, None)
+            elif kind == "error":
+                print(f"random_bot: server error: {msg}", file=sys.stderr)
+            elif kind == "goodbye":
+                break
+    except OSError as exc:
+        print(f"random_bot: connection lost: {exc}", file=sys.stderr)
+    return 0  # goodbye, or the server closed the connection
+
+
+if __name__ == "__main__":
+    sys.exit(main())
