@@ -60,7 +60,7 @@ def _classify(line: bytes, known: set[str], err: Exception) -> ProtocolError:
         return ProtocolError("not_object", f"a message is a JSON object, got {type(value).__name__}")
     if "type" not in value:
         return ProtocolError("missing_type", 'a message needs a "type" field')
-    if value["type"] not in known:
+    if not isinstance(value["type"], str) or value["type"] not in known:
         shown = repr(value["type"])[:40]
         return ProtocolError("unknown_type", f"unknown message type {shown}")
     return ProtocolError("bad_message", f"invalid {value['type']!r} message: {err}")

@@ -307,7 +307,7 @@ class MatchEnd(_Msg, tag="match_end"):
     detail: str = ""
 
 
-class Error(_Msg, tag="error"):
+class Error(_Msg, tag="error", omit_defaults=False):
     """Something the client sent was wrong. ``code`` is one of docs/protocol.md's error codes;
     ``id`` names the request concerned, if any; ``fatal`` means the server closes the
     connection (or ends the match) after sending it."""

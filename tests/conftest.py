@@ -1,0 +1,105 @@
+"""Shared fixtures: a live arena server on a free loopback port and a scriptable TCP client."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+import trio
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from arena.server import ArenaServer, ServerConfig  # noqa: E402
+from arena.store import Store  # noqa: E402
+
+
+class Client:
+    """A test bot speaking the protocol over a real TCP socket; records every line received."""
+
+    def __init__(self, stream: trio.SocketStream) -> None:
+        self.stream = stream
+        self.buf = b""
+        self.received: list[dict[str, Any]] = []
+
+    @classmethod
+    async def connect(cls, port: int) -> Client:
+        return cls(await trio.open_tcp_stream("127.0.0.1", port))
+
+    async def send_raw(self, data: bytes) -> None:
+        await self.stream.send_all(data)
+
+    async def send(self, obj: Any) -> None:
+        await self.send_raw(msgspec.json.encode(obj) + b"\n")
+
+    async def recv(self, timeout: float = 5.0) -> dict[str, Any] | None:
+        """Next message, or None at EOF."""
+        with trio.fail_after(timeout):
+            while b"\n" not in self.buf:
+                try:
+                    data = await self.stream.receive_some(65536)
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    data = b""
+                if not data:
+                    return None
+                self.buf += data
+        line, self.buf = self.buf.split(b"\n", 1)
+        msg = msgspec.json.decode(line)
+        self.received.append(msg)
+        return msg
+
+    async def recv_type(self, *types: str, timeout: float = 5.0) -> dict[str, Any] | None:
+        """Skip messages until one of ``types`` (or EOF -> None)."""
+        while True:
+            msg = await self.recv(timeout)
+            if msg is None or msg["type"] in types:
+                return msg
+
+    async def hello(self, name: str, token: str) -> dict[str, Any] | None:
+        await self.send({"type": "hello", "name": name, "token": token, "protocol": 1})
+        return await self.recv()
+
+    async def play(self, policy: Callable[[dict[str, Any]], Any] | None = None, timeout: float = 10.0) -> dict:
+        """Answer requests with ``policy(request)`` (default: first legal) until match_end."""
+        while True:
+            msg = await self.recv(timeout)
+            if msg is None or msg["type"] == "match_end":
+                return msg
+            if msg["type"] == "request":
+                action = policy(msg) if policy else msg["legal"][0]
+                if action is not None:
+                    await self.send({"type": "action", "id": msg["id"], "action": action})
+
+    async def aclose(self) -> None:
+        await self.stream.aclose()
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Store:
+    s = Store(tmp_path / "arena.db")
+    yield s
+    s.close()
+
+
+@pytest.fixture
+async def server(store: Store, nursery: trio.Nursery) -> ArenaServer:
+    srv = ArenaServer(store, ServerConfig(handshake_timeout_s=1.0))
+    await nursery.start(srv.serve)
+    return srv
+
+
+async def connect_bot(server: ArenaServer, name: str) -> Client:
+    """Register ``name``, connect it and complete the handshake."""
+    token = server.store.add_bot(name)
+    client = await Client.connect(server.port)
+    welcome = await client.hello(name, token)
+    assert welcome is not None and welcome["type"] == "welcome", welcome
+    with trio.fail_after(5):
+        while name not in server.bots:
+            await trio.sleep(0.005)
+    return client

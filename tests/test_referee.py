@@ -1,0 +1,210 @@
+"""The referee over real TCP: a match played to the end, and every way a bot can lose by
+forfeit (ecarte.md §E8.1), with the result committed before match_end is sent."""
+
+from __future__ import annotations
+
+import trio
+
+from arena.formats.round_robin import schedule
+from arena.matchlog import MatchLog, read_log
+from arena.referee import MatchConfig, Referee
+from arena.tournament import play_match
+from protocol.messages import TimeControl
+from tests.conftest import Client, connect_bot
+
+
+async def _setup(server, store, tmp_path, config: MatchConfig, seed: int = 5):
+    a = await connect_bot(server, "alice")
+    b = await connect_bot(server, "bob")
+    tid = store.create_tournament("ecarte", "test", 1, config, ["alice", "bob"], [("alice", "bob", seed)])
+    row = store.pending_matches(tid)[0]
+    return a, b, tid, row
+
+
+async def _run(server, store, tmp_path, config, policy_a=None, policy_b=None, seed=5, script_a=None):
+    a, b, tid, row = await _setup(server, store, tmp_path, config, seed)
+    results = {}
+    async with trio.open_nursery() as n:
+
+        async def ref():
+            results["result"] = await play_match(store, server, row, config, tmp_path / "logs")
+
+        async def run_a():
+            results["a"] = await (script_a(a) if script_a else a.play(policy_a))
+
+        async def run_b():
+            results["b"] = await b.play(policy_b)
+
+        n.start_soon(ref)
+        n.start_soon(run_a)
+        n.start_soon(run_b)
+    return a, b, results, store.matches(tid)[0]
+
+
+async def test_match_is_played_to_the_target_and_recorded(server, store, tmp_path):
+    a, b, res, row = await _run(server, store, tmp_path, MatchConfig())
+    result = res["result"]
+    assert result.reason == "target" and result.winner in (0, 1)
+    assert max(result.scores) >= 5
+    assert row["status"] == "done" and row["winner"] == ("alice", "bob")[result.winner]
+    assert row["decisions"] == result.decisions > 0
+    assert res["a"]["type"] == "match_end" and res["a"]["you"] == ("win" if result.winner == 0 else "loss")
+    assert res["b"]["you"] == ("win" if result.winner == 1 else "loss")
+    log = read_log(row["log_path"])
+    assert log[0]["type"] == "match" and log[-1]["type"] == "result"
+    hidden = [line for line in log if line["type"] == "event" and line["hidden"]]
+    assert {h["event"]["kind"] for h in hidden} >= {"deck", "hand"}
+
+
+async def test_every_request_carries_the_full_legal_list_and_time(server, store, tmp_path):
+    a, b, res, row = await _run(server, store, tmp_path, MatchConfig(time=TimeControl(move_ms=1500, bank_ms=700)))
+    reqs = [m for m in a.received if m["type"] == "request"]
+    assert reqs and all(r["legal"] and r["time_ms"] == 1500 for r in reqs)
+    assert all(0 < r["bank_ms"] <= 700 for r in reqs)
+    assert {r["decision"] for r in reqs} >= {"propose", "play"} or {r["decision"] for r in reqs} >= {"respond", "play"}
+
+
+async def test_timeout_forfeits_and_the_opponent_is_told(server, store, tmp_path):
+    cfg = MatchConfig(time=TimeControl(move_ms=100, grace_ms=20))
+    silent = lambda req: None  # noqa: E731 - never answers
+    a, b, res, row = await _run(server, store, tmp_path, cfg, policy_a=silent)
+    assert res["result"].reason == "forfeit_timeout" and res["result"].winner == 1
+    assert row["reason"] == "forfeit_timeout" and row["winner"] == "bob" and row["faulty_seat"] == 0
+    assert res["b"]["reason"] == "forfeit_timeout" and res["b"]["you"] == "win"
+    errors = [m for m in a.received if m["type"] == "error"]
+    assert errors and errors[0]["code"] == "timeout"
+    incidents = [line for line in read_log(row["log_path"]) if line["type"] == "incident"]
+    assert incidents[0]["seat"] == 0 and incidents[0]["code"] == "timeout"
+
+
+async def test_auto_on_timeout_plays_first_legal_then_forfeits_after_max_strikes(server, store, tmp_path):
+    cfg = MatchConfig(time=TimeControl(move_ms=60, grace_ms=10), on_timeout="auto", max_strikes=2)
+    a, b, res, row = await _run(server, store, tmp_path, cfg, policy_a=lambda req: None)
+    assert res["result"].reason == "forfeit_timeout"
+    log = read_log(row["log_path"])
+    autos = [line for line in log if line["type"] == "action" and line.get("auto")]
+    assert len(autos) == 2 and all(line["seat"] == 0 for line in autos)
+
+
+async def test_late_answer_is_ignored_not_applied_to_the_next_request(server, store, tmp_path):
+    cfg = MatchConfig(time=TimeControl(move_ms=80, grace_ms=10), on_timeout="auto", max_strikes=50)
+
+    async def late_bot(client: Client):
+        answered_late = False
+        while True:
+            msg = await client.recv(10)
+            if msg is None or msg["type"] == "match_end":
+                return msg
+            if msg["type"] != "request":
+                continue
+            if not answered_late:
+                await trio.sleep(0.2)  # past the deadline: the referee plays legal[0] itself
+                await client.send({"type": "action", "id": msg["id"], "action": msg["legal"][-1]})
+                answered_late = True
+            else:
+                await client.send({"type": "action", "id": msg["id"], "action": msg["legal"][0]})
+
+    a, b, res, row = await _run(server, store, tmp_path, cfg, script_a=late_bot)
+    assert any(m["type"] == "error" and m["code"] == "late_answer" for m in a.received)
+    assert res["result"].reason == "target"  # the late answer cost one strike, not the match
+    log = read_log(row["log_path"])
+    first_seat0 = next(line for line in log if line["type"] == "action" and line["seat"] == 0)
+    assert first_seat0.get("auto") is True
+
+
+async def test_illegal_action_forfeits_with_its_rule(server, store, tmp_path):
+    def cheat(req):
+        if req["decision"] == "play":
+            mine = set(req["state"]["hand"])
+            return next(c for c in ("7c", "8c", "9c", "Tc", "Jc", "Qc", "Kc", "Ac", "7d") if c not in mine)
+        return req["legal"][0]
+
+    a, b, res, row = await _run(server, store, tmp_path, MatchConfig(), policy_a=cheat)
+    assert res["result"].reason == "forfeit_illegal" and res["result"].winner == 1
+    err = next(m for m in a.received if m["type"] == "error")
+    assert err["code"] == "illegal_action" and "not in the hand" in err["message"] and err["fatal"]
+    assert row["reason"] == "forfeit_illegal"
+
+
+async def test_illegal_action_within_allowance_is_asked_again(server, store, tmp_path):
+    tried = {"n": 0}
+
+    def once_wrong(req):
+        if req["decision"] == "propose" and tried["n"] == 0:
+            tried["n"] += 1
+            return "Ks"  # a card where a call is wanted
+        return req["legal"][0]
+
+    a, b, res, row = await _run(server, store, tmp_path, MatchConfig(max_illegal=1), policy_a=once_wrong, seed=3)
+    if tried["n"] == 0:  # alice was never elder first: nothing to check in this seed
+        return
+    assert any(m["type"] == "error" and m["code"] == "wrong_decision" and not m["fatal"] for m in a.received)
+    assert res["result"].reason == "target"
+
+
+async def test_disconnect_mid_match_forfeits(server, store, tmp_path):
+    async def quitter(client: Client):
+        for _ in range(2):
+            req = await client.recv_type("request")
+            await client.send({"type": "action", "id": req["id"], "action": req["legal"][0]})
+        await client.recv_type("request")
+        await client.aclose()  # hang up mid-match, with a request pending
+        return None
+
+    a, b, res, row = await _run(server, store, tmp_path, MatchConfig(), script_a=quitter)
+    assert res["result"].reason == "forfeit_disconnect" and res["result"].winner == 1
+    assert res["b"]["reason"] == "forfeit_disconnect"
+    assert row["winner"] == "bob"
+
+
+async def test_malformed_line_mid_match_forfeits_with_its_code(server, store, tmp_path):
+    async def garbler(client: Client):
+        await client.recv_type("request")
+        await client.send_raw(b"{not json\n")
+        return await client.recv_type("match_end")
+
+    a, b, res, row = await _run(server, store, tmp_path, MatchConfig(), script_a=garbler)
+    assert res["result"].reason == "forfeit_protocol"
+    assert any(m["type"] == "error" and m["code"] == "bad_json" for m in a.received)
+    assert "bad_json" in row["detail"]
+
+
+async def test_answer_to_unknown_id_is_an_error(server, store, tmp_path):
+    async def wrong_id(client: Client):
+        req = await client.recv_type("request")
+        await client.send({"type": "action", "id": req["id"] + 1000, "action": req["legal"][0]})
+        return await client.recv_type("match_end")
+
+    a, b, res, row = await _run(server, store, tmp_path, MatchConfig(), script_a=wrong_id)
+    assert any(m["type"] == "error" and m["code"] == "unknown_request" for m in a.received)
+    assert res["result"].reason == "forfeit_protocol" and res["result"].winner == 1
+
+
+async def test_result_is_committed_before_match_end_is_sent(server, store, tmp_path):
+    a = await connect_bot(server, "alice")
+    b = await connect_bot(server, "bob")
+    seen_in_db = []
+
+    async def record(result):
+        # at this point no bot may have received match_end yet
+        assert not any(m["type"] == "match_end" for m in a.received + b.received)
+        seen_in_db.append(result)
+
+    async with trio.open_nursery() as n:
+        n.start_soon(a.play)
+        n.start_soon(b.play)
+        ref = Referee("m1", 9, MatchConfig(), (server.bots["alice"], server.bots["bob"]), MatchLog(None), record)
+        await ref.run()
+    assert len(seen_in_db) == 1
+
+
+def test_round_robin_schedule_alternates_seats_and_covers_every_pair():
+    plan = schedule(["a", "b", "c", "d"], 4, seed=1)
+    assert len(plan) == 6 * 4
+    for x, y in [("a", "b"), ("a", "c"), ("b", "d"), ("c", "d")]:
+        games = [p for p in plan if {p[0], p[1]} == {x, y}]
+        assert len(games) == 4
+        assert sum(p[0] == x for p in games) == 2  # seats alternate
+    assert len({p[2] for p in plan}) == len(plan)  # a seed per match
+    assert plan == schedule(["a", "b", "c", "d"], 4, seed=1)
+    assert plan != schedule(["a", "b", "c", "d"], 4, seed=2)

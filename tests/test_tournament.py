@@ -1,0 +1,96 @@
+"""A real tournament: the sample bots (Python and JavaScript) as separate processes over TCP,
+every match in SQLite, every match log on disk, and the same seed reproducing every log
+byte for byte."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import trio
+
+from arena.launcher import load_manifest
+from arena.store import Store
+from arena.tournament import TournamentConfig, run_tournament
+
+ROOT = Path(__file__).resolve().parent.parent
+BOTS = sorted((ROOT / "sample_bots").glob("*.toml"))
+HAVE_NODE = shutil.which("node") is not None
+
+
+def _manifests():
+    ms = [load_manifest(p) for p in BOTS]
+    return [m for m in ms if HAVE_NODE or m.language != "javascript"]
+
+
+async def _tournament(tmp: Path, games: int = 2, seed: int = 11):
+    store = Store(tmp / "arena.db")
+    cfg = TournamentConfig(games=games, seed=seed, logs_dir=str(tmp / "logs"))
+    report = await run_tournament(store, _manifests(), cfg)
+    return store, report
+
+
+async def test_tournament_of_sample_bots_records_every_match(tmp_path):
+    store, report = await _tournament(tmp_path)
+    n = len(_manifests())
+    assert report.matches == n * (n - 1) // 2 * 2
+    rows = store.matches(report.tournament_id)
+    assert len(rows) == report.matches
+    assert all(r["status"] == "done" and r["reason"] == "target" for r in rows), [r["detail"] for r in rows]
+    assert all(Path(r["log_path"]).is_file() for r in rows)
+    assert all(r["duration_ms"] >= 0 and r["decisions"] > 0 for r in rows)
+    assert sum(r.games for r in report.ratings) == 2 * report.matches
+    assert abs(sum(r.elo for r in report.ratings) / len(report.ratings) - 1500) < 1e-6
+    bot_logs = list((tmp_path / "logs" / f"t{report.tournament_id}" / "bots").glob("*.log"))
+    assert len(bot_logs) == n
+    # no bot process outlives the tournament
+    out = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    assert "greedy_bot.py" not in out and "highcard.js" not in out
+
+
+async def test_same_seed_reproduces_every_log_byte_for_byte(tmp_path):
+    (tmp_path / "one").mkdir()
+    (tmp_path / "two").mkdir()
+    s1, r1 = await _tournament(tmp_path / "one", games=1, seed=99)
+    s2, r2 = await _tournament(tmp_path / "two", games=1, seed=99)
+    logs1 = sorted((tmp_path / "one" / "logs").rglob("*.jsonl"))
+    logs2 = sorted((tmp_path / "two" / "logs").rglob("*.jsonl"))
+    assert len(logs1) == len(logs2) == r1.matches
+    for a, b in zip(logs1, logs2):
+        assert a.read_bytes() == b.read_bytes(), a.name
+    s3, r3 = await _tournament(tmp_path / "three", games=1, seed=100)
+    logs3 = sorted((tmp_path / "three" / "logs").rglob("*.jsonl"))
+    assert any(a.read_bytes() != c.read_bytes() for a, c in zip(logs1, logs3))
+
+
+async def test_a_bot_that_cannot_start_loses_its_matches_and_the_rest_play_on(tmp_path):
+    broken = tmp_path / "broken.toml"
+    broken.write_text('name = "broken"\ncommand = ["{python}", "-c", "import sys; sys.exit(3)"]\n')
+    ms = [load_manifest(BOTS[0]), load_manifest(broken), *[load_manifest(p) for p in BOTS[1:2]]]
+    ms = [m for m in ms if HAVE_NODE or m.language != "javascript"]
+    store = Store(tmp_path / "arena.db")
+    cfg = TournamentConfig(games=2, seed=3, logs_dir=str(tmp_path / "logs"), connect_timeout_s=2)
+    with trio.fail_after(60):
+        report = await run_tournament(store, ms, cfg)
+    rows = store.matches(report.tournament_id)
+    for r in rows:
+        if "broken" in (r["bot0"], r["bot1"]):
+            assert r["reason"] == "forfeit_disconnect" and r["winner"] != "broken"
+        else:
+            assert r["reason"] == "target"
+
+
+def test_cli_tournament_prints_the_elo_table(tmp_path):
+    bots = [str(p) for p in BOTS if HAVE_NODE or not p.name.endswith(("highcard.toml", "cautious.toml"))]
+    out = subprocess.run(
+        [sys.executable, "-m", "arena.cli", "tournament", "--bots", *bots, "--games", "2", "--seed", "5",
+         "--db", str(tmp_path / "a.db"), "--logs", str(tmp_path / "logs"), "--quiet"],
+        capture_output=True, text=True, timeout=120, cwd=ROOT,
+    )
+    assert out.returncode == 0, out.stderr
+    for word in ("rank", "bot", "Elo", "games", "wins", "losses", "score %", "greedy", "random"):
+        assert word in out.stdout
+    store = Store(tmp_path / "a.db")
+    assert len(store.matches(1)) == len(bots) * (len(bots) - 1)
