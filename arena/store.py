@@ -148,7 +148,14 @@ class Store:
         with self._tx():
             cur = self.db.execute(
                 "INSERT INTO tournaments(game, format, seed, config, bots, created_at) VALUES (?,?,?,?,?,?)",
-                (game, fmt, seed, json.dumps(msgspec.to_builtins(config), sort_keys=True), json.dumps(bots), time.time()),
+                (
+                    game,
+                    fmt,
+                    seed,
+                    json.dumps(msgspec.to_builtins(config), sort_keys=True),
+                    json.dumps(bots),
+                    time.time(),
+                ),
             )
             tid = int(cur.lastrowid)
             self.db.executemany(

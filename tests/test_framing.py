@@ -106,7 +106,8 @@ def test_fuzz_arbitrary_bytes_give_a_message_or_a_protocol_error(data):
 @given(
     st.recursive(
         st.none() | st.booleans() | st.integers() | st.text(max_size=8),
-        lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.sampled_from(["type", "id", "action", "name", "token", "x"]), inner, max_size=4),
+        lambda inner: st.lists(inner, max_size=4)
+        | st.dictionaries(st.sampled_from(["type", "id", "action", "name", "token", "x"]), inner, max_size=4),
         max_leaves=12,
     )
 )

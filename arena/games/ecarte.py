@@ -67,6 +67,10 @@ def card_sort_key(card: Card) -> tuple[str, int]:
     return card[1], RANK[card[0]]
 
 
+_HAND_ORDER = {c: i for i, c in enumerate(sorted(PACK_32, key=card_sort_key))}.__getitem__
+"""``card_sort_key`` as one precomputed integer per card (hands are sorted on every draw)."""
+
+
 def trick_winner(lead: Card, follow: Card, trump: str) -> int:
     """Return 0 if the ``lead`` card wins the trick, 1 if ``follow`` does (ecarte.md §E5).
 
@@ -281,8 +285,8 @@ class EcarteMatch:
             for seat in (elder, dealer):
                 hands[seat].extend(pack[pos : pos + size])
                 pos += size
-        hands[0].sort(key=card_sort_key)
-        hands[1].sort(key=card_sort_key)
+        hands[0].sort(key=_HAND_ORDER)
+        hands[1].sort(key=_HAND_ORDER)
         self.hands = hands
         self.turn_up = pack[10]
         self.trump = self.turn_up[1]
@@ -447,7 +451,7 @@ class EcarteMatch:
         for c in cards:
             hand.remove(c)
         hand.extend(drawn)
-        hand.sort(key=card_sort_key)
+        hand.sort(key=_HAND_ORDER)
         self.discards[seat].extend(cards)
         left = len(self.stock)
         out: list[Seen] = [
