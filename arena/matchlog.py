@@ -102,3 +102,64 @@ def read_log(path: str | Path) -> list[dict[str, Any]]:
     """Read a match log back as a list of dicts (one per line)."""
     with open(path, "rb") as fh:
         return [msgspec.json.decode(line) for line in fh if line.strip()]
+
+
+class ReplayError(ValueError):
+    """A match log that the rules engine does not reproduce; the message names the line."""
+
+
+def replay(lines: list[dict[str, Any]]) -> dict[str, Any]:
+    """Re-run the rules engine on a match log and check every line against it.
+
+    ``lines`` as returned by :func:`read_log`. The header's game, seed and config rebuild the
+    engine; each ``action`` is applied and every ``event`` line must equal, in order and with
+    the same ``seen_by``, the event the engine emits; the ``result`` must match the engine's
+    final scores (and winner, for a match played to the target). Returns the result line.
+    Raises :class:`ReplayError` at the first discrepancy.
+    """
+    import random
+
+    from arena.games import GAMES
+    from arena.referee import MatchConfig  # here: referee imports this module
+
+    if not lines or lines[0].get("type") != "match":
+        raise ReplayError("line 1: a match log starts with a 'match' header")
+    header = lines[0]
+    config = msgspec.convert(header["config"], MatchConfig)
+    engine = GAMES[header["game"]](config.rules, random.Random(header["seed"]))
+    expected = [(msgspec.to_builtins(e), list(s)) for e, s in engine.start()]
+    pos = 0
+    result: dict[str, Any] | None = None
+    for n, line in enumerate(lines[1:], start=2):
+        kind = line.get("type")
+        if kind == "event":
+            if pos >= len(expected):
+                raise ReplayError(f"line {n}: event {line['event']} that the engine never emitted")
+            ev, seen = expected[pos]
+            if line["event"] != ev or line["seen_by"] != seen:
+                raise ReplayError(f"line {n}: log has {line['event']} seen by {line['seen_by']}, engine {ev} {seen}")
+            pos += 1
+        elif kind == "action":
+            if pos != len(expected):
+                raise ReplayError(f"line {n}: action before the engine's events were all logged")
+            if engine.to_act != line["seat"] or engine.decision != line["decision"]:
+                raise ReplayError(f"line {n}: seat {line['seat']} acts on {line['decision']!r} but the engine "
+                                  f"waits for seat {engine.to_act} on {engine.decision!r}")
+            try:
+                events = engine.apply(line["action"])
+            except ValueError as exc:
+                raise ReplayError(f"line {n}: action {line['action']!r} rejected: {exc}") from None
+            expected.extend((msgspec.to_builtins(e), list(s)) for e, s in events)
+        elif kind == "result":
+            result = line
+        elif kind != "incident":
+            raise ReplayError(f"line {n}: unknown line type {kind!r}")
+    if pos != len(expected):
+        raise ReplayError(f"the log stops before the engine's event {expected[pos][0]}")
+    if result is None:
+        raise ReplayError("the log has no result line")
+    if result["scores"] != engine.scores or result["manches"] != engine.manches:
+        raise ReplayError(f"result scores {result['scores']} but the engine has {engine.scores}")
+    if result["reason"] == "target" and (not engine.over or result["winner"] != engine.winner):
+        raise ReplayError(f"result winner {result['winner']} but the engine's is {engine.winner}")
+    return result
