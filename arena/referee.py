@@ -110,7 +110,7 @@ class Referee:
         self.illegal = [0, 0]
         self.decisions = 0
 
-    async def _send_events(self, events: list[Seen]) -> None:
+    def _send_events(self, events: list[Seen]) -> None:
         log = self.log
         for event, seen_by in events:
             log.event(event, seen_by)
@@ -118,7 +118,7 @@ class Referee:
                 self.on_event(self.match_id, event, seen_by)
             for s in seen_by:
                 self._seq[s] += 1
-                await self.seats[s].send(EventMsg(match_id=self.match_id, seq=self._seq[s], event=event))
+                self.seats[s].queue(EventMsg(match_id=self.match_id, seq=self._seq[s], event=event))
 
     async def run(self) -> MatchResult:
         """Play the match to its end and return the result (never raises a seat's fault)."""
@@ -190,9 +190,12 @@ class Referee:
                         opponent=seats[1 - seat.index].name,
                         rules=cfg.rules,
                         time=cfg.time,
+                        on_timeout=cfg.on_timeout,
+                        max_strikes=cfg.max_strikes,
+                        max_illegal=cfg.max_illegal,
                     )
                 )
-            await self._send_events(engine.start())
+            self._send_events(engine.start())
             while not engine.over:
                 s = engine.to_act
                 seat = seats[s]
@@ -209,12 +212,13 @@ class Referee:
                             "timeout",
                             f"{fault.detail}; the referee played the first legal action "
                             f"(strike {self.strikes[s]} of {cfg.max_strikes})",
+                            id=fault.request_id,
                         )
                         action = engine.auto_action()
                         self.log.action(s, decision, action, auto=True)
-                        await self._send_events(engine.apply(action))
+                        self._send_events(engine.apply(action))
                         continue
-                    await seat.conn.send_error("timeout", fault.detail, fatal=True)
+                    await seat.conn.send_error("timeout", fault.detail, id=fault.request_id, fatal=True)
                     raise
                 try:
                     events = engine.apply(answer.action)
@@ -228,7 +232,7 @@ class Referee:
                     continue
                 self.decisions += 1
                 self.log.action(s, decision, answer.action)
-                await self._send_events(events)
+                self._send_events(events)
         except SeatFault as fault:
             faulty = fault.seat
             if fault.reason in ("forfeit_disconnect", "forfeit_protocol"):

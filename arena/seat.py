@@ -20,7 +20,7 @@ import msgspec
 import trio
 
 from arena.clock import Clock
-from protocol.framing import LineReader, ProtocolError, decode_client, encode
+from protocol.framing import LineReader, ProtocolError, decode_client, encode, encode_into
 from protocol.messages import ActionMsg, Error, GameView, Hello, Request
 
 MAX_ERRORS_PER_CONNECTION = 100
@@ -42,10 +42,11 @@ class SeatFault(Exception):
 
 
 class SeatTimeout(SeatFault):
-    """The decision's deadline passed without an answer."""
+    """The decision's deadline passed without an answer to request ``request_id``."""
 
-    def __init__(self, detail: str, seat: int) -> None:
+    def __init__(self, detail: str, seat: int, request_id: int) -> None:
         super().__init__("forfeit_timeout", "timeout", detail, seat)
+        self.request_id = request_id
 
 
 class SendFailed(Exception):
@@ -118,8 +119,7 @@ class Connection:
         await self.send_bytes(encode(msg))
 
     async def send_error(self, code: str, message: str, id: int | None = None, fatal: bool = False) -> None:
-        """Send an ``error`` message, ignoring a failed send. Counts toward the error cap."""
-        self.errors_sent += 1
+        """Send an ``error`` message, ignoring a failed send."""
         try:
             await self.send(Error(code=code, message=message, id=id, fatal=fatal))
         except SendFailed:
@@ -135,6 +135,13 @@ class Connection:
                 await self.stream.aclose()
             except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
                 pass
+
+    async def _protocol_fault(self, code: str, message: str, id: int | None = None) -> None:
+        """The client broke the protocol: tell it (``fatal`` when it is in a match, which it
+        then loses), count it toward :data:`MAX_ERRORS_PER_CONNECTION`, notify the seat."""
+        self.errors_sent += 1
+        await self.send_error(code, message, id=id, fatal=self.seat is not None)
+        self._fault(code, message)
 
     def _fault(self, code: str, detail: str) -> None:
         if self.seat is not None:
@@ -182,8 +189,7 @@ class Connection:
         try:
             msg = decode_client(line)
         except ProtocolError as exc:
-            await self.send_error(exc.code, exc.message)
-            self._fault(exc.code, exc.message)
+            await self._protocol_fault(exc.code, exc.message)
             return
         if isinstance(msg, ActionMsg):
             rid = msg.id
@@ -196,14 +202,11 @@ class Connection:
                     "late_answer", f"request {rid} had already timed out; answer ignored", id=rid
                 )
             elif rid in self._answered:
-                await self.send_error("duplicate_answer", f"request {rid} was already answered", id=rid)
-                self._fault("duplicate_answer", f"answered request {rid} twice")
+                await self._protocol_fault("duplicate_answer", f"request {rid} was already answered", rid)
             else:
-                await self.send_error("unknown_request", f"no request {rid} is pending", id=rid)
-                self._fault("unknown_request", f"answered unknown request {rid}")
+                await self._protocol_fault("unknown_request", f"no request {rid} is pending", rid)
         elif isinstance(msg, Hello):
-            await self.send_error("unexpected_hello", "hello is only valid as the first line")
-            self._fault("unexpected_hello", "sent hello twice")
+            await self._protocol_fault("unexpected_hello", "hello is only valid as the first line")
 
 
 class Seat:
@@ -219,6 +222,23 @@ class Seat:
         self.match_id = match_id
         self.clock = clock
         self._in, self._out = trio.open_memory_channel[tuple](32)
+        self.outbox = bytearray()  # encoded messages waiting for the next write
+
+    def queue(self, msg: msgspec.Struct) -> None:
+        """Encode ``msg`` for sending with this seat's next write (its next request, or
+        :meth:`flush`). Batching makes one socket write per decision instead of one per
+        event: events only inform, so a bot needs them before its next request, not sooner."""
+        encode_into(msg, self.outbox)
+
+    async def flush(self) -> None:
+        """Send everything queued; a failed send is a ``forfeit_disconnect`` fault."""
+        if self.outbox:
+            data = bytes(self.outbox)
+            self.outbox.clear()
+            try:
+                await self.conn.send_bytes(data)
+            except SendFailed as exc:
+                raise SeatFault("forfeit_disconnect", "disconnect", str(exc), self.index) from None
 
     @property
     def name(self) -> str:
@@ -262,9 +282,13 @@ class Seat:
                 self._raise_for(item)
 
     async def send(self, msg: msgspec.Struct) -> None:
-        """Send one message; a failed send is a ``forfeit_disconnect`` fault."""
+        """Send anything queued, then ``msg``, in one write; a failed send is a
+        ``forfeit_disconnect`` fault."""
+        self.queue(msg)
+        data = bytes(self.outbox)
+        self.outbox.clear()
         try:
-            await self.conn.send(msg)
+            await self.conn.send_bytes(data)
         except SendFailed as exc:
             raise SeatFault("forfeit_disconnect", "disconnect", str(exc), self.index) from None
 
@@ -279,7 +303,7 @@ class Seat:
         conn = self.conn
         rid = conn.new_request_id()
         clock = self.clock
-        data = encode(
+        encode_into(
             Request(
                 id=rid,
                 match_id=self.match_id,
@@ -288,8 +312,11 @@ class Seat:
                 state=state,
                 time_ms=clock.time_ms,
                 bank_ms=clock.bank_ms,
-            )
+            ),
+            self.outbox,
         )
+        data = bytes(self.outbox)
+        self.outbox.clear()
         conn.pending_id = rid
         t0 = trio.current_time()
         try:
@@ -309,9 +336,10 @@ class Seat:
                         break
                     return Answer(rid, item[2], elapsed)
                 conn.pending_id = None
+                conn._expired.append(rid)  # a stray answer later is "late", never a new fault
                 self._raise_for(item)
         if conn.pending_id == rid:
             conn.pending_id = None
             conn._expired.append(rid)
             clock.charge(deadline_ms)
-        raise SeatTimeout(f"no answer to request {rid} within {deadline_ms} ms", self.index)
+        raise SeatTimeout(f"no answer to request {rid} within {deadline_ms} ms", self.index, rid)

@@ -47,6 +47,12 @@ def encode(msg: msgspec.Struct) -> bytes:
     return _encoder.encode(msg) + b"\n"
 
 
+def encode_into(msg: msgspec.Struct, buf: bytearray) -> None:
+    """Append one message as a JSON line to ``buf`` (no intermediate copy)."""
+    _encoder.encode_into(msg, buf, -1)
+    buf += b"\n"
+
+
 def _classify(line: bytes, known: set[str], err: Exception) -> ProtocolError:
     try:
         line.decode("utf-8")

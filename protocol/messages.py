@@ -18,30 +18,34 @@ any order).
 
 from __future__ import annotations
 
-from typing import Literal, Union
+from typing import Annotated, Literal, Union
 
 import msgspec
 
 from protocol import PROTOCOL_VERSION
 
-Card = str
-"""Two ASCII characters: rank ``7 8 9 T J Q K A`` then suit ``c d h s`` (``"Ks"``)."""
+Card = Annotated[str, msgspec.Meta(pattern=r"^[6789TJQKA][cdhs]$")]
+"""Two ASCII characters: rank ``7 8 9 T J Q K A`` (``6`` in Piquet's 36-card pack) then suit
+``c d h s`` (``"Ks"``). The letters are not the ranking: Écarté ranks K Q J A T 9 8 7."""
 
 Action = Union[str, list[str]]
 """A legal action: a word, a card, or a list of cards (a discard)."""
 
 
-class _Msg(msgspec.Struct, tag_field="type", omit_defaults=True, forbid_unknown_fields=False):
-    """Base of every top-level message; ``type`` carries the struct's tag."""
+class _Msg(msgspec.Struct, tag_field="type"):
+    """Base of every top-level message; ``type`` carries the struct's tag. Every field is
+    always sent (``null`` when it has no value), so a bot never has to guess a default."""
 
 
 # --------------------------------------------------------------------------- bot -> server
 
 
 class Hello(_Msg, tag="hello"):
-    """First line a client sends. ``role`` is ``"bot"`` or ``"spectator"``.
+    """First line a client sends. ``role`` is ``"bot"`` (``"spectator"`` is reserved and
+    refused with ``unsupported_role`` for now).
 
-    Answered by ``welcome`` or by ``error`` (``auth_failed``, ``bad_version``) and a close.
+    Answered by ``welcome``, or by a fatal ``error`` (``auth_failed``, ``bad_version``,
+    ``name_in_use``, ``unsupported_role``, ...) and a close.
     """
 
     name: str
@@ -62,7 +66,7 @@ ClientMessage = Union[Hello, ActionMsg]
 # --------------------------------------------------------------------------- game events
 
 
-class _Ev(msgspec.Struct, tag_field="kind", omit_defaults=True, gc=False):
+class _Ev(msgspec.Struct, tag_field="kind", gc=False):
     """Base of every game event; ``kind`` carries the struct's tag."""
 
 
@@ -206,7 +210,7 @@ class TrickCard(msgspec.Struct, gc=False):
     card: Card
 
 
-class EcarteView(msgspec.Struct, tag_field="game", tag="ecarte", omit_defaults=True):
+class EcarteView(msgspec.Struct, tag_field="game", tag="ecarte"):
     """Everything one seat may know of an Écarté match now (never an opponent's card).
 
     ``hand`` is this seat's cards; ``trick`` the cards already on the table in the current
@@ -244,7 +248,7 @@ class Welcome(_Msg, tag="welcome"):
     protocol: int = PROTOCOL_VERSION
 
 
-class Rules(msgspec.Struct, omit_defaults=True):
+class Rules(msgspec.Struct):
     """The rule-set options of a match (ecarte.md §E2.4, §E7, §E8.1)."""
 
     deal_pattern: str = "3-2"
@@ -261,7 +265,10 @@ class TimeControl(msgspec.Struct):
 
 
 class MatchStart(_Msg, tag="match_start"):
-    """A match begins; ``seat`` is 0 or 1, ``opponent`` the other bot's name."""
+    """A match begins; ``seat`` is 0 or 1, ``opponent`` the other bot's name. The fault
+    policy (ecarte.md §E8.1): ``on_timeout`` (``forfeit`` or ``auto``), ``max_strikes``
+    (timeouts played by the referee before a forfeit, with ``auto``), ``max_illegal``
+    (illegal actions answered with an error and asked again before a forfeit)."""
 
     match_id: str
     game: str
@@ -269,6 +276,9 @@ class MatchStart(_Msg, tag="match_start"):
     opponent: str
     rules: Rules
     time: TimeControl
+    on_timeout: Literal["forfeit", "auto"] = "forfeit"
+    max_strikes: int = 3
+    max_illegal: int = 0
 
 
 class EventMsg(_Msg, tag="event"):
@@ -307,10 +317,10 @@ class MatchEnd(_Msg, tag="match_end"):
     detail: str = ""
 
 
-class Error(_Msg, tag="error", omit_defaults=False):
-    """Something the client sent was wrong. ``code`` is one of docs/protocol.md's error codes;
-    ``id`` names the request concerned, if any; ``fatal`` means the server closes the
-    connection (or ends the match) after sending it."""
+class Error(_Msg, tag="error"):
+    """Something the client sent (or failed to send) was wrong. ``code`` is one of
+    docs/protocol.md's error codes; ``id`` names the request concerned, if any; ``fatal`` is
+    true when the error costs the client its current match (forfeit) or its connection."""
 
     code: str
     message: str

@@ -29,17 +29,17 @@ REF_TEMPLATE = "#/$defs/{name}"
 _TITLE = f"Écarté arena wire protocol, version {PROTOCOL_VERSION}"
 _DESCRIPTION = (
     "Every line exchanged between the arena server and a bot: one JSON object per line "
-    "(UTF-8, terminated by \\n), selected by its \"type\" field. A valid line is either a "
+    '(UTF-8, terminated by \\n), selected by its "type" field. A valid line is either a '
     "ClientMessage (bot -> server: hello, action) or a ServerMessage (server -> bot: welcome, "
     "match_start, event, request, match_end, error, goodbye). Game events travel inside "
-    "\"event\" messages and are selected by their \"kind\" field. A field that is not listed "
-    "in \"required\" may be absent; it then has its \"default\". Receivers must ignore "
+    '"event" messages and are selected by their "kind" field. A field that is not listed '
+    'in "required" may be absent; it then has its "default". Receivers must ignore '
     "unknown fields. Generated from protocol/messages.py by `python -m protocol.schema`; "
     "the prose specification is docs/protocol.md."
 )
 _UNION_DOCS = {
-    "ClientMessage": "A line sent by a bot to the server, selected by \"type\".",
-    "ServerMessage": "A line sent by the server to a bot, selected by \"type\".",
+    "ClientMessage": 'A line sent by a bot to the server, selected by "type".',
+    "ServerMessage": 'A line sent by the server to a bot, selected by "type".',
 }
 
 

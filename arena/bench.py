@@ -1,0 +1,591 @@
+"""``arena bench``: engine and referee throughput, next to a raw loopback baseline.
+
+Three phases, all in one run on one machine, each bounded in time:
+
+1. **Engine** (:func:`engine_deals_per_second`): Écarté random self-play on one core, no I/O.
+   Figure: deals per second (target :data:`ENGINE_TARGET_DEALS_PER_S`) and decisions per deal.
+2. **Referee** (:func:`referee_rate`): a real :class:`~arena.server.ArenaServer` on a loopback
+   port, two registered minimal bots (each answers every ``request`` with ``legal[0]``) and
+   :class:`~arena.referee.Referee` matches played back to back. Figure: decisions per second,
+   plus the average size in bytes of the ``request`` lines and ``action`` lines on the wire.
+3. **Baseline** (:func:`pingpong_rate`): a raw trio TCP ping-pong with the same line sizes,
+   the same newline framing and the same process layout as phase 2. Figure: round trips per
+   second, and the ratio referee decisions/s ÷ ping-pong round trips/s (target at least
+   :data:`REFEREE_TARGET_RATIO`).
+
+Process layout: the server side (arena server, referee, ping-pong server) runs in this
+process; the two minimal bots (one subprocess, two connections) and the ping-pong client
+(one subprocess) run as ``python -m arena.bench --role bots|client ...``, so on a 2-core
+machine the server has a core of its own. Times are measured with :func:`time.perf_counter`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from time import perf_counter
+from typing import Any
+
+import msgspec
+import trio
+
+ENGINE_TARGET_DEALS_PER_S = 20_000
+"""The engine's target throughput in deals per second (random self-play, one core)."""
+
+REFEREE_TARGET_RATIO = 0.5
+"""The referee's target: decisions/s at least this fraction of ping-pong round trips/s."""
+
+DEFAULT_MAX_SECONDS = 25.0
+"""Time cap of one phase in seconds: a phase stops early (and reports what it did) after it,
+so a whole run stays near a minute even on a slow or busy machine."""
+
+STARTUP_TIMEOUT_S = 30.0
+"""Seconds allowed for a subprocess to start, connect and (bots) be authenticated."""
+
+HOST = "127.0.0.1"
+
+# --------------------------------------------------------------------------- figures
+
+
+@dataclass(frozen=True)
+class EngineFigures:
+    """Result of :func:`engine_deals_per_second`: counts and wall time in seconds."""
+
+    deals: int
+    decisions: int
+    matches: int
+    seconds: float
+
+    @property
+    def deals_per_s(self) -> float:
+        """Deals per second."""
+        return self.deals / self.seconds
+
+    @property
+    def decisions_per_deal(self) -> float:
+        """Decisions (applied actions) per deal."""
+        return self.decisions / self.deals
+
+
+@dataclass
+class WireStats:
+    """What the minimal bots saw on their connections (both bots summed).
+
+    ``received[type] = [lines, bytes]`` per server message type (bytes include the newline);
+    ``answers``/``answer_bytes``: ``action`` lines sent and their bytes (newline included).
+    """
+
+    received: dict[str, list[int]] = field(default_factory=dict)
+    answers: int = 0
+    answer_bytes: int = 0
+
+    def saw(self, kind: str, nbytes: int) -> None:
+        """Count one received line of type ``kind`` and ``nbytes`` bytes."""
+        entry = self.received.get(kind)
+        if entry is None:
+            self.received[kind] = [1, nbytes]
+        else:
+            entry[0] += 1
+            entry[1] += nbytes
+
+    def lines(self, kind: str) -> int:
+        """Lines of type ``kind`` received."""
+        return self.received.get(kind, [0, 0])[0]
+
+    def nbytes(self, kind: str) -> int:
+        """Bytes of lines of type ``kind`` received (newlines included)."""
+        return self.received.get(kind, [0, 0])[1]
+
+    def merge(self, other: WireStats) -> None:
+        """Add ``other``'s counts to these."""
+        for kind, (n, b) in other.received.items():
+            entry = self.received.setdefault(kind, [0, 0])
+            entry[0] += n
+            entry[1] += b
+        self.answers += other.answers
+        self.answer_bytes += other.answer_bytes
+
+
+@dataclass(frozen=True)
+class RefereeFigures:
+    """Result of :func:`referee_rate`: decisions, matches and deals refereed in ``seconds``
+    (wall time of the match loop), and what the bots saw on the wire (:class:`WireStats`)."""
+
+    decisions: int
+    matches: int
+    deals: int
+    seconds: float
+    wire: WireStats
+
+    @property
+    def decisions_per_s(self) -> float:
+        """Decisions per second (each one a request/answer round trip plus its events)."""
+        return self.decisions / self.seconds
+
+    @property
+    def avg_request_bytes(self) -> float:
+        """Average ``request`` line size in bytes, newline included."""
+        return self.wire.nbytes("request") / self.wire.lines("request")
+
+    @property
+    def avg_answer_bytes(self) -> float:
+        """Average ``action`` (answer) line size in bytes, newline included."""
+        return self.wire.answer_bytes / self.wire.answers
+
+    @property
+    def lines_per_decision(self) -> float:
+        """Server-to-bot lines of any type per decision (requests, events, match start/end)."""
+        return sum(n for n, _ in self.wire.received.values()) / self.decisions
+
+    @property
+    def bytes_per_decision(self) -> float:
+        """Server-to-bot bytes of any type per decision."""
+        return sum(b for _, b in self.wire.received.values()) / self.decisions
+
+
+@dataclass(frozen=True)
+class PingPongFigures:
+    """Result of :func:`pingpong_rate`: ``rounds`` round trips in ``seconds`` (client clock);
+    ``request_bytes``/``answer_bytes``: the line sizes used (newline included);
+    ``client_received``/``server_received``: total bytes each side read (for checking)."""
+
+    rounds: int
+    seconds: float
+    request_bytes: int
+    answer_bytes: int
+    client_received: int
+    server_received: int
+
+    @property
+    def round_trips_per_s(self) -> float:
+        """Round trips per second."""
+        return self.rounds / self.seconds
+
+
+# --------------------------------------------------------------------------- phase 1: engine
+
+
+def engine_deals_per_second(
+    n_deals: int, seed: int = 1, max_seconds: float = DEFAULT_MAX_SECONDS
+) -> EngineFigures:
+    """Random self-play of Écarté matches until at least ``n_deals`` deals were played.
+
+    Match ``i`` uses ``random.Random(seed + i)`` for the engine; one ``random.Random(seed)``
+    picks a uniformly random legal action for every decision. Whole matches are played, so the
+    count may exceed ``n_deals`` by the deals of the last match. Stops after ``max_seconds``
+    seconds at a match boundary in any case.
+    """
+    import random
+
+    from arena.games.ecarte import EcarteMatch
+    from protocol.messages import Rules
+
+    rules = Rules()
+    chooser = random.Random(seed)
+    choice = chooser.choice
+    deals = decisions = matches = 0
+    t0 = perf_counter()
+    while deals < n_deals and perf_counter() - t0 < max_seconds:
+        match = EcarteMatch(rules, random.Random(seed + matches))
+        match.start()
+        apply = match.apply
+        legal_actions = match.legal_actions
+        while not match.over:
+            apply(choice(legal_actions()))
+            decisions += 1
+        deals += match.deal_no
+        matches += 1
+    return EngineFigures(deals, decisions, matches, perf_counter() - t0)
+
+
+# --------------------------------------------------------------------------- shared helpers
+
+
+class _Lines:
+    """Newline framing for the bench's own endpoints (bots, ping-pong client and server).
+
+    :meth:`next` returns the next line without its ``\\n``, or None at end of stream (or when
+    the peer reset the connection).
+    """
+
+    def __init__(self, stream: trio.abc.ReceiveStream) -> None:
+        self.stream = stream
+        self._tail = b""
+        self._ready: deque[bytes] = deque()
+
+    async def next(self) -> bytes | None:
+        """The next complete line, or None at end of stream."""
+        while not self._ready:
+            try:
+                data = await self.stream.receive_some(65536)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                data = b""
+            if not data:
+                return None
+            *lines, self._tail = (self._tail + data).split(b"\n")
+            self._ready.extend(lines)
+        return self._ready.popleft()
+
+
+def _role_command(*args: str) -> list[str]:
+    """The command line running this module in ``--role ...`` mode with this Python."""
+    return [sys.executable, "-m", "arena.bench", *args]
+
+
+class _Child:
+    """A ``--role`` subprocess run to its end by :meth:`run` (start it in a nursery).
+
+    Its last stdout line is a JSON report, returned by :meth:`report`. Cancelling :meth:`run`
+    kills the process.
+    """
+
+    def __init__(self, command: list[str]) -> None:
+        self.command = command
+        self.done = trio.Event()
+        self.result: subprocess.CompletedProcess[bytes] | None = None
+
+    async def run(self) -> None:
+        """Run the process until it exits."""
+        try:
+            self.result = await trio.run_process(
+                self.command, capture_stdout=True, capture_stderr=True, check=False
+            )
+        finally:
+            self.done.set()
+
+    def failure(self) -> str:
+        """A description of how the process ended (for error messages)."""
+        if self.result is None:
+            return "still running"
+        err = self.result.stderr.decode(errors="replace").strip()
+        return f"exit status {self.result.returncode}: {err[-2000:]}"
+
+    async def report(self, timeout_s: float) -> dict[str, Any]:
+        """Wait up to ``timeout_s`` seconds for the exit; return the parsed JSON report."""
+        with trio.move_on_after(timeout_s):
+            await self.done.wait()
+        if self.result is None or self.result.returncode != 0:
+            raise RuntimeError(f"bench subprocess {self.command[3:5]} failed: {self.failure()}")
+        lines = self.result.stdout.splitlines()
+        if not lines:
+            raise RuntimeError(f"bench subprocess {self.command[3:5]} printed no report: {self.failure()}")
+        return json.loads(lines[-1])
+
+
+# --------------------------------------------------------------------------- phase 2: referee
+
+
+class _Incoming(msgspec.Struct):
+    """The fields of a server line a minimal bot looks at (the rest is skipped by msgspec)."""
+
+    type: str
+    id: int = 0
+    legal: list[Any] = []
+
+
+_decode_incoming = msgspec.json.Decoder(_Incoming).decode
+_encode = msgspec.json.Encoder().encode
+
+
+async def _minimal_bot(port: int, name: str, token: str, stats: WireStats) -> None:
+    """Connect as bot ``name``, answer every request with ``legal[0]`` until the server
+    closes the connection; count every received line in ``stats``."""
+    stream = await trio.open_tcp_stream(HOST, port)
+    await stream.send_all(_encode({"type": "hello", "name": name, "token": token}) + b"\n")
+    lines = _Lines(stream)
+    while (line := await lines.next()) is not None:
+        msg = _decode_incoming(line)
+        stats.saw(msg.type, len(line) + 1)
+        if msg.type == "request":
+            answer = _encode({"type": "action", "id": msg.id, "action": msg.legal[0]}) + b"\n"
+            try:
+                await stream.send_all(answer)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                break
+            stats.answers += 1
+            stats.answer_bytes += len(answer)
+    await stream.aclose()
+
+
+async def _bots_role(port: int, credentials: list[tuple[str, str]], timeout_s: float) -> dict[str, Any]:
+    """Subprocess side of phase 2: run the minimal bots until the server closes them (or
+    ``timeout_s`` seconds pass); return the summed :class:`WireStats` as a dict."""
+    stats = WireStats()
+    with trio.move_on_after(timeout_s):
+        async with trio.open_nursery() as nursery:
+            for name, token in credentials:
+                nursery.start_soon(_minimal_bot, port, name, token, stats)
+    return {"received": stats.received, "answers": stats.answers, "answer_bytes": stats.answer_bytes}
+
+
+async def referee_rate(
+    n_decisions: int, seed: int = 1, max_seconds: float = DEFAULT_MAX_SECONDS
+) -> RefereeFigures:
+    """Referee matches over loopback TCP until at least ``n_decisions`` decisions were made.
+
+    Starts an :class:`~arena.server.ArenaServer` (in-memory store, free port), registers two
+    bots, runs the minimal bots in a subprocess, waits until both are connected, then plays
+    matches (seed ``seed + i``, seats alternating) back to back with default
+    :class:`~arena.referee.MatchConfig`. Only the match loop is timed. Stops after
+    ``max_seconds`` seconds at a match boundary in any case. A match that does not end by
+    reaching the target (a forfeit) is an error.
+    """
+    from arena.matchlog import MatchLog
+    from arena.referee import MatchConfig, Referee
+    from arena.server import ArenaServer, ServerConfig
+    from arena.store import Store
+
+    store = Store(":memory:")
+    names = ("bench-a", "bench-b")
+    tokens = [store.add_bot(name) for name in names]
+    server = ArenaServer(store, ServerConfig(port=0))
+    config = MatchConfig()
+    decisions = matches = deals = 0
+    try:
+        async with trio.open_nursery() as nursery:
+            port = await nursery.start(server.serve)
+            bots = _Child(
+                _role_command(
+                    "--role", "bots", "--port", str(port), "--timeout", str(max_seconds + STARTUP_TIMEOUT_S),
+                    *(arg for name, token in zip(names, tokens, strict=True) for arg in ("--bot", f"{name}:{token}")),
+                )
+            )
+            nursery.start_soon(bots.run)
+            with trio.move_on_after(STARTUP_TIMEOUT_S):
+                for name in names:
+                    await server.wait_for(name, STARTUP_TIMEOUT_S)
+            if not all(name in server.bots for name in names):
+                raise RuntimeError(f"the bench bots did not connect: {bots.failure()}")
+
+            t0 = perf_counter()
+            while decisions < n_decisions and perf_counter() - t0 < max_seconds:
+                a, b = names if matches % 2 == 0 else names[::-1]
+                result = await Referee(
+                    f"bench-{matches}", seed + matches, config, (server.bots[a], server.bots[b]), MatchLog(None)
+                ).run()
+                if result.reason != "target":
+                    raise RuntimeError(f"bench match {matches} ended by {result.reason}: {result.detail}")
+                decisions += result.decisions
+                deals += result.deals
+                matches += 1
+            seconds = perf_counter() - t0
+
+            for conn in list(server.bots.values()):
+                await conn.aclose("bench over")
+            report = await bots.report(STARTUP_TIMEOUT_S)
+            nursery.cancel_scope.cancel()
+    finally:
+        store.close()
+    wire = WireStats(report["received"], report["answers"], report["answer_bytes"])
+    return RefereeFigures(decisions, matches, deals, seconds, wire)
+
+
+# --------------------------------------------------------------------------- phase 3: baseline
+
+
+async def _client_role(port: int, rounds: int, size: int, timeout_s: float) -> dict[str, Any]:
+    """Subprocess side of phase 3: ``rounds`` times, send a line of ``size`` bytes (newline
+    included) and wait for the reply line. Times the loop; stops after ``timeout_s`` seconds."""
+    stream = await trio.open_tcp_stream(HOST, port)
+    lines = _Lines(stream)
+    line = b"a" * (size - 1) + b"\n"
+    done = received = 0
+    t0 = perf_counter()
+    with trio.move_on_after(timeout_s):
+        for _ in range(rounds):
+            await stream.send_all(line)
+            reply = await lines.next()
+            if reply is None:
+                break
+            received += len(reply) + 1
+            done += 1
+    seconds = perf_counter() - t0
+    await stream.aclose()
+    return {"rounds": done, "seconds": seconds, "received": received}
+
+
+async def pingpong_rate(
+    n_rounds: int, request_size: int, answer_size: int, max_seconds: float = DEFAULT_MAX_SECONDS
+) -> PingPongFigures:
+    """Raw trio loopback ping-pong: ``n_rounds`` round trips, timed by the client.
+
+    The server (this process, ``trio.serve_tcp``) answers every line it receives with a line of
+    ``request_size`` bytes; the client (a subprocess, like the bots of :func:`referee_rate`)
+    sends lines of ``answer_size`` bytes. Sizes include the newline and are at least 1.
+    """
+    request_size = max(1, int(request_size))
+    answer_size = max(1, int(answer_size))
+    reply = b"r" * (request_size - 1) + b"\n"
+    server_received = 0
+
+    async def handler(stream: trio.SocketStream) -> None:
+        nonlocal server_received
+        lines = _Lines(stream)
+        try:
+            while (line := await lines.next()) is not None:
+                server_received += len(line) + 1
+                await stream.send_all(reply)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+
+    async with trio.open_nursery() as nursery:
+        listeners = await nursery.start(partial(trio.serve_tcp, handler, 0, host=HOST))
+        port = listeners[0].socket.getsockname()[1]
+        client = _Child(
+            _role_command(
+                "--role", "client", "--port", str(port), "--rounds", str(n_rounds),
+                "--size", str(answer_size), "--timeout", str(max_seconds),
+            )
+        )
+        nursery.start_soon(client.run)
+        report = await client.report(max_seconds + STARTUP_TIMEOUT_S)
+        nursery.cancel_scope.cancel()
+    return PingPongFigures(
+        report["rounds"], report["seconds"], request_size, answer_size, report["received"], server_received
+    )
+
+
+# --------------------------------------------------------------------------- report
+
+
+@dataclass(frozen=True)
+class BenchReport:
+    """The three phases' figures from one run, and the ratios printed by :func:`main`."""
+
+    engine: EngineFigures
+    referee: RefereeFigures
+    pingpong: PingPongFigures
+    seconds: float
+    """Wall time of the whole run in seconds (subprocess start-ups included)."""
+
+    @property
+    def engine_ratio(self) -> float:
+        """Engine deals/s ÷ :data:`ENGINE_TARGET_DEALS_PER_S` (1.0 = on target)."""
+        return self.engine.deals_per_s / ENGINE_TARGET_DEALS_PER_S
+
+    @property
+    def referee_ratio(self) -> float:
+        """Referee decisions/s ÷ ping-pong round trips/s (target :data:`REFEREE_TARGET_RATIO`)."""
+        return self.referee.decisions_per_s / self.pingpong.round_trips_per_s
+
+
+def run_bench(
+    n_deals: int, n_decisions: int, seed: int = 1, progress: Any = None
+) -> BenchReport:
+    """Run the three phases in order: the engine on ``n_deals`` deals, the referee on
+    ``n_decisions`` decisions, then ``n_decisions`` ping-pong round trips with the line sizes
+    the referee's bots measured. ``progress(text)``, if given, is told of each phase."""
+    if n_deals < 1 or n_decisions < 1:
+        raise ValueError("--deals and --decisions must be at least 1")
+    say = progress or (lambda text: None)
+    t0 = perf_counter()
+    say(f"1/3 engine: random self-play, {n_deals:,} deals")
+    engine = engine_deals_per_second(n_deals, seed)
+    say(f"2/3 referee over loopback TCP, {n_decisions:,} decisions")
+    referee = trio.run(referee_rate, n_decisions, seed)
+    req, ans = round(referee.avg_request_bytes), round(referee.avg_answer_bytes)
+    say(f"3/3 ping-pong baseline, {n_decisions:,} round trips of {req} B / {ans} B")
+    pingpong = trio.run(pingpong_rate, n_decisions, req, ans)
+    return BenchReport(engine, referee, pingpong, perf_counter() - t0)
+
+
+def _machine() -> str:
+    """One line describing this machine and the software measured."""
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        usable = os.cpu_count() or 0
+    return (
+        f"{platform.machine()}, {usable} usable cores, load average "
+        + ("/".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "n/a")
+        + f"; Python {platform.python_version()}, trio {trio.__version__}, msgspec {msgspec.__version__}"
+    )
+
+
+def print_report(console: Any, report: BenchReport) -> None:
+    """Print ``report`` on a rich ``console``: a table of figure, value, unit,
+    baseline/target and ratio, then the counts behind each figure."""
+    from rich import box
+    from rich.table import Table
+
+    e, r, p = report.engine, report.referee, report.pingpong
+
+    def ratio(value: float, target: float) -> str:
+        colour = "green" if value >= target else "red"
+        return f"[{colour}]{value:.2f}[/{colour}]"
+
+    table = Table(title="arena bench", box=box.SIMPLE_HEAVY)
+    for col, just in (("figure", "left"), ("value", "right"), ("unit", "left"),
+                      ("baseline / target", "left"), ("ratio", "right")):
+        table.add_column(col, justify=just)  # type: ignore[arg-type]
+    table.add_row("engine: random self-play, 1 core", f"{e.deals_per_s:,.0f}", "deals/s",
+                  f"target {ENGINE_TARGET_DEALS_PER_S:,} deals/s", ratio(report.engine_ratio, 1.0))
+    table.add_row("engine: decisions per deal", f"{e.decisions_per_deal:.2f}", "decisions/deal", "", "")
+    table.add_row("referee over loopback TCP", f"{r.decisions_per_s:,.0f}", "decisions/s",
+                  f"ping-pong {p.round_trips_per_s:,.0f}/s; target ≥ {REFEREE_TARGET_RATIO}",
+                  ratio(report.referee_ratio, REFEREE_TARGET_RATIO))
+    table.add_row("  request line, average", f"{r.avg_request_bytes:,.0f}", "bytes", "", "")
+    table.add_row("  answer line, average", f"{r.avg_answer_bytes:,.0f}", "bytes", "", "")
+    table.add_row("  server→bot lines", f"{r.lines_per_decision:.2f}", "lines/decision",
+                  f"{r.bytes_per_decision:,.0f} bytes/decision", "")
+    table.add_row("ping-pong, raw trio, same sizes", f"{p.round_trips_per_s:,.0f}", "round trips/s", "", "")
+    console.print(table)
+    console.print(
+        f"engine: {e.deals:,} deals, {e.decisions:,} decisions, {e.matches:,} matches in {e.seconds:.2f} s\n"
+        f"referee: {r.decisions:,} decisions ({r.wire.answers:,} answers sent by the bots), "
+        f"{r.matches:,} matches, {r.deals:,} deals in {r.seconds:.2f} s\n"
+        f"ping-pong: {p.rounds:,} round trips of {p.request_bytes} B / {p.answer_bytes} B in {p.seconds:.2f} s\n"
+        "layout: server side in this process; bots and ping-pong client in one subprocess each\n"
+        f"whole run: {report.seconds:.1f} s"
+    )
+
+
+def main(args: argparse.Namespace) -> int:
+    """``arena bench``: run :func:`run_bench` with ``args.deals`` and ``args.decisions`` and
+    print the report. Returns the exit code: 0, or 2 for a count below 1."""
+    from rich.console import Console
+
+    console = Console()
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        console = Console(width=110)  # a file or a pipe: do not wrap at 80 columns
+    if args.deals < 1 or args.decisions < 1:
+        console.print("[red]error:[/red] --deals and --decisions must be at least 1")
+        return 2
+    console.print(f"[bold]arena bench[/bold] on {_machine()}")
+    report = run_bench(args.deals, args.decisions, progress=lambda text: console.print(f"[dim]{text}...[/dim]"))
+    print_report(console, report)
+    return 0
+
+
+# --------------------------------------------------------------------------- subprocess roles
+
+
+def _role_main(argv: Sequence[str]) -> int:
+    """Entry of ``python -m arena.bench --role bots|client``; prints one JSON report line."""
+    parser = argparse.ArgumentParser(prog="python -m arena.bench", description=__doc__.splitlines()[0])
+    parser.add_argument("--role", choices=["bots", "client"], required=True)
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--timeout", type=float, default=DEFAULT_MAX_SECONDS, help="seconds")
+    parser.add_argument("--bot", action="append", default=[], metavar="NAME:TOKEN", help="bots role")
+    parser.add_argument("--rounds", type=int, default=1000, help="client role: round trips")
+    parser.add_argument("--size", type=int, default=64, help="client role: line size in bytes")
+    args = parser.parse_args(argv)
+    if args.role == "bots":
+        credentials = [tuple(spec.split(":", 1)) for spec in args.bot]
+        report = trio.run(_bots_role, args.port, credentials, args.timeout)
+    else:
+        report = trio.run(_client_role, args.port, args.rounds, args.size, args.timeout)
+    print(json.dumps(report), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_role_main(sys.argv[1:]))

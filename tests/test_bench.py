@@ -1,0 +1,84 @@
+"""``arena bench`` at tiny sizes: the phases run end to end and their figures are consistent.
+
+Only counts and the arithmetic of the figures are checked; speed never is (a unit test
+on a shared machine cannot say anything about performance).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from arena import bench
+
+
+def test_engine_counts_whole_matches_and_is_reproducible() -> None:
+    figures = bench.engine_deals_per_second(200, seed=3)
+    assert figures.deals >= 200
+    assert figures.matches >= 1
+    assert figures.decisions > figures.deals  # every deal asks for several decisions
+    assert figures.seconds > 0
+    assert figures.deals_per_s == pytest.approx(figures.deals / figures.seconds)
+    assert figures.decisions_per_deal == pytest.approx(figures.decisions / figures.deals)
+    again = bench.engine_deals_per_second(200, seed=3)
+    assert (again.deals, again.decisions, again.matches) == (figures.deals, figures.decisions, figures.matches)
+
+
+async def test_referee_decisions_match_what_the_bots_answered() -> None:
+    figures = await bench.referee_rate(300)
+    wire = figures.wire
+    assert figures.decisions >= 300
+    assert figures.matches >= 1 and figures.deals >= figures.matches
+    # every decision was one request seen and one answer sent, nothing more, nothing less
+    assert wire.lines("request") == figures.decisions
+    assert wire.answers == figures.decisions
+    assert wire.lines("welcome") == 2
+    assert wire.lines("match_start") == wire.lines("match_end") == 2 * figures.matches
+    assert wire.lines("error") == 0
+    assert wire.lines("event") > 0
+    # sizes: a request carries the legal list and the view, an answer a single action
+    assert figures.avg_answer_bytes > len(b'{"type":"action","id":1,"action":""}')
+    assert figures.avg_request_bytes > figures.avg_answer_bytes
+    assert figures.avg_request_bytes == pytest.approx(wire.nbytes("request") / wire.lines("request"))
+    assert figures.avg_answer_bytes == pytest.approx(wire.answer_bytes / wire.answers)
+    assert figures.lines_per_decision > 1  # events travel too
+    assert figures.seconds > 0
+    assert figures.decisions_per_s == pytest.approx(figures.decisions / figures.seconds)
+
+
+async def test_pingpong_uses_the_requested_sizes() -> None:
+    figures = await bench.pingpong_rate(300, 500, 40)
+    assert figures.rounds == 300
+    assert (figures.request_bytes, figures.answer_bytes) == (500, 40)
+    assert figures.client_received == 300 * 500
+    assert figures.server_received == 300 * 40
+    assert figures.seconds > 0
+    assert figures.round_trips_per_s == pytest.approx(figures.rounds / figures.seconds)
+
+
+async def test_pingpong_sizes_are_at_least_one_byte() -> None:
+    figures = await bench.pingpong_rate(5, 0, 0)
+    assert (figures.request_bytes, figures.answer_bytes) == (1, 1)
+    assert figures.client_received == figures.server_received == 5
+
+
+def test_run_bench_ratios_are_the_quotients() -> None:
+    said: list[str] = []
+    report = bench.run_bench(200, 300, progress=said.append)
+    assert len(said) == 3
+    assert report.pingpong.rounds == 300
+    assert report.pingpong.request_bytes == round(report.referee.avg_request_bytes)
+    assert report.pingpong.answer_bytes == round(report.referee.avg_answer_bytes)
+    assert report.referee_ratio == pytest.approx(
+        report.referee.decisions_per_s / report.pingpong.round_trips_per_s
+    )
+    assert report.engine_ratio == pytest.approx(report.engine.deals_per_s / bench.ENGINE_TARGET_DEALS_PER_S)
+    assert report.referee_ratio > 0 and report.engine_ratio > 0
+
+
+def test_main_prints_every_figure(capsys: pytest.CaptureFixture[str]) -> None:
+    assert bench.main(argparse.Namespace(deals=200, decisions=300)) == 0
+    out = capsys.readouterr().out
+    for text in ("deals/s", "decisions/deal", "decisions/s", "round trips/s", "bytes", "ratio", "target"):
+        assert text in out
