@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml
 
 ## make run: the demo tournament of the sample bots over real TCP, Elo table at the end
 run: $(STAMP)
-	$(BIN)/arena tournament --bots sample_bots/*.toml --games 60 --seed 2026 --db arena.db
+	$(BIN)/arena tournament --bots sample_bots/*.toml --games 200 --seed 2026 --db arena.db
 
 ## make test: the whole test suite
 test: $(STAMP)

@@ -9,9 +9,10 @@
 // wrong). "error" messages are printed to stderr, everything else is ignored. The bot exits
 // with status 0 on "goodbye" or when the server closes the connection.
 //
-// Strategy: never proposes ("play" as elder, "refuse" as dealer); if it ever has to discard it
-// throws its lowest non-trump card (or else the smallest legal discard); always announces the
-// king of trumps; always plays its highest legal card, any trump counting above any plain card.
+// Strategy: with two trumps or more it stands pat ("play" as elder, "refuse" as dealer); with
+// fewer it proposes and accepts, throwing its lowest non-trump card (or else the smallest legal
+// discard); always announces the king of trumps; always plays its highest legal card, any trump
+// counting above any plain card.
 
 "use strict";
 const net = require("net");
@@ -20,6 +21,10 @@ const RANKS = "789TAJQK"; // low to high: K Q J A T 9 8 7 is the order in every 
 
 function power(card, trump) {
   return RANKS.indexOf(card[0]) + (card[1] === trump ? RANKS.length : 0);
+}
+
+function trumps(state) {
+  return (state.hand || []).filter((c) => c[1] === state.trump).length;
 }
 
 function isLegal(action, legal) {
@@ -43,9 +48,9 @@ function decide(msg) {
   const state = msg.state || {};
   switch (msg.decision) {
     case "propose":
-      return "play";
+      return trumps(state) >= 2 ? "play" : "propose";
     case "respond":
-      return "refuse";
+      return trumps(state) >= 2 ? "refuse" : "accept";
     case "king":
       return "announce";
     case "discard":

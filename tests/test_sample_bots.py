@@ -420,6 +420,9 @@ def test_js_bots_strategies(tmp_path):
         assert ask(server, request("discard", subsets(hand, 0, 5), state(hand, seat=1))) == ["8c"]
         assert ask(server, request("play", list(hand), state(hand))) == "Kh"
         assert ask(server, request("play", ["Qs", "Ad"], state(hand))) == "Qs"
+        weak = ["Kh", "Qs", "8c", "9c", "Ad"]  # one trump: exchange
+        assert ask(server, request("propose", ["propose", "play"], state(weak))) == "propose"
+        assert ask(server, request("respond", respond, state(weak, seat=1))) == "accept"
         server.send({"type": "goodbye", "reason": "done"})
         assert proc.wait(timeout=TIMEOUT) == 0
     with bot_session("cautious", tmp_path) as (server, proc):
