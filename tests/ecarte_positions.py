@@ -11,9 +11,12 @@ stock" for a given deal pattern and fills the rest of the stock deterministicall
 
 from __future__ import annotations
 
+import copy
 import random
 from collections.abc import Iterable, Sequence
 from typing import Any
+
+import msgspec
 
 import arena.games.ecarte as ecarte_mod
 from arena.cards import PACK_32, Card
@@ -168,3 +171,20 @@ def finish_deal(match: EcarteMatch, king: str = "decline") -> list[Seen]:
         action = king if match.decision == "king" else match.legal_actions()[0]
         out += match.apply(action)
     return out
+
+
+def snapshot(m: EcarteMatch) -> tuple[Any, ...]:
+    """Everything observable about ``m``: its attributes (deep-copied), the state of its
+    random generator, both views and the legal list (to check an illegal action changed
+    nothing)."""
+    legal = copy.deepcopy(m.legal_actions()) if m.decision is not None else None
+    state = {k: copy.deepcopy(v) for k, v in vars(m).items() if k not in ("rng", "_legal")}
+    return (
+        state,
+        m.rng.getstate(),
+        msgspec.json.encode(m.view(0)),
+        msgspec.json.encode(m.view(1)),
+        legal,
+        m.scores,
+        m.manches,
+    )

@@ -256,7 +256,9 @@ class EcarteMatch:
             stock=len(self.stock),
             hand=list(self.hands[seat]),
             tricks=list(self.tricks),
-            trick=list(self.trick),
+            # copies: the TrickCard structs are mutable, and a view handed to a bot or a
+            # spectator feed must not alias the engine's state (was ``list(self.trick)``)
+            trick=[TrickCard(seat=tc.seat, card=tc.card) for tc in self.trick],
             proposals=self.proposals,
         )
 
@@ -523,9 +525,14 @@ class EcarteMatch:
         return out
 
     def _why_illegal(self, hand: list[Card], lead: Card, card: Card) -> str:
-        if any(c[1] == lead[1] for c in hand):
-            return f"{card} does not follow {lead} with a card that wins when able"
-        return f"{card} is not a trump though void in {lead[1]} and holding trumps"
+        same = [c for c in hand if c[1] == lead[1]]
+        if same and card[1] != lead[1]:
+            return f"{card} does not follow suit: {lead} was led and the hand holds {' '.join(same)}"
+        if same:
+            higher = [c for c in same if RANK[c[0]] > RANK[lead[0]]]
+            return f"{card} does not win {lead}: a higher card of the suit must be played ({' '.join(higher)})"
+        trumps = [c for c in hand if c[1] == self.trump]
+        return f"{card} is not a trump: void in {lead[1]}, the hand must trump ({' '.join(trumps)})"
 
     def _rule(self, hand: list[Card], lead: Card) -> str:
         return "ecarte.md §E5.1" if any(c[1] == lead[1] for c in hand) else "ecarte.md §E5.2"
