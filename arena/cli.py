@@ -11,13 +11,15 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
+import msgspec
 import trio
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from arena.launcher import load_manifest
+from arena.launcher import load_manifest, sandbox_available
 from arena.referee import MatchConfig
 from arena.store import Store
 from arena.tournament import TournamentConfig, TournamentReport, run_tournament
@@ -39,7 +41,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     t = sub.add_parser("tournament", help="run a tournament of local bots over TCP")
-    t.add_argument("--bots", nargs="+", required=True, metavar="MANIFEST", help="bot manifest TOML files")
+    t.add_argument("--bots", nargs="+", metavar="MANIFEST", help="bot manifest TOML files")
+    t.add_argument("--resume", nargs="?", type=int, const=0, metavar="ID",
+                   help="finish an interrupted tournament of --db (default: the newest unfinished)")
+    t.add_argument("--sandbox", action="store_true",
+                   help="run each bot under bubblewrap: no network, read-only filesystem (stdin/stdout)")
     t.add_argument("--games", type=int, default=10, help="matches per pair (default 10)")
     t.add_argument("--seed", type=int, default=1, help="tournament seed (default 1)")
     t.add_argument("--db", default="arena.db", help="SQLite database (default arena.db)")
@@ -91,25 +97,42 @@ def print_report(console: Console, report: TournamentReport) -> None:
 def cmd_tournament(args: argparse.Namespace) -> int:
     """``arena tournament``: run it, show progress, print the Elo table."""
     console = Console()
+    store = Store(args.db)
+    resume = None
     try:
-        manifests = [load_manifest(p) for p in args.bots]
-        config = TournamentConfig(
-            format=args.format,
-            games=args.games,
-            seed=args.seed,
-            concurrency=args.concurrency,
-            logs_dir=args.logs,
-            match=MatchConfig(
-                rules=Rules(deal_pattern=args.deal_pattern, target=args.target, manches=args.manches),
-                time=TimeControl(move_ms=args.move_ms, bank_ms=args.bank_ms, grace_ms=args.grace_ms),
-                on_timeout=args.on_timeout,
-                max_strikes=args.max_strikes,
-                max_illegal=args.max_illegal,
-            ),
-        )
+        if args.resume is not None:
+            row = store.tournament(args.resume or None)
+            if row is None:
+                raise ValueError(f"nothing to resume in {args.db}")
+            resume = row["id"]
+            config = msgspec.convert(row["config"], TournamentConfig)
+            manifests = [load_manifest(p) for p in config.manifests]
+            console.print(f"resuming tournament t{resume}: {len(store.pending_matches(resume))} matches left")
+        else:
+            if not args.bots:
+                raise ValueError("--bots is required (or --resume)")
+            manifests = [load_manifest(p) for p in args.bots]
+            config = TournamentConfig(
+                format=args.format,
+                games=args.games,
+                seed=args.seed,
+                concurrency=args.concurrency,
+                logs_dir=args.logs,
+                sandbox=args.sandbox,
+                manifests=[str(Path(p).resolve()) for p in args.bots],
+                match=MatchConfig(
+                    rules=Rules(deal_pattern=args.deal_pattern, target=args.target, manches=args.manches),
+                    time=TimeControl(move_ms=args.move_ms, bank_ms=args.bank_ms, grace_ms=args.grace_ms),
+                    on_timeout=args.on_timeout,
+                    max_strikes=args.max_strikes,
+                    max_illegal=args.max_illegal,
+                ),
+            )
         from arena.games.ecarte import validate_rules
 
         validate_rules(config.match.rules)
+        if config.sandbox and not sandbox_available():
+            raise ValueError("--sandbox needs bwrap (Debian package bubblewrap)")
     except ValueError as exc:
         console.print(f"[red]error:[/red] {exc}")
         return 2
@@ -131,7 +154,7 @@ def cmd_tournament(args: argparse.Namespace) -> int:
     console.print(f"[bold]{len(manifests)} bots[/bold]: " + ", ".join(
         f"{m.name} ({m.language})" for m in manifests))
     with progress:
-        report = trio.run(run_tournament, store, manifests, config, on_start, on_result)
+        report = trio.run(run_tournament, store, manifests, config, on_start, on_result, resume)
     print_report(console, report)
     console.print(f"results in {args.db}, match logs in {args.logs}/t{report.tournament_id}/")
     store.close()

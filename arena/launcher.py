@@ -12,13 +12,29 @@ command runs in the manifest's directory. The bot learns where to connect from t
 environment: ``ARENA_HOST``, ``ARENA_PORT``, ``ARENA_NAME``, ``ARENA_TOKEN`` and
 ``ARENA_BOT_SEED`` (an integer for its own random choices).
 
-Containment: a new session (so the whole process group can be signalled), resource limits
-(:class:`Limits`), stdout and stderr relayed to a per-bot log file capped at
-``Limits.log_bytes``, and :meth:`BotProcess.stop` kills the whole group (SIGTERM, then SIGKILL).
+Containment:
+
+* a new session, so the whole process group can be signalled, and :meth:`BotProcess.stop`
+  kills the whole group (SIGTERM, then SIGKILL); the bot also gets SIGKILL if the arena
+  process dies (Linux ``PR_SET_PDEATHSIG``), so even a SIGKILLed arena leaves no bot behind;
+* resource limits (:class:`Limits`): CPU seconds, address space, open files, processes,
+  largest file written;
+* the bot's output relayed to a per-bot log file capped at ``Limits.log_bytes``.
+
+Sandbox (``sandbox=True``, needs ``bwrap`` from Debian's ``bubblewrap``): the bot runs with no
+network, a read-only view of the filesystem (a private ``/tmp``), its own PID namespace (no
+process it forks survives it) and dies with the arena. Without a network it speaks the very same
+protocol over stdin/stdout (``ARENA_TRANSPORT=stdio``): the launcher opens the TCP connection to
+the server on its behalf and relays bytes both ways, so the server cannot tell the transports
+apart. Its stderr goes to the capped log.
+
+A process that escapes its group on purpose (``setsid`` in a fork) is only contained by the
+sandbox: without it, such a grandchild outlives the match. Use ``--sandbox`` for untrusted code.
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
 import resource
 import shutil
@@ -43,13 +59,32 @@ class Manifest(msgspec.Struct):
 
 
 class Limits(msgspec.Struct):
-    """Resource limits per bot process: CPU seconds, open files, largest file written (bytes),
-    captured output kept (bytes)."""
+    """Resource limits per bot process (``setrlimit``): CPU seconds, address space (bytes),
+    open files, processes (counted per user by the kernel, and not enforced for root), largest
+    file written (bytes); and how much captured output is kept (bytes)."""
 
     cpu_s: int = 3600
+    address_space: int = 2 * 2**30
     open_files: int = 256
+    processes: int = 256
     file_bytes: int = 64 * 2**20
     log_bytes: int = 2**20
+
+
+def sandbox_available() -> bool:
+    """True if ``bwrap`` is on PATH (Debian package ``bubblewrap``)."""
+    return shutil.which("bwrap") is not None
+
+
+def sandbox_command(command: list[str], directory: str) -> list[str]:
+    """Wrap ``command`` in bubblewrap: read-only root, private /tmp and /dev, no network, own
+    PID namespace, killed when the arena dies; run in ``directory``."""
+    return [
+        "bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
+        "--ro-bind", directory, directory,  # after the tmpfs, so a bot under /tmp stays visible
+        "--unshare-net", "--unshare-pid", "--unshare-ipc", "--die-with-parent", "--new-session",
+        "--chdir", directory, "--", *command,
+    ]  # fmt: skip
 
 
 def load_manifest(path: str | Path) -> Manifest:
@@ -72,11 +107,25 @@ def resolve_command(manifest: Manifest) -> list[str]:
     return [subs.get(part, part) for part in manifest.command]
 
 
+_PR_SET_PDEATHSIG = 1
+try:
+    _libc = ctypes.CDLL(None, use_errno=True)
+except OSError:  # pragma: no cover - not Linux
+    _libc = None
+
+
 def _limit(limits: Limits):  # runs in the child between fork and exec
     def apply() -> None:
-        resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_s, limits.cpu_s))
-        resource.setrlimit(resource.RLIMIT_NOFILE, (limits.open_files, limits.open_files))
-        resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_bytes, limits.file_bytes))
+        if _libc is not None:
+            _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        for what, value in (
+            (resource.RLIMIT_CPU, limits.cpu_s),
+            (resource.RLIMIT_AS, limits.address_space),
+            (resource.RLIMIT_NOFILE, limits.open_files),
+            (resource.RLIMIT_NPROC, limits.processes),
+            (resource.RLIMIT_FSIZE, limits.file_bytes),
+        ):
+            resource.setrlimit(what, (value, value))
 
     return apply
 
@@ -134,29 +183,72 @@ async def _relay(stream: trio.abc.ReceiveStream, path: Path, cap: int) -> None:
                 fh.flush()
 
 
+async def _pump(source: trio.abc.ReceiveStream, sink: trio.abc.SendStream) -> None:
+    """Copy bytes from ``source`` to ``sink`` until either side closes, then close ``sink``."""
+    try:
+        while data := await source.receive_some(65536):
+            await sink.send_all(data)
+    except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+        pass
+    finally:
+        with trio.CancelScope(shield=True):
+            try:
+                await sink.aclose()
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                pass
+
+
+async def _relay_tcp(process: trio.Process, host: str, port: int) -> None:
+    """Connect to the server for a sandboxed bot and relay its stdin/stdout both ways."""
+    assert process.stdin is not None and process.stdout is not None
+    try:
+        tcp = await trio.open_tcp_stream(host, port)
+    except OSError:
+        await process.stdin.aclose()
+        return
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(_pump, process.stdout, tcp)
+        nursery.start_soon(_pump, tcp, process.stdin)
+
+
 async def launch(
     nursery: trio.Nursery,
     manifest: Manifest,
     env: dict[str, str],
     log_path: Path,
     limits: Limits | None = None,
+    sandbox: bool = False,
 ) -> BotProcess:
-    """Start the bot of ``manifest`` with extra environment ``env``; its output goes to
-    ``log_path`` (appended, capped). The relay task runs in ``nursery``. Raises ``OSError``
-    if the command cannot be started."""
+    """Start the bot of ``manifest`` with extra environment ``env`` (``ARENA_HOST`` and
+    ``ARENA_PORT`` say where the server is); its output goes to ``log_path`` (appended,
+    capped). Relay tasks run in ``nursery``. With ``sandbox`` the bot runs under bubblewrap
+    and speaks over stdin/stdout (see the module docstring). Raises ``OSError`` if the command
+    cannot be started, ``RuntimeError`` if ``sandbox`` is asked and ``bwrap`` is missing."""
     limits = limits or Limits()
     log_path.parent.mkdir(parents=True, exist_ok=True)
+    log_path.touch()
     full_env = {**os.environ, **env}
+    command = resolve_command(manifest)
+    if sandbox:
+        if not sandbox_available():
+            raise RuntimeError("--sandbox needs bwrap (Debian package bubblewrap)")
+        command = sandbox_command(command, manifest.directory)
+        full_env["ARENA_TRANSPORT"] = "stdio"
     process = await trio.lowlevel.open_process(
-        resolve_command(manifest),
+        command,
         cwd=manifest.directory,
         env=full_env,
-        stdin=subprocess.DEVNULL,
+        stdin=subprocess.PIPE if sandbox else subprocess.DEVNULL,
         stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
+        stderr=subprocess.PIPE if sandbox else subprocess.STDOUT,
         start_new_session=True,
         preexec_fn=_limit(limits),
     )
-    assert process.stdout is not None
-    nursery.start_soon(_relay, process.stdout, log_path, limits.log_bytes)
+    if sandbox:
+        assert process.stderr is not None
+        nursery.start_soon(_relay, process.stderr, log_path, limits.log_bytes)
+        nursery.start_soon(_relay_tcp, process, env["ARENA_HOST"], int(env["ARENA_PORT"]))
+    else:
+        assert process.stdout is not None
+        nursery.start_soon(_relay, process.stdout, log_path, limits.log_bytes)
     return BotProcess(manifest, process, log_path)

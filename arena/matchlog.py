@@ -163,3 +163,24 @@ def replay(lines: list[dict[str, Any]]) -> dict[str, Any]:
     if result["reason"] == "target" and (not engine.over or result["winner"] != engine.winner):
         raise ReplayError(f"result winner {result['winner']} but the engine's is {engine.winner}")
     return result
+
+
+def public_view(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What a spectator or a log consumer marked *public* may read of a match log.
+
+    Keeps the header without its ``seed`` (the seed alone would reveal every card), the
+    events both seats saw, incidents and the result; drops hidden events (hands, exchanges'
+    cards, the deck order) and ``action`` lines (a discard names the cards thrown). The
+    public therefore knows the same as, or less than, either seat at every point.
+    """
+    out = []
+    for line in lines:
+        kind = line.get("type")
+        if kind == "match":
+            out.append({k: v for k, v in line.items() if k != "seed"})
+        elif kind == "event":
+            if not line["hidden"]:
+                out.append(line)
+        elif kind in ("incident", "result"):
+            out.append(line)
+    return out

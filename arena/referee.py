@@ -233,6 +233,8 @@ class Referee:
                 self.decisions += 1
                 self.log.action(s, decision, answer.action)
                 self._send_events(events)
+            for seat in seats:  # a fault right behind the last answer is still charged
+                seat.check()
         except SeatFault as fault:
             faulty = fault.seat
             if fault.reason in ("forfeit_disconnect", "forfeit_protocol"):

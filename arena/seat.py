@@ -199,10 +199,12 @@ class Connection:
                 self.seat._deliver(("answer", rid, msg.action, now))
             elif rid in self._expired:
                 await self.send_error(
-                    "late_answer", f"request {rid} had already timed out; answer ignored", id=rid
+                    "late_answer", f"request {rid} is no longer pending (it timed out or its match ended); answer ignored", id=rid
                 )
             elif rid in self._answered:
                 await self._protocol_fault("duplicate_answer", f"request {rid} was already answered", rid)
+            elif self.seat is not None and self.pending_id is None:
+                await self._protocol_fault("not_your_turn", f"no decision is asked of you (request {rid})", rid)
             else:
                 await self._protocol_fault("unknown_request", f"no request {rid} is pending", rid)
         elif isinstance(msg, Hello):

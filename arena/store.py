@@ -164,6 +164,22 @@ class Store:
             )
         return tid
 
+    def tournament(self, tournament_id: int | None = None) -> dict[str, Any] | None:
+        """A tournament row as a dict (``config`` and ``bots`` decoded from JSON): the given id,
+        or without one the newest tournament that is not finished. None if there is none."""
+        if tournament_id is None:
+            row = self.db.execute(
+                "SELECT * FROM tournaments WHERE status != 'finished' ORDER BY id DESC LIMIT 1"
+            ).fetchone()
+        else:
+            row = self.db.execute("SELECT * FROM tournaments WHERE id=?", (tournament_id,)).fetchone()
+        if row is None:
+            return None
+        out = dict(row)
+        out["config"] = json.loads(out["config"])
+        out["bots"] = json.loads(out["bots"])
+        return out
+
     def pending_matches(self, tournament_id: int) -> list[MatchRow]:
         """Matches of the tournament not yet recorded, in schedule order."""
         rows = self.db.execute(

@@ -9,6 +9,11 @@ committed to the store before the bots hear ``match_end``; each match writes
 
 A bot that is not connected when its match starts loses it by ``forfeit_disconnect`` (it is
 relaunched once per tournament if its process has died).
+
+Crash safety: every scheduled match is in the database from the start as ``pending``; a result
+is committed before it is announced. After a crash, ``run_tournament(..., resume=id)`` plays
+exactly the matches still pending, with their stored seeds: none is lost, none counted twice
+(a match cut off mid-way is replayed from its first deal, and its log rewritten).
 """
 
 from __future__ import annotations
@@ -43,6 +48,9 @@ class TournamentConfig(msgspec.Struct, omit_defaults=True):
     server: ServerConfig = msgspec.field(default_factory=ServerConfig)
     connect_timeout_s: float = 20.0
     limits: Limits = msgspec.field(default_factory=Limits)
+    sandbox: bool = False
+    manifests: list[str] = msgspec.field(default_factory=list)
+    """Manifest paths of the bots (stored with the tournament, so ``--resume`` can relaunch them)."""
 
 
 class TournamentReport(msgspec.Struct):
@@ -65,12 +73,14 @@ async def run_tournament(
     config: TournamentConfig,
     on_start: Callable[[int, int], None] | None = None,
     on_result: OnResult | None = None,
+    resume: int | None = None,
 ) -> TournamentReport:
-    """Play a whole tournament and return its report.
+    """Play a whole tournament (or, with ``resume``, the pending matches of tournament
+    ``resume``) and return its report.
 
-    ``on_start(tournament_id, n_matches)`` is called once scheduled; ``on_result(row, result)``
-    after each match is committed. Raises ``ValueError`` for an unknown format or duplicate
-    bot names.
+    ``on_start(tournament_id, n_matches_to_play)`` is called once scheduled;
+    ``on_result(row, result)`` after each match is committed. Raises ``ValueError`` for an
+    unknown format, duplicate bot names, or a ``resume`` id that does not exist.
     """
     names = [m.name for m in manifests]
     if len(set(names)) != len(names):
@@ -80,8 +90,13 @@ async def run_tournament(
     if config.concurrency < 1:
         raise ValueError("concurrency must be at least 1")
     tokens = {name: store.add_bot(name) for name in names}
-    plan = schedule(names, config.games, config.seed)
-    tid = store.create_tournament(config.match.game, config.format, config.seed, config, names, plan)
+    if resume is None:
+        plan = schedule(names, config.games, config.seed)
+        tid = store.create_tournament(config.match.game, config.format, config.seed, config, names, plan)
+    else:
+        if store.tournament(resume) is None:
+            raise ValueError(f"no tournament {resume} in the database")
+        tid = resume
     rows = store.pending_matches(tid)
     if on_start:
         on_start(tid, len(rows))
@@ -101,7 +116,9 @@ async def run_tournament(
                 "ARENA_TOKEN": tokens[m.name],
                 "ARENA_BOT_SEED": str(derive_seed(config.seed, "bot", m.name)),
             }
-            procs[m.name] = await launch(nursery, m, env, logs / "bots" / f"{m.name}.log", config.limits)
+            procs[m.name] = await launch(
+                nursery, m, env, logs / "bots" / f"{m.name}.log", config.limits, config.sandbox
+            )
 
         try:
             for m in manifests:

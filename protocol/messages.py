@@ -119,7 +119,7 @@ class Call(_Ev, tag="call"):
 
 class Exchange(_Ev, tag="exchange"):
     """An exchange (ecarte.md §E4.3-E4.5). The owner's copy lists ``discarded`` and ``drawn``;
-    the opponent's copy carries only ``count`` (§E4.5)."""
+    the opponent's copy has them ``null``: it learns only ``count`` (§E4.5)."""
 
     seat: int
     count: int

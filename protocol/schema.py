@@ -32,8 +32,9 @@ _DESCRIPTION = (
     '(UTF-8, terminated by \\n), selected by its "type" field. A valid line is either a '
     "ClientMessage (bot -> server: hello, action) or a ServerMessage (server -> bot: welcome, "
     "match_start, event, request, match_end, error, goodbye). Game events travel inside "
-    '"event" messages and are selected by their "kind" field. A field that is not listed '
-    'in "required" may be absent; it then has its "default". Receivers must ignore '
+    '"event" messages and are selected by their "kind" field. The server always sends '
+    "every field (null when it has no value); in hello, a field not listed in "
+    '"required" may be left out and then takes its "default". Receivers must ignore '
     "unknown fields. Generated from protocol/messages.py by `python -m protocol.schema`; "
     "the prose specification is docs/protocol.md."
 )

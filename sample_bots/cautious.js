@@ -86,17 +86,22 @@ function main() {
   const port = parseInt(process.env.ARENA_PORT || "7000", 10);
   const name = process.env.ARENA_NAME || "cautious";
   const token = process.env.ARENA_TOKEN || "";
-  const sock = net.createConnection({ host, port });
-  const send = (obj) => sock.write(JSON.stringify(obj) + "\n");
+  // ARENA_TRANSPORT=stdio: the same protocol over stdin/stdout (sandboxed bots have no network)
+  const stdio = process.env.ARENA_TRANSPORT === "stdio";
+  const sock = stdio ? process.stdin : net.createConnection({ host, port });
+  const out = stdio ? process.stdout : sock;
+  const send = (obj) => out.write(JSON.stringify(obj) + "\n");
   let buf = "";
   let connected = false;
   let done = false; // set on goodbye: ignore anything after it
 
   sock.setEncoding("utf8"); // decodes multi-byte characters split across packets correctly
-  sock.on("connect", () => {
+  const hello = () => {
     connected = true;
     send({ type: "hello", name, token, protocol: 1, role: "bot" });
-  });
+  };
+  if (stdio) hello();
+  else sock.on("connect", hello);
   sock.on("data", (chunk) => {
     buf += chunk;
     let nl;
@@ -107,10 +112,10 @@ function main() {
     }
   });
   sock.on("error", (err) => {
-    console.error(`cautious: socket error: ${err.message}`);
+    console.error(`bot: connection error: ${err.message}`);
     if (!connected) process.exitCode = 1; // could not reach the server at all
   });
-  sock.on("close", () => process.exit(process.exitCode || 0));
+  sock.on(stdio ? "end" : "close", () => process.exit(process.exitCode || 0));
 
   function handleLine(line) {
     let msg;

@@ -97,3 +97,44 @@ async def test_tcp_streams_reveal_nothing_hidden(server):
             for msg in client.received:
                 k.message(msg)
             assert any(m["type"] == "request" for m in client.received)
+
+
+def _log_lines(seed: int, rules: Rules) -> list[dict]:
+    """The log lines the referee would write for a random-policy match."""
+    from arena.matchlog import LogAction, LogEvent
+
+    engine = EcarteMatch(rules, random.Random(seed))
+    policy = random.Random(seed + 1)
+    lines: list[dict] = [{"type": "match", "seed": seed, "game": "ecarte"}]
+    seq = 0
+
+    def add(events):
+        nonlocal seq
+        for ev, seen_by in events:
+            seq += 1
+            lines.append(msgspec.to_builtins(LogEvent(seq, list(seen_by), seen_by != (0, 1), ev)))
+
+    add(engine.start())
+    while not engine.over:
+        s, d = engine.to_act, engine.decision
+        legal = engine.legal_actions()
+        action = legal[int(policy.random() * len(legal))]
+        lines.append(msgspec.to_builtins(LogAction(s, d, action)))
+        add(engine.apply(action))
+    lines.append({"type": "result", "scores": engine.scores})
+    return lines
+
+
+@settings(max_examples=500, deadline=None, derandomize=True)
+@given(seed=st.integers(0, 2**63 - 1), rules=RULES)
+def test_the_public_view_of_a_log_knows_no_more_than_either_seat(seed, rules):
+    from arena.matchlog import public_view
+
+    public = public_view(_log_lines(seed, rules))
+    assert "seed" not in public[0]
+    assert not any(line["type"] == "action" for line in public)
+    for seat in (0, 1, -1):  # -1: an outsider who holds no hand at all
+        k = SeatKnowledge(seat)
+        for line in public:
+            if line["type"] == "event":
+                k.event(line["event"])

@@ -1,0 +1,150 @@
+"""Launched bots are contained: resource limits, capped output, the whole process group
+killed at the end, and (where bwrap exists) a sandbox with no network and a read-only
+filesystem whose bot speaks the protocol over stdin/stdout."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import trio
+
+from arena.launcher import Limits, launch, load_manifest, sandbox_available
+from arena.store import Store
+from arena.tournament import TournamentConfig, run_tournament
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def manifest(tmp_path: Path, name: str, code: str):
+    (tmp_path / f"{name}.py").write_text(code)
+    path = tmp_path / f"{name}.toml"
+    path.write_text(f'name = "{name}"\ncommand = ["{{python}}", "{name}.py"]\n')
+    return load_manifest(path)
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie is dead for our purposes
+    stat = Path(f"/proc/{pid}/stat")
+    return stat.exists() and stat.read_text().split()[2] != "Z"
+
+
+async def _run_to_exit(m, tmp_path, limits=None, sandbox=False, env=None):
+    async with trio.open_nursery() as n:
+        proc = await launch(n, m, env or {}, tmp_path / "out.log", limits, sandbox)
+        with trio.fail_after(20):
+            await proc.process.wait()
+    return (tmp_path / "out.log").read_text()
+
+
+async def test_resource_limits_are_applied(tmp_path):
+    code = (
+        "import resource as r\n"
+        "for n in ('CPU','AS','NOFILE','NPROC','FSIZE'):\n"
+        "    print(n, r.getrlimit(getattr(r, 'RLIMIT_' + n))[0])\n"
+    )
+    limits = Limits(cpu_s=7, address_space=900 * 2**20, open_files=33, processes=44, file_bytes=12345)
+    out = await _run_to_exit(manifest(tmp_path, "lim", code), tmp_path, limits)
+    assert f"CPU 7\nAS {900 * 2**20}\nNOFILE 33\nNPROC 44\nFSIZE 12345\n" in out
+
+
+async def test_output_is_capped(tmp_path):
+    code = "import sys\nfor _ in range(5000): sys.stdout.write('x' * 1000 + '\\n')\n"
+    await _run_to_exit(manifest(tmp_path, "chatty", code), tmp_path, Limits(log_bytes=100_000))
+    size = (tmp_path / "out.log").stat().st_size
+    assert 100_000 <= size < 100_200
+    assert (tmp_path / "out.log").read_text().endswith("[output truncated at 100000 bytes]\n")
+
+
+async def test_stop_kills_the_whole_process_group(tmp_path):
+    code = (
+        "import os, time, sys\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        "    time.sleep(120)\n"
+        "    os._exit(0)\n"
+        "print('child', pid, flush=True)\n"
+        "time.sleep(120)\n"
+    )
+    m = manifest(tmp_path, "forker", code)
+    async with trio.open_nursery() as n:
+        proc = await launch(n, m, {}, tmp_path / "out.log")
+        with trio.fail_after(10):
+            while "child" not in (tmp_path / "out.log").read_text():
+                await trio.sleep(0.02)
+        child = int((tmp_path / "out.log").read_text().split()[1])
+        assert alive(child)
+        await proc.stop(grace_s=0.5)
+        n.cancel_scope.cancel()
+    with trio.fail_after(5):
+        while alive(child):
+            await trio.sleep(0.02)
+
+
+@pytest.mark.skipif(not sandbox_available(), reason="bwrap (Debian bubblewrap) is not installed")
+async def test_sandbox_has_no_network_and_a_read_only_filesystem(tmp_path):
+    code = (
+        "import os, socket, sys\n"
+        "try:\n"
+        "    socket.create_connection(('127.0.0.1', int(os.environ['ARENA_PORT'])), timeout=2)\n"
+        "    print('network: open', file=sys.stderr)\n"
+        "except OSError as e:\n"
+        "    print('network: closed', file=sys.stderr)\n"
+        "try:\n"
+        "    open('written.txt', 'w').write('x')\n"
+        "    print('fs: writable', file=sys.stderr)\n"
+        "except OSError:\n"
+        "    print('fs: read-only', file=sys.stderr)\n"
+        "print('transport:', os.environ.get('ARENA_TRANSPORT'), file=sys.stderr)\n"
+    )
+    listener = (await trio.open_tcp_listeners(0, host="127.0.0.1"))[0]
+    port = listener.socket.getsockname()[1]
+    out = await _run_to_exit(manifest(tmp_path, "jail", code), tmp_path, sandbox=True,
+                             env={"ARENA_HOST": "127.0.0.1", "ARENA_PORT": str(port)})
+    await listener.aclose()
+    assert "network: closed" in out and "fs: read-only" in out and "transport: stdio" in out
+    assert not (tmp_path / "written.txt").exists()
+
+
+@pytest.mark.skipif(not sandbox_available(), reason="bwrap (Debian bubblewrap) is not installed")
+async def test_sandboxed_tournament_plays_over_stdin_stdout(tmp_path):
+    bots = [load_manifest(ROOT / "sample_bots" / f"{n}.toml") for n in ("greedy", "random")]
+    if shutil.which("node"):
+        bots.append(load_manifest(ROOT / "sample_bots" / "cautious.toml"))
+    store = Store(tmp_path / "a.db")
+    cfg = TournamentConfig(games=2, seed=4, logs_dir=str(tmp_path / "logs"), sandbox=True)
+    report = await run_tournament(store, bots, cfg)
+    assert report.reasons == {"target": report.matches} and report.matches == len(bots) * (len(bots) - 1)
+
+
+@pytest.mark.skipif(not sandbox_available(), reason="bwrap (Debian bubblewrap) is not installed")
+async def test_sandbox_leaves_no_process_behind_even_one_that_escapes_its_group(tmp_path):
+    marker = "7654.321"
+    code = (
+        "import os, sys, time\n"
+        "if os.fork() == 0:\n"
+        "    os.setsid()\n"
+        f"    os.execvp('sleep', ['sleep', '{marker}'])\n"
+        "print('forked', file=sys.stderr, flush=True)\n"
+        "time.sleep(120)\n"
+    )
+    m = manifest(tmp_path, "escaper", code)
+    async with trio.open_nursery() as n:
+        proc = await launch(n, m, {"ARENA_HOST": "127.0.0.1", "ARENA_PORT": "9"}, tmp_path / "out.log",
+                            sandbox=True)
+        with trio.fail_after(10):
+            while "forked" not in (tmp_path / "out.log").read_text():
+                await trio.sleep(0.02)
+        assert marker in subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+        await proc.stop(grace_s=0.5)
+        n.cancel_scope.cancel()
+    with trio.fail_after(5):
+        while marker in subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout:
+            await trio.sleep(0.05)
