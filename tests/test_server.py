@@ -91,3 +91,87 @@ async def test_a_bad_client_never_stops_the_server(server):
     good = await connect_bot(server, "bob")
     assert "bob" in server.bots
     await good.aclose()
+
+
+async def test_connections_per_address_are_capped(store, nursery):
+    from arena.server import ArenaServer, ServerConfig
+
+    srv = ArenaServer(store, ServerConfig(max_conns_per_addr=3, handshake_timeout_s=5))
+    await nursery.start(srv.serve)
+    held = [await Client.connect(srv.port) for _ in range(3)]
+    await trio.sleep(0.1)
+    extra = await Client.connect(srv.port)
+    msg = await extra.recv()
+    assert msg["code"] == "too_many_connections" and msg["fatal"]
+    await held[0].aclose()
+    await trio.sleep(0.1)
+    again = await connect_bot(srv, "carol")  # a slot freed up
+    assert "carol" in srv.bots
+    for c in held[1:] + [again]:
+        await c.aclose()
+
+
+async def test_a_bot_cannot_answer_another_seats_request(server, store, tmp_path):
+    """Request ids belong to a connection: whatever id alice sends, it is matched against her
+    own pending request only. Answering while bob is to act is charged to alice
+    (``not_your_turn``) and never applied to bob's decision."""
+    from arena.matchlog import MatchLog, read_log
+    from arena.referee import MatchConfig, Referee
+
+    a = await connect_bot(server, "alice")
+    b = await connect_bot(server, "bob")
+    bob_ids = []
+
+    async def bob():
+        while True:
+            msg = await b.recv(10)
+            if msg is None or msg["type"] == "match_end":
+                return
+            if msg["type"] == "request":
+                bob_ids.append(msg["id"])
+                await trio.sleep(0.1)  # let alice try to answer for him first
+                await b.send({"type": "action", "id": msg["id"], "action": msg["legal"][-1]})
+
+    async def alice():
+        while True:
+            msg = await a.recv(10)
+            if msg is None or msg["type"] == "match_end":
+                return
+            if msg["type"] == "request":
+                await a.send({"type": "action", "id": msg["id"], "action": msg["legal"][0]})
+            elif msg["type"] == "event" and bob_ids and msg["event"]["kind"] in ("play", "call"):
+                # bob is (or will soon be) to act: alice answers with bob's latest id
+                await a.send({"type": "action", "id": bob_ids[-1], "action": "play"})
+                return await a.recv_type("match_end")
+
+    path = tmp_path / "m.jsonl"
+    async with trio.open_nursery() as n:
+        n.start_soon(alice)
+        n.start_soon(bob)
+        with MatchLog(path) as log:
+            res = await Referee("m", 2, MatchConfig(), (server.bots["alice"], server.bots["bob"]), log).run()
+    codes = [m["code"] for m in a.received if m["type"] == "error"]
+    assert codes and codes[0] in ("not_your_turn", "unknown_request", "duplicate_answer")
+    assert res.reason == "forfeit_protocol" and res.faulty == 0 and res.winner == 1
+    bob_actions = [line for line in read_log(path) if line["type"] == "action" and line["seat"] == 1]
+    assert all(line["action"] != "play" or line["decision"] == "propose" for line in bob_actions)
+
+
+def test_cli_bots_add_prints_a_token_once_and_stores_only_its_hash(tmp_path):
+    import sqlite3
+    import subprocess
+    import sys
+
+    db = tmp_path / "a.db"
+    out = subprocess.run([sys.executable, "-m", "arena.cli", "bots", "add", "zed", "--db", str(db)],
+                         capture_output=True, text=True, check=True)
+    token = out.stdout.strip().splitlines()[-1]
+    assert len(token) >= 24
+    from arena.store import Store
+
+    assert Store(db).check_token("zed", token)
+    raw = sqlite3.connect(db).execute("SELECT * FROM bots").fetchall()
+    assert token not in repr(raw)
+    listed = subprocess.run([sys.executable, "-m", "arena.cli", "bots", "list", "--db", str(db)],
+                            capture_output=True, text=True, check=True)
+    assert listed.stdout.split() == ["zed"] and token not in listed.stdout
