@@ -61,6 +61,10 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--target", type=_target, default=5, help="5, 7 or turn-up (ecarte.md §E7.1)")
     t.add_argument("--manches", type=int, choices=[1, 3], default=1, help="1 = sèche, 3 = liée")
     t.add_argument("--deal-pattern", choices=["3-2", "2-3", "2-2-1"], default="3-2")
+    t.add_argument("--game", choices=["ecarte", "piquet"], default="ecarte")
+    t.add_argument("--pack", type=int, choices=[32, 36], default=32, help="Piquet: 32 or 36 cards")
+    t.add_argument("--packets", type=int, choices=[2, 3], default=2, help="Piquet: deal in packets of 2 or 3")
+    t.add_argument("--scoring", choices=["rubicon", "cent"], default="rubicon", help="Piquet: rubicon or cent")
     t.add_argument("--quiet", action="store_true", help="no progress bar")
 
     b = sub.add_parser("bench", help="measure engine and referee throughput")
@@ -121,16 +125,18 @@ def cmd_tournament(args: argparse.Namespace) -> int:
                 sandbox=args.sandbox,
                 manifests=[str(Path(p).resolve()) for p in args.bots],
                 match=MatchConfig(
-                    rules=Rules(deal_pattern=args.deal_pattern, target=args.target, manches=args.manches),
+                    game=args.game,
+                    rules=Rules(deal_pattern=args.deal_pattern, target=args.target, manches=args.manches,
+                                pack=args.pack, packets=args.packets, scoring=args.scoring),
                     time=TimeControl(move_ms=args.move_ms, bank_ms=args.bank_ms, grace_ms=args.grace_ms),
                     on_timeout=args.on_timeout,
                     max_strikes=args.max_strikes,
                     max_illegal=args.max_illegal,
                 ),
             )
-        from arena.games.ecarte import validate_rules
+        from arena.games import validate_rules
 
-        validate_rules(config.match.rules)
+        validate_rules(config.match.game, config.match.rules)
         if config.sandbox and not sandbox_available():
             raise ValueError("--sandbox needs bwrap (Debian package bubblewrap)")
     except ValueError as exc:

@@ -50,8 +50,9 @@ class MatchConfig(msgspec.Struct, omit_defaults=True):
 class MatchResult(msgspec.Struct):
     """The outcome of one match.
 
-    ``winner`` is the winning seat (None if aborted); ``reason`` is ``target`` for a match
-    played out, else a forfeit reason (``forfeit_timeout``, ``forfeit_disconnect``,
+    ``winner`` is the winning seat (None for a draw or an abort); ``reason`` is how a match
+    played out ended (``target`` in Écarté; ``rubicon``, ``cent`` or ``draw`` in Piquet), else a
+    forfeit reason (``forfeit_timeout``, ``forfeit_disconnect``,
     ``forfeit_protocol``, ``forfeit_illegal``) or ``aborted``; ``faulty`` the seat at fault.
     ``scores``/``manches`` per seat; ``decisions`` answered; ``duration_ms`` wall time.
     """
@@ -66,6 +67,8 @@ class MatchResult(msgspec.Struct):
     decisions: int = 0
     deals: int = 0
     duration_ms: int = 0
+    margin: int = 0
+    """Piquet: the winner's rubicon score (piquet.md §P8.4); 0 otherwise."""
 
 
 Recorder = Callable[[MatchResult], Awaitable[None]]
@@ -143,6 +146,7 @@ class Referee:
                 "scores": result.scores,
                 "manches": result.manches,
                 "faulty": result.faulty,
+                "margin": result.margin,
                 "decisions": result.decisions,
                 "detail": result.detail,
             }
@@ -251,9 +255,10 @@ class Referee:
         return MatchResult(
             match_id=self.match_id,
             winner=engine.winner,
-            reason="target",
+            reason=engine.end_reason,
             scores=engine.scores,
             manches=engine.manches,
+            margin=engine.margin,
         )
 
 

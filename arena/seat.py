@@ -149,6 +149,7 @@ class Connection:
 
     async def run_reader(self) -> None:
         """Read lines until the connection ends, routing each to the current seat."""
+        blank = 0  # blank lines read (ignored, but they must not starve the event loop)
         try:
             while True:
                 try:
@@ -164,6 +165,12 @@ class Connection:
                     return
                 now = trio.current_time()
                 if not line.strip():
+                    # Blank lines are free (no error, no write), so without this a flood of
+                    # them is read chunk after chunk (64 Ki lines each) without ever yielding to
+                    # the other connections' tasks: their answers would be timestamped late.
+                    blank += 1
+                    if blank % 64 == 0:
+                        await trio.lowlevel.checkpoint()
                     continue
                 await self._handle_line(line, now)
                 if self.errors_sent >= MAX_ERRORS_PER_CONNECTION:
@@ -199,7 +206,9 @@ class Connection:
                 self.seat._deliver(("answer", rid, msg.action, now))
             elif rid in self._expired:
                 await self.send_error(
-                    "late_answer", f"request {rid} is no longer pending (it timed out or its match ended); answer ignored", id=rid
+                    "late_answer",
+                    f"request {rid} is no longer pending (it timed out or its match ended); answer ignored",
+                    id=rid,
                 )
             elif rid in self._answered:
                 await self._protocol_fault("duplicate_answer", f"request {rid} was already answered", rid)

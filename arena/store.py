@@ -61,6 +61,7 @@ CREATE TABLE IF NOT EXISTS matches (
     decisions     INTEGER,
     deals         INTEGER,
     duration_ms   INTEGER,
+    margin        INTEGER,
     log_path      TEXT,
     finished_at   REAL,
     UNIQUE (tournament_id, idx)
@@ -105,6 +106,14 @@ class Store:
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.execute("PRAGMA foreign_keys=ON")
         self.db.executescript(SCHEMA)
+        self._migrate()
+
+    def _migrate(self) -> None:
+        """Add columns that later versions introduced to a database made by an earlier one."""
+        have = {r[1] for r in self.db.execute("PRAGMA table_info(matches)")}
+        for column, kind in (("margin", "INTEGER"),):
+            if column not in have:
+                self.db.execute(f"ALTER TABLE matches ADD COLUMN {column} {kind}")
 
     def close(self) -> None:
         """Close the database."""
@@ -202,9 +211,9 @@ class Store:
             self.db.execute(
                 "UPDATE matches SET status=?, winner_seat=?, winner=?, score0=?, score1=?, manches0=?, "
                 "manches1=?, reason=?, detail=?, faulty_seat=?, decisions=?, deals=?, duration_ms=?, "
-                "log_path=?, finished_at=? WHERE match_key=?",
+                "margin=?, log_path=?, finished_at=? WHERE match_key=?",
                 (
-                    "done" if result.winner is not None else "aborted",
+                    "aborted" if result.reason == "aborted" else "done",
                     result.winner,
                     winner,
                     result.scores[0],
@@ -217,6 +226,7 @@ class Store:
                     result.decisions,
                     result.deals,
                     result.duration_ms,
+                    result.margin,
                     log_path,
                     time.time(),
                     match_key,

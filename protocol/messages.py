@@ -85,14 +85,16 @@ class DealerDraw(_Ev, tag="dealer_draw"):
 
 
 class DealStart(_Ev, tag="deal_start"):
-    """A new deal (ecarte.md §E2): who deals, the turn-up (trump) and the stock size."""
+    """A new deal: who deals, and the stock (Écarté) or talon (Piquet) size. Écarté
+    (ecarte.md §E2): the turn-up and its suit, trump. Piquet (piquet.md §P2) has neither
+    (``null``) and ``manche`` is always 1."""
 
     deal: int
     manche: int
     dealer: int
     elder: int
-    turn_up: Card
-    trump: str
+    turn_up: Card | None
+    trump: str | None
     stock: int
 
 
@@ -138,13 +140,17 @@ class KingAnnounced(_Ev, tag="king"):
 
 
 class Score(_Ev, tag="score"):
-    """Points scored (ecarte.md §E3, §E6). ``reason``: ``king_turn_up``, ``king``, ``tricks``,
-    ``vole``, ``refusal``. ``scores`` are both seats' totals in the manche after it."""
+    """Points scored. ``scores`` are both seats' totals after it (the manche's in Écarté, the
+    match's in Piquet). ``reason`` in Écarté (ecarte.md §E3, §E6): ``king_turn_up``, ``king``,
+    ``tricks``, ``vole``, ``refusal``; in Piquet (piquet.md §P3-§P7): ``carte_blanche``,
+    ``point``, ``sequence``, ``set``, ``lead``, ``trick``, ``last_trick``, ``cards``, ``capot``,
+    ``pique``, ``repique``. ``detail`` names what scored in Piquet ("quint to the king")."""
 
     seat: int
     points: int
     reason: str
     scores: list[int]
+    detail: str | None = None
 
 
 class CardPlayed(_Ev, tag="play"):
@@ -184,6 +190,52 @@ class MancheEnd(_Ev, tag="manche_end"):
     manches: list[int]
 
 
+class CarteBlanche(_Ev, tag="carte_blanche"):
+    """piquet.md §P3: ``seat`` holds no K, Q or J and shows its twelve ``cards``. Public."""
+
+    seat: int
+    cards: list[Card]
+
+
+class LookedAt(_Ev, tag="look"):
+    """piquet.md §P4.1: the talon cards elder left among his maximum; only elder sees them."""
+
+    seat: int
+    cards: list[Card]
+
+
+class TalonExposed(_Ev, tag="talon_exposed"):
+    """piquet.md §P4.3: younger turned the rest of the talon face up. Public."""
+
+    seat: int
+    cards: list[Card]
+
+
+class Declaration(_Ev, tag="declaration"):
+    """piquet.md §P5: one category of combinations settled. ``elder``/``younger`` are what each
+    declared (e.g. "point of 5, 48", "quint to the king", "quatorze of aces"; ``null`` if he
+    has none, or if younger's is not revealed because elder's is good). ``result`` is from
+    elder's side: ``good`` (elder scores), ``not_good`` (younger scores), ``equal`` (nobody),
+    ``none`` (neither holds one). ``winner`` is the seat that scores, if any."""
+
+    category: Literal["point", "sequence", "set"]
+    elder: str | None
+    younger: str | None
+    result: Literal["good", "not_good", "equal", "none"]
+    winner: int | None
+
+
+class MatchScore(_Ev, tag="match_score"):
+    """piquet.md §P8: the final reckoning. ``totals`` per seat; ``winner`` (``null`` for a
+    draw); ``margin``: the rubicon score of the winner (100 + difference, or 100 + sum if the
+    loser is under 100); ``rubicon``: True if the loser stayed under 100."""
+
+    totals: list[int]
+    winner: int | None
+    margin: int
+    rubicon: bool
+
+
 GameEvent = Union[
     TargetSet,
     DealerDraw,
@@ -198,6 +250,11 @@ GameEvent = Union[
     TrickWon,
     DealEnd,
     MancheEnd,
+    CarteBlanche,
+    LookedAt,
+    TalonExposed,
+    Declaration,
+    MatchScore,
 ]
 
 # --------------------------------------------------------------------------- state views
@@ -235,7 +292,35 @@ class EcarteView(msgspec.Struct, tag_field="game", tag="ecarte"):
     proposals: int = 0
 
 
-GameView = EcarteView
+class PiquetView(msgspec.Struct, tag_field="game", tag="piquet"):
+    """Everything one seat may know of a Piquet match now.
+
+    ``scores``: match totals per seat before this deal's points; ``deal_scores``: this deal's
+    points so far; ``hand``: this seat's cards; ``talon``: cards left in the talon;
+    ``discards``: this seat's own discards; ``seen``: talon cards this seat looked at (§P4.1);
+    ``exposed``: the rest of the talon if younger turned it up (§P4.3); ``exchanged``: cards
+    taken by each seat; ``tricks``: tricks taken; ``trick``: cards on the table now.
+    """
+
+    seat: int
+    dealer: int
+    elder: int
+    deal: int
+    deals: int
+    scoring: str
+    scores: list[int]
+    deal_scores: list[int]
+    hand: list[Card]
+    talon: int
+    discards: list[Card]
+    seen: list[Card]
+    exposed: list[Card]
+    exchanged: list[int]
+    tricks: list[int]
+    trick: list[TrickCard]
+
+
+GameView = Union[EcarteView, PiquetView]
 
 # --------------------------------------------------------------------------- server -> bot
 
@@ -249,11 +334,17 @@ class Welcome(_Msg, tag="welcome"):
 
 
 class Rules(msgspec.Struct):
-    """The rule-set options of a match (ecarte.md §E2.4, §E7, §E8.1)."""
+    """The rule-set options of a match. Écarté (ecarte.md §E2.4, §E7): ``deal_pattern``,
+    ``target``, ``manches``. Piquet (piquet.md §P1, §P2.2, §P8): ``pack`` (32 or 36 cards),
+    ``packets`` (deal in packets of 2 or 3), ``scoring`` (``rubicon`` or ``cent``). Each game
+    ignores the other's options."""
 
     deal_pattern: str = "3-2"
     target: int | Literal["turn-up"] = 5
     manches: int = 1
+    pack: int = 32
+    packets: int = 2
+    scoring: Literal["rubicon", "cent"] = "rubicon"
 
 
 class TimeControl(msgspec.Struct):
@@ -296,7 +387,7 @@ class Request(_Msg, tag="request"):
 
     id: int
     match_id: str
-    decision: Literal["propose", "respond", "discard", "king", "play"]
+    decision: Literal["propose", "respond", "discard", "king", "play", "look", "expose"]
     legal: list[Action]
     state: GameView
     time_ms: int

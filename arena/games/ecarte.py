@@ -165,6 +165,10 @@ class EcarteMatch:
         """Manches won per seat (§E7.2)."""
         return list(self._manches)
 
+    end_reason: ClassVar[str] = "target"
+    """Why a match played out ends: a player reached the target (§E7.3)."""
+    margin: ClassVar[int] = 0
+
     def start(self) -> list[Seen]:
         """Set the target (§E7.1), draw for first dealer (§E2.1) and deal the first hand."""
         if self._started:

@@ -1,0 +1,563 @@
+"""Piquet: one match as a pure state machine, per ``../shared/rules/piquet.md``.
+
+Decision kinds (``PiquetMatch.decision``) and their legal actions:
+
+======== ================== ===========================================================
+kind     who                legal actions
+======== ================== ===========================================================
+discard  elder (§P4.1)      every subset of the hand of size 1..m, m = min(5, talon)
+                            (8 with 36 cards)
+look     elder (§P4.1)      ``"look"``, ``"pass"``: asked only when he took fewer than his
+                            maximum; ``look`` shows him (alone) the cards he left
+discard  younger (§P4.2)    every subset of the hand of size 0..len(talon)
+expose   younger (§P4.3)    ``"expose"``, ``"keep"``: asked only if cards remain in the talon
+play     §P6.1              the cards of the suit led if he holds any, else any card
+======== ================== ===========================================================
+
+Everything else is automatic: carte blanche (§P3) is scored and shown before its holder's
+discard; the declarations (§P5) are settled after the exchange in the order point, sequences,
+sets; points in play (§P6.2) as cards are played; the cards or capot (§P6.3) at the end;
+repique and pique (§P7) as the reckoning reaches 30.
+
+Interpretations where the ruling is silent, written down here so they can be checked:
+
+* carte blanche counts toward pique and repique (it is first in the reckoning, §P7.1);
+* the point compares totals only (§P5.1 "the higher total wins"), the count of cards in the
+  suit is announced but does not decide;
+* an extra deal pair after a rubicon tie keeps the alternation of dealers (§P8.2).
+
+Randomness: packs are shuffled for the draw for first dealer until the two cards differ in
+rank (§P2.1, lower deals); then one shuffled pack per deal, all from the ``random.Random`` given.
+"""
+
+from __future__ import annotations
+
+import random
+from itertools import combinations
+from typing import Any, ClassVar
+
+from arena.cards import RANKS_32, RANKS_36, Card, make_pack, shuffled
+from arena.games.base import BOTH, NOBODY, ONLY, IllegalAction, Seen, WrongDecision
+from protocol.messages import (
+    CardPlayed,
+    CarteBlanche,
+    DealEnd,
+    DealerDraw,
+    DealStart,
+    DeckOrder,
+    Declaration,
+    Exchange,
+    HandDealt,
+    LookedAt,
+    MatchScore,
+    PiquetView,
+    Rules,
+    Score,
+    TalonExposed,
+    TrickCard,
+    TrickWon,
+)
+
+RANK_ORDER = "6789TJQKA"
+"""piquet.md §P1, low to high: (6) 7 8 9 T J Q K A."""
+RANK = {r: i for i, r in enumerate(RANK_ORDER)}
+VALUE = {"A": 11, "K": 10, "Q": 10, "J": 10, "T": 10, "9": 9, "8": 8, "7": 7, "6": 6}
+"""§P1: card values for the point."""
+HONOURS = frozenset("AKQJT")
+"""§P6.2: the cards that score when led or when winning a trick as second player."""
+FACES = frozenset("KQJ")
+"""§P3: carte blanche is a hand without any of these."""
+SEQUENCE_NAMES = {3: "tierce", 4: "quart", 5: "quint", 6: "sixième", 7: "septième", 8: "huitième", 9: "neuvième"}
+SEQUENCE_POINTS = {3: 3, 4: 4, 5: 15, 6: 16, 7: 17, 8: 18, 9: 19}
+"""§P5.2: tierce 3, quart 4, quint 15, then 16, 17, 18, 19."""
+RANK_NAMES = {"A": "ace", "K": "king", "Q": "queen", "J": "jack", "T": "ten", "9": "nine", "8": "eight",
+              "7": "seven", "6": "six"}
+SET_RANKS = "TJQKA"
+"""§P5.3: only A K Q J T form quatorzes and trios."""
+DEALS_RUBICON = 6
+
+
+def point_of(hand: list[Card]) -> tuple[int, int, str]:
+    """§P5.1: ``(total, length, suit)`` of the longest suit (of two equally long, the higher
+    total); ``(0, 0, "")`` for an empty hand."""
+    best = (0, 0, "")
+    for suit in "cdhs":
+        cards = [c for c in hand if c[1] == suit]
+        if not cards:
+            continue
+        total = sum(VALUE[c[0]] for c in cards)
+        if (len(cards), total) > (best[1], best[0]):
+            best = (total, len(cards), suit)
+    return best
+
+
+def point_score(total: int) -> int:
+    """§P5.1: the total rounded to the nearest ten, halves up, divided by ten (45 -> 5)."""
+    return (total + 5) // 10
+
+
+def sequences_of(hand: list[Card]) -> list[tuple[int, int, str]]:
+    """§P5.2: every maximal run of 3+ consecutive ranks in one suit, as
+    ``(length, top rank index, suit)``, best first."""
+    out = []
+    for suit in "cdhs":
+        ranks = sorted(RANK[c[0]] for c in hand if c[1] == suit)
+        run = 1
+        for i in range(1, len(ranks) + 1):
+            if i < len(ranks) and ranks[i] == ranks[i - 1] + 1:
+                run += 1
+                continue
+            if run >= 3:
+                out.append((run, ranks[i - 1], suit))
+            run = 1
+    out.sort(reverse=True)
+    return out
+
+
+def sets_of(hand: list[Card]) -> list[tuple[int, int]]:
+    """§P5.3: every quatorze (4) or trio (3) of A K Q J T as ``(count, rank index)``, best
+    first (any quatorze above any trio, then by rank)."""
+    out = []
+    for r in SET_RANKS:
+        n = sum(1 for c in hand if c[0] == r)
+        if n >= 3:
+            out.append((min(n, 4), RANK[r]))
+    out.sort(reverse=True)
+    return out
+
+
+def sequence_name(seq: tuple[int, int, str]) -> str:
+    """"quint to the king" for ``(5, RANK['K'], suit)``."""
+    return f"{SEQUENCE_NAMES[seq[0]]} to the {RANK_NAMES[RANK_ORDER[seq[1]]]}"
+
+
+def set_name(s: tuple[int, int]) -> str:
+    """"quatorze of aces" / "trio of kings"."""
+    rank = RANK_NAMES[RANK_ORDER[s[1]]]
+    plural = "sixes" if rank == "six" else rank + "s"
+    return f"{'quatorze' if s[0] == 4 else 'trio'} of {plural}"
+
+
+def legal_follows(hand: list[Card], lead: Card) -> list[Card]:
+    """§P6.1: the cards of the suit led if any, otherwise the whole hand."""
+    same = [c for c in hand if c[1] == lead[1]]
+    return same or list(hand)
+
+
+def validate_rules(rules: Rules) -> None:
+    """Raise ``ValueError`` if ``rules`` is not a Piquet rule set (§P1, §P2.2, §P8)."""
+    if rules.pack not in (32, 36):
+        raise ValueError("pack must be 32 or 36 (piquet.md §P1)")
+    if rules.packets not in (2, 3):
+        raise ValueError("packets must be 2 or 3 (piquet.md §P2.2)")
+    if rules.scoring not in ("rubicon", "cent"):
+        raise ValueError("scoring must be rubicon or cent (piquet.md §P8.1)")
+
+
+class PiquetMatch:
+    """One Piquet match between seats 0 and 1 (piquet.md §P1-§P8).
+
+    Same interface as :class:`arena.games.ecarte.EcarteMatch`. ``scores`` are match totals
+    (points); ``winner`` is None for a draw (§P8.2) and ``margin`` the rubicon score (§P8.4).
+    Raises :class:`IllegalAction` / :class:`WrongDecision` for a bad action, state unchanged.
+    """
+
+    game: ClassVar[str] = "piquet"
+
+    def __init__(self, rules: Rules, rng: random.Random) -> None:
+        validate_rules(rules)
+        self.rules = rules
+        self.rng = rng
+        self.pack = make_pack(RANKS_36 if rules.pack == 36 else RANKS_32)
+        self.elder_max = 8 if rules.pack == 36 else 5
+        self.totals = [0, 0]
+        self.deal_no = 0
+        self.deals_to_play = DEALS_RUBICON if rules.scoring == "rubicon" else 0
+        self.dealer = 0
+        self.over = False
+        self.winner: int | None = None
+        self.margin = 0
+        self.to_act: int | None = None
+        self.decision: str | None = None
+        self._started = False
+        self._legal: list[Any] | None = None
+        self._reset_deal()
+
+    def _reset_deal(self) -> None:
+        self.hands: list[list[Card]] = [[], []]
+        self.talon: list[Card] = []
+        self.discards: list[list[Card]] = [[], []]
+        self.seen: list[list[Card]] = [[], []]
+        self.exposed: list[Card] = []
+        self.exchanged = [0, 0]
+        self.deal_points = [0, 0]
+        self.bonus_taken = False  # one of pique / repique per deal (§P7.3)
+        self.tricks = [0, 0]
+        self.trick_no = 0
+        self.trick: list[TrickCard] = []
+        self.elder = 1 - self.dealer
+        self.phase = "deal"
+
+    # ------------------------------------------------------------------ interface
+
+    @property
+    def scores(self) -> list[int]:
+        """Match totals per seat (points)."""
+        return list(self.totals)
+
+    @property
+    def manches(self) -> list[int]:
+        """Piquet has no manches: always ``[0, 0]``."""
+        return [0, 0]
+
+    @property
+    def end_reason(self) -> str:
+        """Why the match ended once played out: ``draw`` (§P8.2), ``rubicon`` or ``cent``."""
+        return "draw" if self.winner is None else self.rules.scoring
+
+    def start(self) -> list[Seen]:
+        """Draw for first dealer (§P2.1: the lower card deals) and deal the first hand."""
+        if self._started:
+            raise RuntimeError("match already started")
+        self._started = True
+        out: list[Seen] = []
+        while True:
+            pack = shuffled(self.pack, self.rng)
+            c0, c1 = pack[0], pack[1]
+            if RANK[c0[0]] == RANK[c1[0]]:
+                out.append((DealerDraw(cards=[c0, c1]), BOTH))
+                continue
+            self.dealer = 0 if RANK[c0[0]] < RANK[c1[0]] else 1
+            out.append((DealerDraw(cards=[c0, c1], dealer=self.dealer), BOTH))
+            break
+        self._new_deal(out)
+        return out
+
+    def legal_actions(self) -> list[Any]:
+        """The complete list of legal actions for the pending decision (cached until the
+        next :meth:`apply`; do not mutate)."""
+        if self._legal is None:
+            self._legal = self._compute_legal()
+        return self._legal
+
+    def _compute_legal(self) -> list[Any]:
+        kind, seat = self.decision, self.to_act
+        if kind == "play":
+            hand = self.hands[seat]
+            return legal_follows(hand, self.trick[0].card) if self.trick else list(hand)
+        if kind == "discard":
+            hand = self.hands[seat]
+            if seat == self.elder:
+                lo, hi = 1, min(self.elder_max, len(self.talon))
+            else:
+                lo, hi = 0, len(self.talon)
+            return [list(c) for k in range(lo, hi + 1) for c in combinations(hand, k)]
+        if kind == "look":
+            return ["look", "pass"]
+        if kind == "expose":
+            return ["expose", "keep"]
+        raise RuntimeError("no decision is pending")
+
+    def apply(self, action: Any) -> list[Seen]:
+        """Apply the action of ``to_act``; see the class docstring for errors."""
+        kind = self.decision
+        if kind == "play":
+            out = self._play(action)
+        elif kind == "discard":
+            out = self._discard(action)
+        elif kind == "look":
+            out = self._look(action)
+        elif kind == "expose":
+            out = self._expose(action)
+        else:
+            raise IllegalAction("the match is over: no decision is pending")
+        self._legal = None
+        return out
+
+    def view(self, seat: int) -> PiquetView:
+        """What ``seat`` may know now."""
+        return PiquetView(
+            seat=seat,
+            dealer=self.dealer,
+            elder=self.elder,
+            deal=self.deal_no,
+            deals=self.deals_to_play,
+            scoring=self.rules.scoring,
+            scores=list(self.totals),
+            deal_scores=list(self.deal_points),
+            hand=list(self.hands[seat]),
+            talon=len(self.talon),
+            discards=list(self.discards[seat]),
+            seen=list(self.seen[seat]),
+            exposed=list(self.exposed),
+            exchanged=list(self.exchanged),
+            tricks=list(self.tricks),
+            trick=[TrickCard(seat=t.seat, card=t.card) for t in self.trick],
+        )
+
+    def auto_action(self) -> Any:
+        """The first legal action (``on_timeout = auto``, ecarte.md §E8.1 via piquet.md §P9)."""
+        return self.legal_actions()[0]
+
+    # ------------------------------------------------------------------ scoring helpers
+
+    def _score(self, seat: int, points: int, reason: str, out: list[Seen], detail: str | None = None) -> None:
+        """Add points to the deal and check repique / pique (§P7)."""
+        self.deal_points[seat] += points
+        self.totals[seat] += points
+        out.append((Score(seat=seat, points=points, reason=reason, scores=self._shown(), detail=detail), BOTH))
+        if self.bonus_taken or self.deal_points[1 - seat] != 0 or self.deal_points[seat] < 30:
+            return
+        if reason in ("carte_blanche", "point", "sequence", "set"):
+            self.bonus_taken = True
+            self._score(seat, 60, "repique", out)  # §P7.2
+        elif reason in ("lead", "trick", "last_trick") and seat == self.elder:
+            self.bonus_taken = True
+            self._score(seat, 30, "pique", out)  # §P7.3
+
+    def _shown(self) -> list[int]:
+        return list(self.totals)
+
+    # ------------------------------------------------------------------ the deal
+
+    def _new_deal(self, out: list[Seen]) -> None:
+        """§P2: twelve cards each in packets, elder first; the rest is the talon."""
+        self.deal_no += 1
+        self._reset_deal()
+        dealer, elder = self.dealer, self.elder
+        pack = shuffled(self.pack, self.rng)
+        size = self.rules.packets
+        hands: list[list[Card]] = [[], []]
+        pos = 0
+        while pos < 24:
+            for seat in (elder, dealer):
+                hands[seat].extend(pack[pos : pos + size])
+                pos += size
+        for h in hands:
+            h.sort(key=_HAND_ORDER)
+        self.hands = hands
+        self.talon = pack[24:]
+        out.append((DeckOrder(cards=pack), NOBODY))
+        out.append((DealStart(deal=self.deal_no, manche=1, dealer=dealer, elder=elder, turn_up=None, trump=None,
+                              stock=len(self.talon)), BOTH))
+        out.append((HandDealt(seat=0, cards=list(hands[0])), ONLY[0]))
+        out.append((HandDealt(seat=1, cards=list(hands[1])), ONLY[1]))
+        self._blanche = [not any(c[0] in FACES for c in hands[s]) for s in (0, 1)]
+        self._carte_blanche(elder, out)
+        self.to_act, self.decision, self.phase = elder, "discard", "exchange"
+
+    def _carte_blanche(self, seat: int, out: list[Seen]) -> None:
+        """§P3: declared (shown, 10 points) before the holder's discard."""
+        if self._blanche[seat]:
+            out.append((CarteBlanche(seat=seat, cards=list(self.hands[seat])), BOTH))
+            self._score(seat, 10, "carte_blanche", out)
+
+    def _discard(self, action: Any) -> list[Seen]:
+        """§P4.1-§P4.2: discard face down, draw as many from the top of the talon."""
+        seat = self.to_act
+        if not isinstance(action, (list, tuple)) or not all(isinstance(c, str) for c in action):
+            raise WrongDecision(f"decision 'discard' takes a list of cards; got {action!r}")
+        hand = self.hands[seat]
+        cards = list(action)
+        if len(set(cards)) != len(cards):
+            raise IllegalAction(f"discard names a card twice: {cards}", "piquet.md §P4")
+        missing = [c for c in cards if c not in hand]
+        if missing:
+            raise IllegalAction(f"discard of cards not in hand: {missing}", "piquet.md §P4")
+        n = len(cards)
+        is_elder = seat == self.elder
+        most = min(self.elder_max, len(self.talon)) if is_elder else len(self.talon)
+        if is_elder and n < 1:
+            raise IllegalAction("elder must discard at least one card", "piquet.md §P4.1")
+        if n > most:
+            rule = "piquet.md §P4.1" if is_elder else "piquet.md §P4.2"
+            raise IllegalAction(f"cannot discard {n}: at most {most}", rule)
+        drawn = self.talon[:n]
+        del self.talon[:n]
+        for c in cards:
+            hand.remove(c)
+        hand.extend(drawn)
+        hand.sort(key=_HAND_ORDER)
+        self.discards[seat].extend(cards)
+        self.exchanged[seat] = n
+        left = len(self.talon)
+        out: list[Seen] = [
+            (Exchange(seat=seat, count=n, stock=left, discarded=cards, drawn=drawn), ONLY[seat]),
+            (Exchange(seat=seat, count=n, stock=left), ONLY[1 - seat]),
+        ]
+        if is_elder:
+            if n < min(self.elder_max, left + n):
+                self.decision = "look"  # §P4.1: he may look at the cards he left
+            else:
+                self._younger_turn(out)
+        elif left > 0:
+            self.decision = "expose"  # §P4.3
+        else:
+            self._declare(out)
+        return out
+
+    def _look(self, action: Any) -> list[Seen]:
+        if not isinstance(action, str) or action not in ("look", "pass"):
+            raise WrongDecision(f"decision 'look' takes 'look' or 'pass'; got {action!r}")
+        seat = self.to_act
+        out: list[Seen] = []
+        if action == "look":
+            left = self.talon[: self.elder_max - self.exchanged[seat]]
+            self.seen[seat] = list(left)
+            out.append((LookedAt(seat=seat, cards=list(left)), ONLY[seat]))
+        self._younger_turn(out)
+        return out
+
+    def _younger_turn(self, out: list[Seen]) -> None:
+        younger = self.dealer
+        self._carte_blanche(younger, out)
+        self.to_act, self.decision = younger, "discard"
+
+    def _expose(self, action: Any) -> list[Seen]:
+        if not isinstance(action, str) or action not in ("expose", "keep"):
+            raise WrongDecision(f"decision 'expose' takes 'expose' or 'keep'; got {action!r}")
+        out: list[Seen] = []
+        if action == "expose":
+            self.exposed = list(self.talon)
+            out.append((TalonExposed(seat=self.to_act, cards=list(self.talon)), BOTH))
+        self._declare(out)
+        return out
+
+    # ------------------------------------------------------------------ declarations (§P5)
+
+    def _declare(self, out: list[Seen]) -> None:
+        e, y = self.elder, self.dealer
+        he, hy = self.hands[e], self.hands[y]
+        # point (§P5.1)
+        pe, py = point_of(he), point_of(hy)
+        name_e = f"point of {pe[1]}, {pe[0]}" if pe[1] else None
+        name_y = f"point of {py[1]}, {py[0]}" if py[1] else None
+        if pe[0] > py[0]:
+            out.append((Declaration(category="point", elder=name_e, younger=None, result="good", winner=e), BOTH))
+            self._score(e, point_score(pe[0]), "point", out, name_e)
+        elif py[0] > pe[0]:
+            out.append((Declaration(category="point", elder=name_e, younger=name_y, result="not_good", winner=y),
+                        BOTH))
+            self._score(y, point_score(py[0]), "point", out, name_y)
+        else:
+            out.append((Declaration(category="point", elder=name_e, younger=name_y, result="equal", winner=None),
+                        BOTH))
+        # sequences (§P5.2)
+        se, sy = sequences_of(he), sequences_of(hy)
+        self._settle("sequence", se, sy, lambda s: s[:2], sequence_name,
+                     lambda s: SEQUENCE_POINTS[s[0]], out)
+        # sets (§P5.3)
+        self._settle("set", sets_of(he), sets_of(hy), lambda s: s, set_name,
+                     lambda s: 14 if s[0] == 4 else 3, out)
+        self.phase = "play"
+        self.trick_no = 1
+        self.to_act, self.decision = e, "play"
+
+    def _settle(self, category, mine_e, mine_y, key, name, points, out: list[Seen]) -> None:
+        """Compare the best combination of a category; the winner scores all of his (§P5.2-3)."""
+        e, y = self.elder, self.dealer
+        best_e = key(mine_e[0]) if mine_e else None
+        best_y = key(mine_y[0]) if mine_y else None
+        ne = name(mine_e[0]) if mine_e else None
+        ny = name(mine_y[0]) if mine_y else None
+        if best_e is None and best_y is None:
+            out.append((Declaration(category=category, elder=None, younger=None, result="none", winner=None), BOTH))
+            return
+        if best_y is None or (best_e is not None and best_e > best_y):
+            winner, result, shown_y = e, "good", None
+        elif best_e is None or best_y > best_e:
+            winner, result, shown_y = y, "not_good", ny
+        else:  # an exact tie cancels the category for both (§P5.2)
+            out.append((Declaration(category=category, elder=ne, younger=ny, result="equal", winner=None), BOTH))
+            return
+        out.append((Declaration(category=category, elder=ne, younger=shown_y, result=result, winner=winner), BOTH))
+        for combo in mine_e if winner == e else mine_y:
+            self._score(winner, points(combo), category, out, name(combo))
+
+    # ------------------------------------------------------------------ play (§P6)
+
+    def _play(self, card: Any) -> list[Seen]:
+        seat = self.to_act
+        hand = self.hands[seat]
+        legal = self._legal if self._legal is not None else self._compute_legal()
+        if card not in legal:
+            if not isinstance(card, str) or len(card) != 2:
+                raise WrongDecision(f"decision 'play' takes one card like 'Ks'; got {card!r}")
+            if card not in hand:
+                raise IllegalAction(f"{card} is not in the hand {hand}", "piquet.md §P6.1")
+            lead = self.trick[0].card
+            same = " ".join(c for c in hand if c[1] == lead[1])
+            raise IllegalAction(f"{card} does not follow suit: {lead} was led and the hand holds {same}",
+                                "piquet.md §P6.1")
+        hand.remove(card)
+        out: list[Seen] = [(CardPlayed(seat=seat, card=card, trick=self.trick_no), BOTH)]
+        self.trick.append(TrickCard(seat=seat, card=card))
+        if len(self.trick) == 1:
+            if card[0] in HONOURS:
+                self._score(seat, 1, "lead", out)  # §P6.2
+            self.to_act = 1 - seat
+            return out
+        lead, follow = self.trick
+        won = follow.seat if follow.card[1] == lead.card[1] and RANK[follow.card[0]] > RANK[lead.card[0]] else lead.seat
+        self.tricks[won] += 1
+        out.append((TrickWon(trick=self.trick_no, leader=lead.seat, cards=[lead.card, follow.card], winner=won), BOTH))
+        self.trick = []
+        if won == follow.seat and follow.card[0] in HONOURS:
+            self._score(won, 1, "trick", out)  # §P6.2: won as second player with A K Q J T
+        last = self.trick_no == 12
+        if last:
+            self._score(won, 1, "last_trick", out)  # §P6.2
+            self._end_deal(out)
+        else:
+            self.trick_no += 1
+            self.to_act = won
+        return out
+
+    def _end_deal(self, out: list[Seen]) -> None:
+        """§P6.3 the cards or capot, then the match (§P8)."""
+        t = self.tricks
+        if t[0] == 12 or t[1] == 12:
+            self._score(0 if t[0] == 12 else 1, 40, "capot", out)
+        elif t[0] != t[1]:
+            self._score(0 if t[0] > t[1] else 1, 10, "cards", out)
+        self.to_act = self.decision = None
+        out.append((DealEnd(deal=self.deal_no, tricks=list(t), points=list(self.deal_points),
+                            scores=list(self.totals)), BOTH))
+        if self._match_over():
+            self._finish(out)
+            return
+        self.dealer = 1 - self.dealer  # §P2.1: the deal alternates
+        self._new_deal(out)
+
+    def _match_over(self) -> bool:
+        a, b = self.totals
+        if self.rules.scoring == "cent":  # §P8.3
+            return (a >= 100 or b >= 100) and a != b
+        if self.deal_no < self.deals_to_play:
+            return False
+        if a != b:
+            return True
+        if self.deals_to_play == DEALS_RUBICON:  # §P8.2: a tie after six: each deals once more
+            self.deals_to_play += 2
+            return False
+        return True  # still tied after the extra deals: a draw
+
+    def _finish(self, out: list[Seen]) -> None:
+        a, b = self.totals
+        self.over = True
+        if a == b:
+            self.winner, self.margin, rubicon = None, 0, False
+        else:
+            w = 0 if a > b else 1
+            hi, lo = max(a, b), min(a, b)
+            rubicon = self.rules.scoring == "rubicon" and lo < 100
+            self.winner = w
+            if self.rules.scoring == "rubicon":
+                self.margin = 100 + (hi + lo if rubicon else hi - lo)  # §P8.2
+            else:
+                self.margin = hi - lo
+        out.append((MatchScore(totals=[a, b], winner=self.winner, margin=self.margin, rubicon=rubicon), BOTH))
+
+
+_HAND_ORDER = {c: (c[1], RANK[c[0]]) for c in make_pack(RANKS_36)}.__getitem__
+"""Hand order: by suit, then by Piquet rank low to high."""
