@@ -1,11 +1,16 @@
 """Ratings: the maximum-likelihood fit recovers known strengths within its intervals, does not
-depend on the order of results, anchors the mean, and the incremental Elo step is zero-sum."""
+depend on the order of results, anchors the mean, and the incremental Elo step is zero-sum;
+the likelihood of superiority and, for duplicate pairs, the robust (per-pair) intervals."""
 
 from __future__ import annotations
 
+import math
 import random
+import statistics
 
-from arena.rating import ANCHOR, elo_update, expected_score, fit_ratings
+import pytest
+
+from arena.rating import ANCHOR, elo_update, expected_score, fit, fit_pairs, fit_ratings
 
 TRUE = {"a": 1700.0, "b": 1550.0, "c": 1450.0, "d": 1300.0}
 
@@ -57,3 +62,194 @@ def test_incremental_elo_is_zero_sum_and_moves_toward_the_result():
     assert (a, b) == (1510.0, 1490.0)
     a2, b2 = elo_update(1600, 1400, 0.0)
     assert a2 < 1600 and b2 > 1400 and abs((a2 + b2) - 3000) < 1e-9
+
+
+# --- fit() with covariance, likelihood of superiority, duplicate pairs -----------------------
+
+_SCALE = 400 / math.log(10)
+
+
+def _pairs(n: int, seed: int, luck: float, true: dict[str, float] = TRUE) -> list[tuple[str, str, float]]:
+    """Duplicate pairs between random bots: each match is won with the logistic probability of
+    the strength difference plus a deal advantage ``±luck`` (natural-log units) for the seat
+    holding the good cards; the seat swap gives the other sign to the same bot in the second
+    match, so the two matches of a pair share the deal luck."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        x, y = rng.sample(sorted(true), 2)
+        theta = (true[x] - true[y]) / _SCALE
+        u = luck if rng.random() < 0.5 else -luck
+        score = sum(rng.random() < 1 / (1 + math.exp(-(theta + sign * u))) for sign in (1, -1))
+        out.append((x, y, float(score)))
+    return out
+
+
+def _unpaired(pairs):
+    """The games of ``pairs`` as two separate results each (split arbitrarily but consistently)."""
+    out = []
+    for a, b, s in pairs:
+        first = min(s, 1.0)
+        out += [(a, b, first), (a, b, s - first)]
+    return out
+
+
+def test_fit_returns_the_ratings_of_fit_ratings_and_their_covariance():
+    res = _results(800, 4)
+    f = fit(res)
+    assert [(r.name, r.elo, r.ci95) for r in f.ratings] == [(r.name, r.elo, r.ci95) for r in fit_ratings(res)]
+    assert f.variance == "model" and f.names == ["a", "b", "c", "d"]
+    n = len(f.names)
+    for i in range(n):
+        assert abs(sum(f.cov[i])) < 1e-6  # ratings anchored at their mean: rows sum to zero
+        for j in range(n):
+            assert f.cov[i][j] == pytest.approx(f.cov[j][i])
+        assert f[f.names[i]].ci95 == pytest.approx(1.96 * math.sqrt(f.cov[i][i]))
+    # the difference of two ratings is less uncertain than the sum of their variances says:
+    # they share the games against each other and the anchor
+    assert f.sd_diff("a", "b") ** 2 != pytest.approx(f.cov[0][0] + f.cov[1][1])
+
+
+def test_los_is_one_half_for_equal_bots_and_near_one_for_a_clearly_stronger_one():
+    res = [("a", "b", 1.0), ("a", "b", 0.0)] * 20 + [("a", "c", 1.0)] * 30 + [("b", "c", 1.0)] * 30
+    res += [("c", "a", 1.0), ("c", "b", 1.0)]
+    f = fit(res)
+    assert f["a"].elo == pytest.approx(f["b"].elo, abs=1e-6)
+    assert f.los("a", "b") == pytest.approx(0.5, abs=1e-6) and f.los("a", "a") == 0.5
+    assert f.los("a", "c") > 0.999 and f.los("c", "a") < 0.001
+    assert f.overlapping("a", "b") and not f.overlapping("a", "c")
+
+
+def test_los_matrix_is_antisymmetric():
+    for f in (fit(_results(300, 6)), fit_pairs(_pairs(150, 6, 1.0)), fit(_results(40, 7), names=["idle"])):
+        m = f.los_matrix()
+        assert len(m) == len(f.names) * (len(f.names) - 1)
+        for (a, b), p in m.items():
+            assert 0.0 <= p <= 1.0
+            assert p + m[(b, a)] == pytest.approx(1.0, abs=1e-12)
+            assert (p > 0.5) == (f[a].elo > f[b].elo) or abs(f[a].elo - f[b].elo) < 1e-9
+
+
+def test_los_agrees_with_the_rank_on_known_ratings():
+    f = fit_pairs(_pairs(2000, 8, 0.0))
+    assert [r.name for r in f.ratings] == ["a", "b", "c", "d"]
+    assert f.los("a", "b") > 0.99 and f.los("b", "c") > 0.95 and f.los("a", "d") > 0.9999
+
+
+def test_fit_and_fit_pairs_are_invariant_to_the_order_of_results():
+    for fitter, data in ((fit, _results(400, 9)), (fit_pairs, _pairs(300, 9, 1.5))):
+        one = fitter(data)
+        shuffled = data[:]
+        random.Random(1).shuffle(shuffled)
+        # swapping who is listed first (with the complementary score) changes nothing either
+        top = 2.0 if fitter is fit_pairs else 1.0
+        flipped = [(b, a, top - s) for a, b, s in shuffled]
+        for other in (fitter(shuffled), fitter(flipped)):
+            assert [r.name for r in one.ratings] == [r.name for r in other.ratings]
+            for x, y in zip(one.ratings, other.ratings):
+                assert x.elo == pytest.approx(y.elo, abs=1e-6) and x.ci95 == pytest.approx(y.ci95, abs=1e-6)
+            for row1, row2 in zip(one.cov, other.cov):
+                assert row1 == pytest.approx(row2, abs=1e-6)
+
+
+def test_fit_pairs_counts_a_pair_as_two_games_for_the_likelihood():
+    pairs = _pairs(400, 10, 1.0)
+    paired = fit_pairs(pairs, variance="model")
+    games = fit(_unpaired(pairs))
+    for x, y in zip(paired.ratings, games.ratings):
+        assert (x.name, x.games, x.wins, x.losses, x.draws) == (y.name, y.games, y.wins, y.losses, y.draws)
+        assert x.elo == pytest.approx(y.elo, abs=1e-6) and x.ci95 == pytest.approx(y.ci95, abs=1e-6)
+    robust = fit_pairs(pairs)
+    assert robust.variance == "robust"
+    assert [r.elo for r in robust.ratings] == pytest.approx([r.elo for r in paired.ratings], abs=1e-9)
+
+
+def test_fit_pairs_recovers_known_ratings_within_its_intervals():
+    fitted = fit_pairs(_pairs(3000, 11, 0.0))
+    true_mean = sum(TRUE.values()) / len(TRUE)
+    for name, elo in TRUE.items():
+        r = fitted[name]
+        assert abs(r.elo - (elo - true_mean + ANCHOR)) < r.ci95, (name, r)
+        assert 5 < r.ci95 < 60
+    assert fitted["a"].games == 2 * sum(1 for p in _pairs(3000, 11, 0.0) if "a" in p[:2])
+
+
+def test_robust_and_model_intervals_agree_for_independent_games():
+    pairs = _pairs(1500, 12, 0.0)
+    robust, model = fit_pairs(pairs), fit_pairs(pairs, variance="model")
+    for r in robust.ratings:
+        assert 0.8 < r.ci95 / model[r.name].ci95 < 1.2, (r, model[r.name])
+    games = _results(1500, 12)
+    robust, model = fit(games, variance="robust"), fit(games)
+    for r in robust.ratings:
+        assert 0.8 < r.ci95 / model[r.name].ci95 < 1.2, (r, model[r.name])
+
+
+def test_duplicate_pairs_with_shared_deal_luck_give_narrower_intervals():
+    # Strong deal luck that flips with the seat swap: the two matches of a pair are negatively
+    # correlated, the pair score varies less than two independent games.
+    n = 1500
+    paired = fit_pairs(_pairs(n, 13, 2.0))
+    same_games_unpaired = fit_pairs(_pairs(n, 13, 2.0), variance="model")
+    independent = fit(_results(2 * n, 13))  # as many independent, unpaired games
+    for name in TRUE:
+        assert paired[name].ci95 < 0.85 * same_games_unpaired[name].ci95
+        assert paired[name].ci95 < 0.85 * independent[name].ci95
+    assert paired.sd_diff("a", "b") < 0.85 * same_games_unpaired.sd_diff("a", "b")
+
+
+def test_robust_interval_matches_the_spread_over_repeated_tournaments():
+    # Honesty check: over many simulated tournaments of duplicate pairs with deal luck, the
+    # standard deviation of the fitted difference a - d should be what the robust variance
+    # reports; the model variance (independent games) overstates it.
+    est, robust_sd, model_sd = [], [], []
+    for seed in range(100):
+        pairs = _pairs(240, 1000 + seed, 2.0)
+        f = fit_pairs(pairs)
+        est.append(f["a"].elo - f["d"].elo)
+        robust_sd.append(f.sd_diff("a", "d"))
+        model_sd.append(fit_pairs(pairs, variance="model").sd_diff("a", "d"))
+    spread = statistics.stdev(est)
+    assert 0.8 < statistics.mean(robust_sd) / spread < 1.2, (statistics.mean(robust_sd), spread)
+    assert statistics.mean(model_sd) > 1.1 * spread
+
+
+def test_draws_are_supported():
+    rng = random.Random(14)
+    games = []
+    for _ in range(1000):  # equal bots, 60% draws
+        u = rng.random()
+        games.append(("a", "b", 1.0 if u < 0.2 else 0.0 if u < 0.4 else 0.5))
+    model, robust = fit(games), fit(games, variance="robust")
+    assert model["a"].draws == model["b"].draws == sum(s == 0.5 for *_, s in games)
+    assert model["a"].score == pytest.approx(sum(s for *_, s in games) / 1000)
+    assert abs(model["a"].elo - model["b"].elo) < model["a"].ci95
+    # draws make a game's score vary less than the win/loss model assumes
+    assert robust["a"].ci95 < 0.85 * model["a"].ci95
+    pairs = [("a", "b", 1.5), ("a", "b", 0.5), ("b", "a", 1.0), ("a", "b", 2.0), ("b", "a", 0.0)]
+    f = fit_pairs(pairs)
+    a = f["a"]
+    # a: 1.5 = W+D, 0.5 = D+L, 1 = W+L, 2 = W+W, and 2 (b scored 0) = W+W
+    assert (a.games, a.wins, a.losses, a.draws) == (10, 6, 2, 2)
+    assert a.score == pytest.approx(7 / 10) and f["b"].score == pytest.approx(3 / 10)
+
+
+def test_robust_intervals_never_collapse():
+    # ten pairs all split 1-1: no residual at all, yet the interval stays positive (the virtual
+    # unit at the model's variance), and a bot without games gets a wide interval.
+    f = fit_pairs([("a", "b", 1.0)] * 10, names=["idle"])
+    assert f["a"].ci95 > 20 and f["b"].ci95 > 20
+    assert f["idle"].ci95 > 500
+    assert f.los("a", "b") == pytest.approx(0.5)
+
+
+def test_invalid_input_is_rejected():
+    with pytest.raises(ValueError):
+        fit_pairs([("a", "b", 2.5)])
+    with pytest.raises(ValueError):
+        fit([("a", "b", -0.5)])
+    with pytest.raises(ValueError):
+        fit([("a", "a", 1.0)])
+    with pytest.raises(ValueError):
+        fit([("a", "b", 1.0)], variance="sandwich")
+    assert fit([]).ratings == [] and fit_ratings([]) == []
