@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,6 +20,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from arena.formats import FORMATS
 from arena.launcher import load_manifest, sandbox_available
 from arena.referee import MatchConfig
 from arena.store import Store
@@ -50,8 +52,14 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--seed", type=int, default=1, help="tournament seed (default 1)")
     t.add_argument("--db", default="arena.db", help="SQLite database (default arena.db)")
     t.add_argument("--logs", default="logs", help="match log directory (default logs/)")
-    t.add_argument("--format", default="round-robin", choices=["round-robin"])
-    t.add_argument("--concurrency", type=int, default=2, help="matches played at once (default 2)")
+    t.add_argument("--format", default="round-robin", choices=list(FORMATS),
+                   help="round-robin (default), gauntlet, rotation (écarté simple) or chouette")
+    t.add_argument("--hero", help="gauntlet: the bot that plays all the others (default: the first)")
+    t.add_argument("--no-duplicate", dest="duplicate", action="store_false",
+                   help="do not play pairs of matches with the same deals and seats swapped")
+    t.add_argument("--concurrency", type=int, default=os.cpu_count() or 2,
+                   help="matches played at once (default: the number of cores); each bot plays one match at a "
+                        "time, so at most half the bots' worth of matches run together")
     t.add_argument("--move-ms", type=int, default=2000, help="time per decision in ms (default 2000)")
     t.add_argument("--bank-ms", type=int, default=0, help="time bank per match in ms (default 0)")
     t.add_argument("--grace-ms", type=int, default=50, help="transport grace in ms (default 50)")
@@ -82,15 +90,40 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def print_report(console: Console, report: TournamentReport) -> None:
-    """Print the final table: rank, bot, Elo (± 95%), games, wins, losses, score %."""
-    table = Table(title=f"Tournament t{report.tournament_id}: Elo (maximum likelihood, mean 1500)")
+    """Print the leaderboard (rank, bot, Elo ± 95%, games, wins, losses, draws, score %, and the
+    bots whose intervals overlap), the likelihood-of-superiority matrix, and for a chouette
+    its reigns and bankrolls."""
+    fit = report.fit
+    unit = "duplicate pairs, robust intervals" if report.paired else "single matches"
+    table = Table(title=f"Tournament t{report.tournament_id}: Elo (maximum likelihood, mean 1500; {unit})")
     for col, just in (("rank", "right"), ("bot", "left"), ("Elo", "right"), ("±95%", "right"),
-                      ("games", "right"), ("wins", "right"), ("losses", "right"), ("score %", "right")):
+                      ("games", "right"), ("wins", "right"), ("losses", "right"), ("draws", "right"),
+                      ("score %", "right"), ("overlaps rank", "left")):
         table.add_column(col, justify=just)  # type: ignore[arg-type]
-    for i, r in enumerate(report.ratings, 1):
+    for i, r in enumerate(fit.ratings, 1):
+        overlaps = [
+            str(j) for j, o in enumerate(fit.ratings, 1) if o.name != r.name and fit.overlapping(r.name, o.name)
+        ]
         table.add_row(str(i), r.name, f"{r.elo:.0f}", f"{r.ci95:.0f}", str(r.games), str(r.wins),
-                      str(r.losses), f"{100 * r.score:.1f}")
+                      str(r.losses), str(r.draws), f"{100 * r.score:.1f}", ",".join(overlaps) or "-")
     console.print(table)
+    if len(fit.ratings) > 2:
+        los = Table(title="Likelihood of superiority (row better than column), %")
+        los.add_column("")
+        for r in fit.ratings:
+            los.add_column(r.name, justify="right")
+        for r in fit.ratings:
+            los.add_row(r.name, *("" if r.name == c.name else f"{100 * fit.los(r.name, c.name):.1f}"
+                                  for c in fit.ratings))
+        console.print(los)
+    if report.reigns:
+        reigns = Table(title=f"Chouette reigns (house levy {report.house} chips)")
+        for col in ("#", "chouetteur", "price", "matches", "challengers beaten", "losses"):
+            reigns.add_column(col, justify="left" if col == "chouetteur" else "right")
+        for i, rg in enumerate(report.reigns, 1):
+            reigns.add_row(str(i), rg.chouetteur, str(rg.price), str(rg.matches), str(rg.beaten), str(rg.losses))
+        console.print(reigns)
+        console.print("bankrolls: " + ", ".join(f"{k} {v}" for k, v in sorted(report.bankrolls.items())))
     reasons = ", ".join(f"{k}: {v}" for k, v in sorted(report.reasons.items()))
     console.print(
         f"{report.matches} matches in {report.seconds:.1f} s "
@@ -119,6 +152,8 @@ def cmd_tournament(args: argparse.Namespace) -> int:
             config = TournamentConfig(
                 format=args.format,
                 games=args.games,
+                duplicate=args.duplicate,
+                hero=args.hero,
                 seed=args.seed,
                 concurrency=args.concurrency,
                 logs_dir=args.logs,

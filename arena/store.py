@@ -67,6 +67,23 @@ CREATE TABLE IF NOT EXISTS matches (
     UNIQUE (tournament_id, idx)
 );
 CREATE INDEX IF NOT EXISTS matches_by_status ON matches(tournament_id, status);
+CREATE TABLE IF NOT EXISTS auctions (
+    tournament_id INTEGER NOT NULL REFERENCES tournaments(id),
+    idx           INTEGER NOT NULL,
+    bids          TEXT NOT NULL,
+    winner        TEXT NOT NULL,
+    price         INTEGER NOT NULL,
+    created_at    REAL NOT NULL,
+    PRIMARY KEY (tournament_id, idx)
+);
+CREATE TABLE IF NOT EXISTS ladder (
+    game        TEXT NOT NULL,
+    bot         TEXT NOT NULL,
+    elo         REAL NOT NULL,
+    games       INTEGER NOT NULL,
+    updated_at  REAL NOT NULL,
+    PRIMARY KEY (game, bot)
+);
 """
 
 SCRYPT = {"n": 2**14, "r": 8, "p": 1}
@@ -111,7 +128,7 @@ class Store:
     def _migrate(self) -> None:
         """Add columns that later versions introduced to a database made by an earlier one."""
         have = {r[1] for r in self.db.execute("PRAGMA table_info(matches)")}
-        for column, kind in (("margin", "INTEGER"),):
+        for column, kind in (("margin", "INTEGER"), ("pair_key", "TEXT")):
             if column not in have:
                 self.db.execute(f"ALTER TABLE matches ADD COLUMN {column} {kind}")
 
@@ -150,10 +167,10 @@ class Store:
     # ------------------------------------------------------------------ tournaments
 
     def create_tournament(
-        self, game: str, fmt: str, seed: int, config: Any, bots: list[str], matches: list[tuple[str, str, int]]
+        self, game: str, fmt: str, seed: int, config: Any, bots: list[str], matches: list[Any] = ()
     ) -> int:
-        """Insert a tournament and all its scheduled matches ``(bot0, bot1, seed)`` as pending,
-        in one transaction; return the tournament id."""
+        """Insert a tournament and the matches already scheduled (``arena.formats.Pairing`` or
+        ``(bot0, bot1, seed)`` tuples) as pending, in one transaction; return its id."""
         with self._tx():
             cur = self.db.execute(
                 "INSERT INTO tournaments(game, format, seed, config, bots, created_at) VALUES (?,?,?,?,?,?)",
@@ -167,11 +184,103 @@ class Store:
                 ),
             )
             tid = int(cur.lastrowid)
-            self.db.executemany(
-                "INSERT INTO matches(tournament_id, idx, match_key, game, bot0, bot1, seed) VALUES (?,?,?,?,?,?,?)",
-                [(tid, i, f"t{tid}-m{i + 1:04d}", game, b0, b1, s) for i, (b0, b1, s) in enumerate(matches)],
-            )
+            for i, m in enumerate(matches):
+                self._insert_match(tid, game, m if not isinstance(m, tuple) else _tuple_pairing(i, m))
         return tid
+
+    def _insert_match(self, tid: int, game: str, p: Any) -> str:
+        key = f"t{tid}-m{p.index + 1:04d}"
+        self.db.execute(
+            "INSERT OR IGNORE INTO matches(tournament_id, idx, match_key, game, bot0, bot1, seed, pair_key) "
+            "VALUES (?,?,?,?,?,?,?,?)",
+            (tid, p.index, key, game, p.bot0, p.bot1, p.seed, p.pair),
+        )
+        return key
+
+    def add_match(self, tournament_id: int, game: str, pairing: Any) -> MatchRow:
+        """Schedule one match (a ``Pairing``) of a format that decides as it goes; idempotent
+        (a resumed tournament gets the existing row back). Returns its row."""
+        with self._tx():
+            key = self._insert_match(tournament_id, game, pairing)
+        return self.match_row(key)
+
+    def match_row(self, match_key: str) -> MatchRow:
+        """The scheduled match ``match_key``; ``LookupError`` if unknown."""
+        row = self.db.execute(
+            "SELECT id, tournament_id, idx, match_key, game, bot0, bot1, seed, status FROM matches WHERE match_key=?",
+            (match_key,),
+        ).fetchone()
+        if row is None:
+            raise LookupError(match_key)
+        return MatchRow(**dict(row))
+
+    def match_by_index(self, tournament_id: int, idx: int) -> dict[str, Any] | None:
+        """Match number ``idx`` of a tournament as a dict, or None."""
+        row = self.db.execute("SELECT * FROM matches WHERE tournament_id=? AND idx=?", (tournament_id, idx)).fetchone()
+        return dict(row) if row else None
+
+    def record_auction(self, tournament_id: int, idx: int, bids: dict[str, int], winner: str, price: int) -> None:
+        """Commit a chouette auction (ecarte.md §E9.3)."""
+        with self._tx():
+            self.db.execute(
+                "INSERT INTO auctions(tournament_id, idx, bids, winner, price, created_at) VALUES (?,?,?,?,?,?)",
+                (tournament_id, idx, json.dumps(bids, sort_keys=True), winner, price, time.time()),
+            )
+
+    def auction(self, tournament_id: int, idx: int) -> dict[str, Any] | None:
+        """A recorded auction (``bids`` decoded), or None."""
+        row = self.db.execute(
+            "SELECT * FROM auctions WHERE tournament_id=? AND idx=?", (tournament_id, idx)
+        ).fetchone()
+        if row is None:
+            return None
+        out = dict(row)
+        out["bids"] = json.loads(out["bids"])
+        return out
+
+    def pair_results(self, tournament_id: int) -> list[tuple[str, str, float]]:
+        """Completed duplicate pairs as ``(a, b, points of a over the two matches)`` (0-2, a
+        draw counting ½), ``a`` being seat 0 of the pair's first match."""
+        rows = self.db.execute(
+            "SELECT pair_key, bot0, bot1, winner_seat FROM matches WHERE tournament_id=? AND status='done' "
+            "AND pair_key IS NOT NULL ORDER BY idx",
+            (tournament_id,),
+        ).fetchall()
+        first: dict[str, tuple[str, str, float]] = {}
+        out = []
+        for key, b0, b1, w in rows:
+            s0 = 1.0 if w == 0 else 0.0 if w == 1 else 0.5
+            if key not in first:
+                first[key] = (b0, b1, s0)
+            else:
+                a, b, sa = first.pop(key)
+                out.append((a, b, sa + (s0 if b0 == a else 1.0 - s0)))
+        return out
+
+    def _ladder_step(self, game: str, bot0: str, bot1: str, score0: float) -> tuple[float, float]:
+        """Incremental Elo for the persistent ladder (per bot, per game; K-factor and starting
+        rating from ``arena.rating``), inside the caller's transaction."""
+        from arena.rating import ANCHOR, elo_update
+
+        def current(bot: str) -> tuple[float, int]:
+            row = self.db.execute("SELECT elo, games FROM ladder WHERE game=? AND bot=?", (game, bot)).fetchone()
+            return (row[0], row[1]) if row else (ANCHOR, 0)
+
+        (r0, g0), (r1, g1) = current(bot0), current(bot1)
+        n0, n1 = elo_update(r0, r1, score0)
+        now = time.time()
+        for bot, r, g in ((bot0, n0, g0 + 1), (bot1, n1, g1 + 1)):
+            self.db.execute(
+                "INSERT INTO ladder(game, bot, elo, games, updated_at) VALUES (?,?,?,?,?) ON CONFLICT(game, bot) "
+                "DO UPDATE SET elo=excluded.elo, games=excluded.games, updated_at=excluded.updated_at",
+                (game, bot, r, g, now),
+            )
+        return n0, n1
+
+    def ladder(self, game: str) -> list[tuple[str, float, int]]:
+        """The persistent ladder of ``game``: ``(bot, elo, games)``, best first."""
+        rows = self.db.execute("SELECT bot, elo, games FROM ladder WHERE game=? ORDER BY elo DESC, bot", (game,))
+        return [(r[0], r[1], r[2]) for r in rows]
 
     def tournament(self, tournament_id: int | None = None) -> dict[str, Any] | None:
         """A tournament row as a dict (``config`` and ``bots`` decoded from JSON): the given id,
@@ -199,11 +308,12 @@ class Store:
         return [MatchRow(**dict(r)) for r in rows]
 
     def record_result(self, match_key: str, result: Any, log_path: str | None) -> None:
-        """Commit a match result (an ``arena.referee.MatchResult``). Raises ``LookupError`` if
-        the match is unknown or already recorded (a result is never counted twice)."""
+        """Commit a match result (an ``arena.referee.MatchResult``) and its step on the
+        persistent ladder, in one transaction. Raises ``LookupError`` if the match is unknown
+        or already recorded (a result is never counted twice)."""
         with self._tx():
             row = self.db.execute(
-                "SELECT bot0, bot1, status FROM matches WHERE match_key=?", (match_key,)
+                "SELECT bot0, bot1, status, game FROM matches WHERE match_key=?", (match_key,)
             ).fetchone()
             if row is None or row["status"] != "pending":
                 raise LookupError(f"match {match_key} is not pending")
@@ -232,6 +342,9 @@ class Store:
                     match_key,
                 ),
             )
+            if result.reason != "aborted":  # the persistent ladder moves in the same commit
+                score0 = 1.0 if result.winner == 0 else 0.0 if result.winner == 1 else 0.5
+                self._ladder_step(row["game"], row["bot0"], row["bot1"], score0)
 
     def finish_tournament(self, tournament_id: int) -> None:
         """Mark a tournament finished."""
@@ -254,6 +367,12 @@ class Store:
 
     def _tx(self) -> _Tx:
         return _Tx(self.db)
+
+
+def _tuple_pairing(i: int, m: tuple) -> Any:
+    from arena.formats import Pairing
+
+    return Pairing(index=i, bot0=m[0], bot1=m[1], seed=m[2])
 
 
 class _Tx:

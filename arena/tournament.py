@@ -25,22 +25,29 @@ from pathlib import Path
 import msgspec
 import trio
 
-from arena.formats.round_robin import derive_seed, schedule
+from arena.clock import Clock
+from arena.formats import Auction, Format, StaticFormat, Step, derive_seed, make_format
+from arena.formats.chouette import Chouette, Reign, legal_bids
 from arena.launcher import BotProcess, Limits, Manifest, launch
 from arena.matchlog import MatchLog
-from arena.rating import Rating, fit_ratings
+from arena.rating import Fit, Rating, fit, fit_pairs
 from arena.referee import MatchConfig, MatchResult, Referee
+from arena.seat import Seat, SeatFault
 from arena.server import ArenaServer, ServerConfig
 from arena.store import MatchRow, Store
-from protocol.messages import Goodbye
+from protocol.messages import AuctionView, Goodbye, TimeControl
 
 
 class TournamentConfig(msgspec.Struct, omit_defaults=True):
-    """A tournament: format, matches per pair, seed, concurrency, where logs go, how each match
-    is played (``match``) and how long bots get to connect (``connect_timeout_s``)."""
+    """A tournament: format (``round-robin``, ``gauntlet`` with its ``hero``, ``rotation``,
+    ``chouette``), ``games`` (matches per pair, or in all for rotation and chouette), whether
+    pairs are played in duplicate (ecarte.md §E8.2), seed, concurrency, where logs go, how each
+    match is played (``match``) and how long bots get to connect (``connect_timeout_s``)."""
 
     format: str = "round-robin"
     games: int = 10
+    duplicate: bool = True
+    hero: str | None = None
     seed: int = 1
     concurrency: int = 2
     logs_dir: str = "logs"
@@ -54,14 +61,25 @@ class TournamentConfig(msgspec.Struct, omit_defaults=True):
 
 
 class TournamentReport(msgspec.Struct):
-    """What a finished tournament returns: its id, ratings (best first), match count, the
-    reasons matches ended (reason -> count) and the wall time in seconds."""
+    """What a finished tournament returns: its id, the rating fit (``fit.ratings`` best
+    first, with intervals and likelihood of superiority), match count, the reasons matches
+    ended (reason -> count), the wall time in seconds, and for a chouette its reigns and
+    bankrolls."""
 
     tournament_id: int
-    ratings: list[Rating]
+    fit: Fit
     matches: int
     reasons: dict[str, int]
     seconds: float
+    paired: bool = False
+    reigns: list[Reign] = msgspec.field(default_factory=list)
+    bankrolls: dict[str, int] = msgspec.field(default_factory=dict)
+    house: int = 0
+
+    @property
+    def ratings(self) -> list[Rating]:
+        """The fitted ratings, best first."""
+        return self.fit.ratings
 
 
 OnResult = Callable[[MatchRow, MatchResult], None]
@@ -85,21 +103,20 @@ async def run_tournament(
     names = [m.name for m in manifests]
     if len(set(names)) != len(names):
         raise ValueError(f"bot names must be unique: {names}")
-    if config.format != "round-robin":
-        raise ValueError(f"unknown format {config.format!r} (known: round-robin)")
     if config.concurrency < 1:
         raise ValueError("concurrency must be at least 1")
+    fmt = make_format(config.format, names, config.games, config.seed, config.duplicate, config.hero)
     tokens = {name: store.add_bot(name) for name in names}
     if resume is None:
-        plan = schedule(names, config.games, config.seed)
-        tid = store.create_tournament(config.match.game, config.format, config.seed, config, names, plan)
+        static = fmt.schedule if isinstance(fmt, StaticFormat) else []
+        tid = store.create_tournament(config.match.game, config.format, config.seed, config, names, static)
     else:
         if store.tournament(resume) is None:
             raise ValueError(f"no tournament {resume} in the database")
         tid = resume
-    rows = store.pending_matches(tid)
     if on_start:
-        on_start(tid, len(rows))
+        total = len(store.pending_matches(tid)) if isinstance(fmt, StaticFormat) else config.games
+        on_start(tid, total)
     t0 = trio.current_time()
     server = ArenaServer(store, config.server)
     procs: dict[str, BotProcess] = {}
@@ -137,7 +154,7 @@ async def run_tournament(
                     await start_bot(by_name[name])
                     await server.wait_for(name, config.connect_timeout_s)
 
-            await _play_schedule(store, server, rows, config, logs, ensure_connected, on_result)
+            await _play_format(store, server, tid, fmt, config, logs, ensure_connected, on_result)
         finally:
             with trio.CancelScope(shield=True):
                 for conn in list(server.bots.values()):
@@ -159,52 +176,144 @@ async def run_tournament(
     reasons: dict[str, int] = {}
     for row in matches:
         reasons[row["reason"] or "unplayed"] = reasons.get(row["reason"] or "unplayed", 0) + 1
-    return TournamentReport(
+    results = store.results(tid)
+    pairs = store.pair_results(tid)
+    paired = bool(pairs) and 2 * len(pairs) == len(results)
+    report = TournamentReport(
         tournament_id=tid,
-        ratings=fit_ratings(store.results(tid), names),
+        fit=fit_pairs(pairs, names) if paired else fit(results, names),
         matches=len(matches),
         reasons=reasons,
         seconds=trio.current_time() - t0,
+        paired=paired,
     )
+    if isinstance(fmt, Chouette):
+        report.reigns, report.bankrolls, report.house = fmt.reigns, dict(fmt.bankrolls), fmt.house
+    return report
 
 
-async def _play_schedule(
+def settle_stored(store: Store, tid: int, fmt: Format, steps: list[Step]) -> list[Step]:
+    """Feed ``fmt`` the results already stored for any of ``steps`` (a resumed tournament) and
+    return the steps still to play. Resuming thus rebuilds the format's state from the stored
+    results, in the order the format hands out its steps, and the same seeds come out."""
+    left: list[Step] = []
+    for step in steps:
+        if isinstance(step, Auction):
+            row = store.auction(tid, step.index)
+            if row is None:
+                left.append(step)
+            else:
+                fmt.record_auction(step, row["bids"])
+            continue
+        row = store.match_by_index(tid, step.index)
+        if row is not None and row["seed"] != step.seed:
+            raise ValueError(f"match {step.index} of t{tid}: stored seed differs from the format's")
+        if row is None or row["status"] == "pending":
+            left.append(step)
+        else:
+            fmt.record(step, row["winner"])
+    return left
+
+
+async def _play_format(
     store: Store,
     server: ArenaServer,
-    rows: list[MatchRow],
+    tid: int,
+    fmt: Format,
     config: TournamentConfig,
     logs: Path,
     ensure_connected: Callable[[str], object],
     on_result: OnResult | None,
 ) -> None:
-    """Run ``rows`` with at most ``concurrency`` at once and each bot in one match at a time."""
-    pending = list(rows)
+    """Run the format's steps with at most ``concurrency`` matches at once, each bot in one
+    step at a time, until the format is done."""
+    queue: list[Step] = []
     busy: set[str] = set()
+    running = 0
     changed = trio.Event()
 
-    async def play(row: MatchRow) -> None:
-        nonlocal changed
+    def bots_of(step: Step) -> tuple[str, ...]:
+        return step.bidders if isinstance(step, Auction) else (step.bot0, step.bot1)
+
+    async def run(step: Step) -> None:
+        nonlocal changed, running
         try:
-            await play_match(store, server, row, config.match, logs, ensure_connected, on_result)
+            if isinstance(step, Auction):
+                winner_bids = await run_auction(store, server, tid, step, fmt)
+                fmt.record_auction(step, winner_bids)
+            else:
+                row = store.add_match(tid, config.match.game, step)
+                result = await play_match(store, server, row, config.match, logs, ensure_connected, on_result)
+                fmt.record(step, None if result.winner is None else (step.bot0, step.bot1)[result.winner])
         finally:
-            busy.discard(row.bot0)
-            busy.discard(row.bot1)
+            running -= 1
+            busy.difference_update(bots_of(step))
             changed.set()
             changed = trio.Event()
 
     async with trio.open_nursery() as nursery:
-        while pending:
+        while True:
+            while not queue and not fmt.done:
+                fresh = fmt.ready(busy)
+                if not fresh:
+                    break
+                queue.extend(settle_stored(store, tid, fmt, fresh))
             started = False
-            if len(busy) // 2 < config.concurrency:
-                for i, row in enumerate(pending):
-                    if row.bot0 not in busy and row.bot1 not in busy:
-                        busy.update((row.bot0, row.bot1))
-                        del pending[i]
-                        nursery.start_soon(play, row)
-                        started = True
-                        break
+            for step in list(queue):
+                if running >= config.concurrency:
+                    break
+                names = bots_of(step)
+                if busy.intersection(names):
+                    continue
+                queue.remove(step)
+                busy.update(names)
+                running += 1
+                nursery.start_soon(run, step)
+                started = True
+            if fmt.done and not queue and running == 0:
+                return
             if not started:
                 await changed.wait()
+
+
+async def run_auction(store: Store, server: ArenaServer, tid: int, auction: Auction, fmt: Format) -> dict[str, int]:
+    """Ask every bidder for a ``bid`` at once (ecarte.md §E9.3) and commit the auction.
+    A bot that is absent, times out or answers something not in ``legal`` bids 0."""
+    assert isinstance(fmt, Chouette)
+    bids: dict[str, int] = {}
+    auction_id = f"t{tid}-a{auction.index + 1:04d}"
+
+    async def ask(name: str) -> None:
+        conn = server.bots.get(name)
+        bankroll = fmt.bankrolls[name]
+        if conn is None or conn.closed.is_set():
+            return
+        seat = Seat(conn, 0, auction_id, Clock(TimeControl()))
+        view = AuctionView(
+            bot=name, bankroll=bankroll, bankrolls=dict(fmt.bankrolls), queue=list(auction.bidders),
+            auction=auction.index + 1, reigns=[(r.chouetteur, r.price, r.beaten) for r in fmt.reigns],
+        )
+        legal = legal_bids(bankroll)
+        seat.attach()
+        try:
+            answer = await seat.ask("bid", legal, view)
+            if answer.action in legal:
+                bids[name] = answer.action
+            else:
+                await conn.send_error("illegal_action", f"bid {answer.action!r} is not in legal; counted as 0",
+                                      id=answer.id)
+        except SeatFault:
+            pass
+        finally:
+            seat.detach()
+
+    async with trio.open_nursery() as nursery:
+        for name in auction.bidders:
+            nursery.start_soon(ask, name)
+    clean = {b: bids.get(b, 0) for b in auction.bidders}
+    winner = max(auction.bidders, key=lambda b: (clean[b], -auction.bidders.index(b)))
+    store.record_auction(tid, auction.index, clean, winner, clean[winner])
+    return clean
 
 
 async def play_match(

@@ -12,8 +12,8 @@ Game events travel inside an ``event`` message and form their own union, tagged 
 referee logs and what a bot receives are the same objects.
 
 Actions are JSON values a bot copies from the ``legal`` list of a ``request``: a word
-(``"propose"``), a card (``"Ks"``) or, for a discard, a list of cards (``["7h", "8c"]``,
-any order).
+(``"propose"``), a card (``"Ks"``), for a discard a list of cards (``["7h", "8c"]``, any
+order), or for a chouette auction a number of chips (``30``).
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ Card = Annotated[str, msgspec.Meta(pattern=r"^[6789TJQKA][cdhs]$")]
 """Two ASCII characters: rank ``7 8 9 T J Q K A`` (``6`` in Piquet's 36-card pack) then suit
 ``c d h s`` (``"Ks"``). The letters are not the ranking: Écarté ranks K Q J A T 9 8 7."""
 
-Action = Union[str, list[str]]
-"""A legal action: a word, a card, or a list of cards (a discard)."""
+Action = Union[int, str, list[str]]
+"""A legal action: a word, a card, a list of cards (a discard), or a number (a bid)."""
 
 
 class _Msg(msgspec.Struct, tag_field="type"):
@@ -320,7 +320,21 @@ class PiquetView(msgspec.Struct, tag_field="game", tag="piquet"):
     trick: list[TrickCard]
 
 
-GameView = Union[EcarteView, PiquetView]
+class AuctionView(msgspec.Struct, tag_field="game", tag="chouette"):
+    """The state of a chouette auction (ecarte.md §E9.3), sent with a ``bid`` request outside
+    any match: this bot's ``bankroll`` (chips), every bot's ``bankrolls``, the ``queue`` of
+    bidders (ties go to the one nearest its head), the auction's number, and the reigns so far
+    as ``[chouetteur, price, challengers beaten]``."""
+
+    bot: str
+    bankroll: int
+    bankrolls: dict[str, int]
+    queue: list[str]
+    auction: int
+    reigns: list[tuple[str, int, int]]
+
+
+GameView = Union[EcarteView, PiquetView, AuctionView]
 
 # --------------------------------------------------------------------------- server -> bot
 
@@ -387,7 +401,7 @@ class Request(_Msg, tag="request"):
 
     id: int
     match_id: str
-    decision: Literal["propose", "respond", "discard", "king", "play", "look", "expose"]
+    decision: Literal["propose", "respond", "discard", "king", "play", "look", "expose", "bid"]
     legal: list[Action]
     state: GameView
     time_ms: int

@@ -202,9 +202,9 @@ def test_round_robin_schedule_alternates_seats_and_covers_every_pair():
     plan = schedule(["a", "b", "c", "d"], 4, seed=1)
     assert len(plan) == 6 * 4
     for x, y in [("a", "b"), ("a", "c"), ("b", "d"), ("c", "d")]:
-        games = [p for p in plan if {p[0], p[1]} == {x, y}]
+        games = [p for p in plan if {p.bot0, p.bot1} == {x, y}]
         assert len(games) == 4
-        assert sum(p[0] == x for p in games) == 2  # seats alternate
-    assert len({p[2] for p in plan}) == len(plan)  # a seed per match
+        assert sum(p.bot0 == x for p in games) == 2  # seats alternate
+    assert [p.index for p in plan] == list(range(len(plan)))
     assert plan == schedule(["a", "b", "c", "d"], 4, seed=1)
     assert plan != schedule(["a", "b", "c", "d"], 4, seed=2)

@@ -28,9 +28,13 @@ def arena(*args: str) -> list[str]:
 
 
 def counts(db: Path) -> tuple[int, int]:
-    with sqlite3.connect(db) as c:
-        done = c.execute("SELECT COUNT(*) FROM matches WHERE status='done'").fetchone()[0]
-        total = c.execute("SELECT COUNT(*) FROM matches").fetchone()[0]
+    """(done, scheduled) matches; (0, 0) while the arena is still creating the database."""
+    try:
+        with sqlite3.connect(db) as c:
+            done = c.execute("SELECT COUNT(*) FROM matches WHERE status='done'").fetchone()[0]
+            total = c.execute("SELECT COUNT(*) FROM matches").fetchone()[0]
+    except sqlite3.OperationalError:
+        return 0, 0
     return done, total
 
 
@@ -111,3 +115,39 @@ def test_ctrl_c_stops_the_arena_and_every_bot(tmp_path):
     done, total = counts(db)
     assert done < total  # interrupted; resumable later
     assert os.path.exists(db)
+
+
+def test_a_chouette_resumes_to_the_same_reigns_after_sigkill(tmp_path):
+    """A format that decides as it goes (auctions, challengers) rebuilds its state from the
+    stored results: the resumed chouette plays exactly the matches and auctions of a clean run."""
+    py_bots = copy_bots(tmp_path / "crash" / "bots")[:2]  # greedy and random
+    db = tmp_path / "crash" / "a.db"
+    args = ["--format", "chouette", "--games", "40", "--seed", "6"]
+    logs = str(tmp_path / "crash" / "logs")
+    proc = subprocess.Popen(arena("--bots", *py_bots, *args, "--db", str(db), "--logs", logs, "--quiet"),
+                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        wait_until(lambda: db.exists() and counts(db)[0] >= 8, 60, "eight results")
+        proc.kill()
+        proc.wait(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert counts(db)[0] < 40
+    out = subprocess.run(arena("--resume", "--db", str(db), "--quiet"), cwd=ROOT, capture_output=True, text=True,
+                         timeout=180)
+    assert out.returncode == 0, out.stderr
+    ref_bots = [str(Path(b).parent.parent.parent / "ref" / "bots" / Path(b).name) for b in py_bots]
+    shutil.copytree(tmp_path / "crash" / "bots", tmp_path / "ref" / "bots")
+    subprocess.run(arena("--bots", *ref_bots, *args, "--db", str(tmp_path / "ref" / "a.db"),
+                         "--logs", str(tmp_path / "ref" / "logs"), "--quiet"), cwd=ROOT, check=True, timeout=180,
+                   capture_output=True)
+
+    def history(path: Path):
+        with sqlite3.connect(path) as c:
+            matches = c.execute("SELECT idx, bot0, bot1, seed, winner, status FROM matches ORDER BY idx").fetchall()
+            auctions = c.execute("SELECT idx, bids, winner, price FROM auctions ORDER BY idx").fetchall()
+        return matches, auctions
+
+    assert history(db) == history(tmp_path / "ref" / "a.db")
+    assert len(history(db)[0]) == 40

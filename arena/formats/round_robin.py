@@ -1,19 +1,16 @@
 """Round-robin: every pair of bots plays ``games`` matches, seats alternating.
 
 Matches are ordered round by round (the circle method), so consecutive matches involve
-disjoint pairs and can run at the same time. Each match gets its own seed, derived from the
-tournament seed and the match's position, so one tournament seed reproduces every deal.
+disjoint pairs and can run at the same time. With ``duplicate`` (the default, ecarte.md
+§E8.2) matches 2k and 2k+1 of a pair share one seed with the seats swapped; an odd last match
+is unpaired.
 """
 
 from __future__ import annotations
 
-import random
+from arena.formats import Pairing, StaticFormat, derive_seed
 
-
-def derive_seed(seed: int, *parts: object) -> int:
-    """A 63-bit seed derived from ``seed`` and ``parts`` (stable across runs and platforms:
-    ``random.Random`` seeds a string through SHA-512)."""
-    return random.Random(":".join(map(str, (seed, *parts)))).getrandbits(63)
+__all__ = ["RoundRobin", "circle_rounds", "derive_seed", "schedule"]
 
 
 def circle_rounds(bots: list[str]) -> list[list[tuple[str, str]]]:
@@ -28,19 +25,38 @@ def circle_rounds(bots: list[str]) -> list[list[tuple[str, str]]]:
     return rounds
 
 
-def schedule(bots: list[str], games: int, seed: int) -> list[tuple[str, str, int]]:
-    """All matches ``(seat0, seat1, match_seed)`` of a round-robin: each pair plays ``games``
-    matches, alternating who sits in seat 0. Raises ``ValueError`` with fewer than two bots
-    or duplicate names."""
+def pair_matches(pairs: list[tuple[str, str]], games: int, seed: int, duplicate: bool) -> list[Pairing]:
+    """``games`` matches for each pair, seats alternating, ordered game-major so consecutive
+    matches are disjoint; duplicate pairs share a seed (see the module docstring)."""
+    out: list[Pairing] = []
+    for g in range(games):
+        for a, b in pairs:
+            bot0, bot1 = (a, b) if g % 2 == 0 else (b, a)
+            if duplicate and not (g % 2 == 0 and g == games - 1):
+                pair_id = f"{a}|{b}|{g // 2}"
+                s = derive_seed(seed, "pair", a, b, g // 2)
+            else:
+                pair_id = None
+                s = derive_seed(seed, "match", a, b, g)
+            out.append(Pairing(index=len(out), bot0=bot0, bot1=bot1, seed=s, pair=pair_id))
+    return out
+
+
+def schedule(bots: list[str], games: int, seed: int, duplicate: bool = True) -> list[Pairing]:
+    """All matches of a round-robin. Raises ``ValueError`` with fewer than two bots or
+    duplicate names."""
     if len(bots) < 2:
         raise ValueError("a round-robin needs at least two bots")
     if len(set(bots)) != len(bots):
         raise ValueError("bot names must be unique")
-    out = []
-    rounds = circle_rounds(list(bots))
-    for g in range(games):
-        for rnd in rounds:
-            for a, b in rnd:
-                pair = (a, b) if g % 2 == 0 else (b, a)
-                out.append((*pair, derive_seed(seed, len(out))))
-    return out
+    pairs = [p for rnd in circle_rounds(list(bots)) for p in rnd]
+    return pair_matches(pairs, games, seed, duplicate)
+
+
+class RoundRobin(StaticFormat):
+    """The round-robin as a :class:`~arena.formats.Format`."""
+
+    name = "round-robin"
+
+    def __init__(self, bots: list[str], games: int, seed: int, duplicate: bool = True) -> None:
+        super().__init__(schedule(bots, games, seed, duplicate))
