@@ -75,6 +75,20 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--scoring", choices=["rubicon", "cent"], default="rubicon", help="Piquet: rubicon or cent")
     t.add_argument("--quiet", action="store_true", help="no progress bar")
 
+    sp = sub.add_parser("sprt", help="sequential test of one bot against another over duplicate pairs")
+    sp.add_argument("--bot", required=True, metavar="MANIFEST", help="the bot under test")
+    sp.add_argument("--vs", required=True, metavar="MANIFEST", help="the reference bot")
+    sp.add_argument("--elo0", type=float, default=0.0, help="H0: the bot is this many Elo better (default 0)")
+    sp.add_argument("--elo1", type=float, default=20.0, help="H1: the bot is this many Elo better (default 20)")
+    sp.add_argument("--alpha", type=float, default=0.05)
+    sp.add_argument("--beta", type=float, default=0.05)
+    sp.add_argument("--max-pairs", type=int, default=5000, help="stop after this many pairs (default 5000)")
+    sp.add_argument("--seed", type=int, default=1)
+    sp.add_argument("--game", choices=["ecarte", "piquet"], default="ecarte")
+    sp.add_argument("--move-ms", type=int, default=2000)
+    sp.add_argument("--db", default="arena.db")
+    sp.add_argument("--logs", default="logs")
+
     b = sub.add_parser("bench", help="measure engine and referee throughput")
     b.add_argument("--deals", type=int, default=20000, help="self-play deals for the engine figure")
     b.add_argument("--decisions", type=int, default=20000, help="decisions for the TCP figures")
@@ -202,6 +216,39 @@ def cmd_tournament(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_sprt(args: argparse.Namespace) -> int:
+    """``arena sprt``: play duplicate pairs until the GSPRT accepts H0 or H1; print the
+    log-likelihood ratio after every pair."""
+    from arena.sprt import SPRT, SprtFormat
+
+    console = Console()
+    try:
+        bot, vs = load_manifest(args.bot), load_manifest(args.vs)
+        if bot.name == vs.name:
+            raise ValueError("--bot and --vs must be different bots")
+        test = SPRT(args.elo0, args.elo1, args.alpha, args.beta, outcomes=(0, 0.5, 1, 1.5, 2))
+    except ValueError as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        return 2
+    lo, hi = test.bounds
+    console.print(f"SPRT {bot.name} vs {vs.name}: H0 elo={args.elo0:g}, H1 elo={args.elo1:g}, "
+                  f"alpha={args.alpha:g}, beta={args.beta:g}; bounds [{lo:.2f}, {hi:.2f}]")
+    fmt = SprtFormat(bot.name, vs.name, args.seed, test, args.max_pairs, on_pair=lambda t: print(t.summary()))
+    config = TournamentConfig(
+        format="sprt", games=2 * args.max_pairs, seed=args.seed, concurrency=1, logs_dir=args.logs,
+        manifests=[str(Path(args.bot).resolve()), str(Path(args.vs).resolve())],
+        match=MatchConfig(game=args.game, time=TimeControl(move_ms=args.move_ms)),
+    )
+    store = Store(args.db)
+    report = trio.run(run_tournament, store, [bot, vs], config, None, None, None, fmt)
+    verdict = {"H1": f"H1 accepted: {bot.name} is at least {args.elo1:g} Elo better",
+               "H0": f"H0 accepted: {bot.name} is not {args.elo1:g} Elo better (at most {args.elo0:g})"}
+    console.print(verdict.get(test.status(), f"no decision after {test.pairs} pairs"))
+    console.print(f"{report.matches} matches in {report.seconds:.1f} s; results in {args.db}")
+    store.close()
+    return 0
+
+
 def cmd_bots(args: argparse.Namespace) -> int:
     """``arena bots add|list``."""
     store = Store(args.db)
@@ -223,6 +270,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "tournament":
         return cmd_tournament(args)
+    if args.command == "sprt":
+        return cmd_sprt(args)
     if args.command == "bench":
         from arena.bench import main as bench_main
 

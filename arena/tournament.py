@@ -92,20 +92,23 @@ async def run_tournament(
     on_start: Callable[[int, int], None] | None = None,
     on_result: OnResult | None = None,
     resume: int | None = None,
+    fmt: Format | None = None,
 ) -> TournamentReport:
     """Play a whole tournament (or, with ``resume``, the pending matches of tournament
     ``resume``) and return its report.
 
     ``on_start(tournament_id, n_matches_to_play)`` is called once scheduled;
-    ``on_result(row, result)`` after each match is committed. Raises ``ValueError`` for an
-    unknown format, duplicate bot names, or a ``resume`` id that does not exist.
+    ``on_result(row, result)`` after each match is committed. ``fmt`` replaces the format
+    named in ``config`` (``arena sprt`` passes its own). Raises ``ValueError`` for an unknown
+    format, duplicate bot names, or a ``resume`` id that does not exist.
     """
     names = [m.name for m in manifests]
     if len(set(names)) != len(names):
         raise ValueError(f"bot names must be unique: {names}")
     if config.concurrency < 1:
         raise ValueError("concurrency must be at least 1")
-    fmt = make_format(config.format, names, config.games, config.seed, config.duplicate, config.hero)
+    if fmt is None:
+        fmt = make_format(config.format, names, config.games, config.seed, config.duplicate, config.hero)
     tokens = {name: store.add_bot(name) for name in names}
     if resume is None:
         static = fmt.schedule if isinstance(fmt, StaticFormat) else []
