@@ -28,6 +28,13 @@ from arena.tournament import TournamentConfig, TournamentReport, run_tournament
 from protocol.messages import Rules, TimeControl
 
 
+def make_console() -> Console:
+    """A rich console; when output is not a terminal (a pipe, a CI log) it is 140 columns wide
+    so that tables are not wrapped at rich's default of 80."""
+    console = Console()
+    return console if console.is_terminal else Console(width=140)
+
+
 def _target(text: str) -> int | str:
     if text == "turn-up":
         return text
@@ -89,6 +96,12 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--db", default="arena.db")
     sp.add_argument("--logs", default="logs")
 
+    rp = sub.add_parser("replay", help="verify a match log (hash chain, rules engine, result) and print it")
+    rp.add_argument("log", help="a match log (.jsonl)")
+    rp.add_argument("--db", help="also check the log's last hash against the one recorded in this database")
+    rp.add_argument("--public", action="store_true", help="print only what a spectator may see")
+    rp.add_argument("--quiet", action="store_true", help="verify only, print the verdict")
+
     b = sub.add_parser("bench", help="measure engine and referee throughput")
     b.add_argument("--deals", type=int, default=20000, help="self-play deals for the engine figure")
     b.add_argument("--decisions", type=int, default=20000, help="decisions for the TCP figures")
@@ -147,7 +160,7 @@ def print_report(console: Console, report: TournamentReport) -> None:
 
 def cmd_tournament(args: argparse.Namespace) -> int:
     """``arena tournament``: run it, show progress, print the Elo table."""
-    console = Console()
+    console = make_console()
     store = Store(args.db)
     resume = None
     try:
@@ -221,7 +234,7 @@ def cmd_sprt(args: argparse.Namespace) -> int:
     log-likelihood ratio after every pair."""
     from arena.sprt import SPRT, SprtFormat
 
-    console = Console()
+    console = make_console()
     try:
         bot, vs = load_manifest(args.bot), load_manifest(args.vs)
         if bot.name == vs.name:
@@ -249,6 +262,35 @@ def cmd_sprt(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_replay(args: argparse.Namespace) -> int:
+    """``arena replay``: exit 0 if the log verifies, 1 (with the reason) if not."""
+    from arena.matchlog import ChainError, ReplayError, describe, public_view, verify_file
+
+    console = make_console()
+    expected = None
+    if args.db:
+        store = Store(args.db)
+        row = store.db.execute("SELECT log_hash FROM matches WHERE log_path LIKE ?",
+                               (f"%{Path(args.log).name}",)).fetchone()
+        if row is None or row[0] is None:
+            console.print(f"[red]not verified:[/red] no recorded hash for {args.log} in {args.db}")
+            return 1
+        expected = row[0]
+    try:
+        lines, result = verify_file(args.log, expected)
+    except (OSError, ChainError, ReplayError, ValueError, KeyError) as exc:
+        console.print(f"[red]not verified:[/red] {exc}")
+        return 1
+    if not args.quiet:
+        names = lines[0].get("bots", ["seat 0", "seat 1"])
+        for line in public_view(lines) if args.public else lines:
+            console.print(describe(line, names), markup=False, highlight=False)
+    chain = "hash chain intact" + (", last hash matches the database" if expected else "")
+    console.print(f"[green]verified:[/green] {len(lines)} lines, {chain}, every event reproduced by the rules engine, "
+                  f"result {result['reason']}")
+    return 0
+
+
 def cmd_bots(args: argparse.Namespace) -> int:
     """``arena bots add|list``."""
     store = Store(args.db)
@@ -270,6 +312,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "tournament":
         return cmd_tournament(args)
+    if args.command == "replay":
+        return cmd_replay(args)
     if args.command == "sprt":
         return cmd_sprt(args)
     if args.command == "bench":

@@ -11,10 +11,18 @@ Line kinds (field ``"type"``):
 
 No wall-clock time or duration is written, so the same seed and the same bot actions
 give a byte-identical log (durations live in the database).
+
+Tamper evidence: every line ends with ``"hash"``, the SHA-256 (hex) of the previous line's hash
+followed by this line's bytes without its hash field (the first line chains from
+:data:`GENESIS`). Changing, inserting or deleting a line breaks the chain from there on; the
+last hash is stored with the result in the database, so even a rewritten chain is caught by
+:func:`verify_chain` given that hash (``arena replay LOG --db arena.db``).
 """
 
 from __future__ import annotations
 
+import hashlib
+import re
 from pathlib import Path
 from typing import Any
 
@@ -66,11 +74,16 @@ class MatchLog:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._fh = open(self.path, "wb")  # noqa: SIM115 - closed in close()
         self.seq = 0
+        self.last_hash = GENESIS
 
     def write(self, obj: Any) -> None:
-        """Append one line (any msgspec-encodable object)."""
+        """Append one line (any msgspec-encodable object that encodes to a JSON object),
+        chained to the previous line by its ``hash``."""
+        body = _encoder.encode(obj)
+        digest = hashlib.sha256(self.last_hash.encode() + body).hexdigest()
+        self.last_hash = digest
         if self._fh is not None:
-            self._fh.write(_encoder.encode(obj) + b"\n")
+            self._fh.write(body[:-1] + b',"hash":"' + digest.encode() + b'"}\n')
 
     def event(self, event: GameEvent, seen_by: SeenBy) -> None:
         """Append an engine event with its visibility."""
@@ -98,10 +111,43 @@ class MatchLog:
         self.close()
 
 
+GENESIS = "0" * 64
+"""The hash the first line of every log chains from."""
+_HASH_SUFFIX = re.compile(rb',"hash":"([0-9a-f]{64})"\}$')
+
+
+class ChainError(ValueError):
+    """A match log whose hash chain is broken; the message names the first bad line."""
+
+
+def verify_chain(raw: bytes, expected_last: str | None = None) -> str:
+    """Check the hash chain of a log file's bytes; return the last hash.
+
+    Raises :class:`ChainError` naming the first line whose hash does not follow from the
+    previous one, or if the last hash differs from ``expected_last`` (the one stored in the
+    database when the match was recorded).
+    """
+    prev = GENESIS
+    for n, line in enumerate(raw.splitlines(), start=1):
+        m = _HASH_SUFFIX.search(line)
+        if m is None:
+            raise ChainError(f"line {n}: no hash")
+        body = line[: m.start()] + b"}"
+        if hashlib.sha256(prev.encode() + body).hexdigest() != m.group(1).decode():
+            raise ChainError(f"line {n}: hash does not chain from line {n - 1} (altered, inserted or removed)")
+        prev = m.group(1).decode()
+    if expected_last is not None and prev != expected_last:
+        raise ChainError(f"the log's last hash {prev[:12]}… differs from the recorded {expected_last[:12]}…")
+    return prev
+
+
 def read_log(path: str | Path) -> list[dict[str, Any]]:
-    """Read a match log back as a list of dicts (one per line)."""
+    """Read a match log back as a list of dicts (one per line, ``hash`` fields removed)."""
     with open(path, "rb") as fh:
-        return [msgspec.json.decode(line) for line in fh if line.strip()]
+        lines = [msgspec.json.decode(line) for line in fh if line.strip()]
+    for line in lines:
+        line.pop("hash", None)
+    return lines
 
 
 class ReplayError(ValueError):
@@ -184,3 +230,64 @@ def public_view(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
         elif kind in ("incident", "result"):
             out.append(line)
     return out
+
+
+def describe(line: dict[str, Any], names: list[str]) -> str:
+    """One log line as a readable sentence (``names``: bot names per seat)."""
+    kind = line.get("type")
+
+    def who(seat: Any) -> str:
+        return names[seat] if isinstance(seat, int) and 0 <= seat < len(names) else str(seat)
+
+    if kind == "match":
+        return f"match {line['match_id']}: {line['game']}, {who(0)} (seat 0) v {who(1)} (seat 1), seed {line['seed']}"
+    if kind == "action":
+        auto = " (played by the referee)" if line.get("auto") else ""
+        return f"  {who(line['seat'])} -> {line['decision']}: {line['action']}{auto}"
+    if kind == "incident":
+        return f"  ! {who(line['seat'])}: {line['code']}: {line['detail']}"
+    if kind == "result":
+        w = "nobody" if line["winner"] is None else who(line["winner"])
+        return f"result: {w} wins ({line['reason']}), scores {line['scores']}"
+    ev = line["event"]
+    k = ev["kind"]
+    seen = ", ".join(who(s) for s in line["seen_by"]) or "nobody"
+    mark = f"  [hidden: seen by {seen}]" if line.get("hidden") else ""
+    if k == "deal_start":
+        trump = f", turn-up {ev['turn_up']} (trump {ev['trump']})" if ev.get("turn_up") else ""
+        text = f"deal {ev['deal']}: {who(ev['dealer'])} deals{trump}, stock {ev['stock']}"
+    elif k == "hand":
+        text = f"  {who(ev['seat'])} holds {' '.join(ev['cards'])}"
+    elif k == "deck":
+        text = f"  pack {' '.join(ev['cards'])}"
+    elif k == "call":
+        text = f"  {who(ev['seat'])}: {ev['call']}"
+    elif k == "exchange":
+        cards = f" ({' '.join(ev['discarded'])} for {' '.join(ev['drawn'])})" if ev.get("discarded") is not None else ""
+        text = f"  {who(ev['seat'])} exchanges {ev['count']}{cards}, stock {ev['stock']}"
+    elif k == "play":
+        text = f"  {who(ev['seat'])} plays {ev['card']}"
+    elif k == "trick":
+        text = f"  trick {ev['trick']} to {who(ev['winner'])}: {' '.join(ev['cards'])}"
+    elif k == "score":
+        detail = f" ({ev['detail']})" if ev.get("detail") else ""
+        text = f"  {who(ev['seat'])} scores {ev['points']} for {ev['reason']}{detail}: {ev['scores']}"
+    elif k == "king":
+        text = f"  {who(ev['seat'])} {'announces' if ev.get('announced', True) else 'does not announce'} {ev['card']}"
+    elif k == "deal_end":
+        text = f"  end of deal {ev['deal']}: tricks {ev['tricks']}, points {ev['points']}, scores {ev['scores']}"
+    else:
+        text = f"  {k}: " + ", ".join(f"{a}={b}" for a, b in ev.items() if a != "kind")
+    return text + mark
+
+
+def verify_file(path: str | Path, expected_last: str | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Verify a match log file: its hash chain (and last hash, if given) then an engine replay
+    (:func:`replay`). Returns ``(lines, result line)``; raises :class:`ChainError` or
+    :class:`ReplayError`."""
+    raw = Path(path).read_bytes()
+    verify_chain(raw, expected_last)
+    lines = [msgspec.json.decode(line) for line in raw.splitlines() if line.strip()]
+    for line in lines:
+        line.pop("hash", None)
+    return lines, replay(lines)

@@ -62,6 +62,7 @@ CREATE TABLE IF NOT EXISTS matches (
     deals         INTEGER,
     duration_ms   INTEGER,
     margin        INTEGER,
+    log_hash      TEXT,
     log_path      TEXT,
     finished_at   REAL,
     UNIQUE (tournament_id, idx)
@@ -128,7 +129,7 @@ class Store:
     def _migrate(self) -> None:
         """Add columns that later versions introduced to a database made by an earlier one."""
         have = {r[1] for r in self.db.execute("PRAGMA table_info(matches)")}
-        for column, kind in (("margin", "INTEGER"), ("pair_key", "TEXT")):
+        for column, kind in (("margin", "INTEGER"), ("pair_key", "TEXT"), ("log_hash", "TEXT")):
             if column not in have:
                 self.db.execute(f"ALTER TABLE matches ADD COLUMN {column} {kind}")
 
@@ -307,7 +308,7 @@ class Store:
         ).fetchall()
         return [MatchRow(**dict(r)) for r in rows]
 
-    def record_result(self, match_key: str, result: Any, log_path: str | None) -> None:
+    def record_result(self, match_key: str, result: Any, log_path: str | None, log_hash: str | None = None) -> None:
         """Commit a match result (an ``arena.referee.MatchResult``) and its step on the
         persistent ladder, in one transaction. Raises ``LookupError`` if the match is unknown
         or already recorded (a result is never counted twice)."""
@@ -321,7 +322,7 @@ class Store:
             self.db.execute(
                 "UPDATE matches SET status=?, winner_seat=?, winner=?, score0=?, score1=?, manches0=?, "
                 "manches1=?, reason=?, detail=?, faulty_seat=?, decisions=?, deals=?, duration_ms=?, "
-                "margin=?, log_path=?, finished_at=? WHERE match_key=?",
+                "margin=?, log_hash=?, log_path=?, finished_at=? WHERE match_key=?",
                 (
                     "aborted" if result.reason == "aborted" else "done",
                     result.winner,
@@ -337,6 +338,7 @@ class Store:
                     result.deals,
                     result.duration_ms,
                     result.margin,
+                    log_hash,
                     log_path,
                     time.time(),
                     match_key,

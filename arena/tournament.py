@@ -336,8 +336,11 @@ async def play_match(
     conns = [server.bots.get(row.bot0), server.bots.get(row.bot1)]
     log_path = logs / f"{row.match_key}.jsonl"
 
+    log_ref: list[MatchLog] = []
+
     async def record(result: MatchResult) -> None:
-        store.record_result(row.match_key, result, str(log_path))
+        last_hash = log_ref[0].last_hash if log_ref else None
+        store.record_result(row.match_key, result, str(log_path) if log_ref else None, last_hash)
         if on_result:
             on_result(row, result)
 
@@ -355,6 +358,7 @@ async def play_match(
         await record(result)
         return result
     with MatchLog(log_path) as log:
+        log_ref.append(log)
         referee = Referee(row.match_key, row.seed, match_config, (conns[0], conns[1]), log, record)
         return await referee.run()
 
