@@ -27,6 +27,7 @@ from arena.clock import Clock
 from arena.games import GAMES
 from arena.games.base import IllegalAction, Seen
 from arena.matchlog import MatchLog
+from arena.metrics import METRICS
 from arena.seat import Connection, Seat, SeatFault, SeatTimeout
 from protocol.messages import EventMsg, MatchEnd, MatchStart, Rules, TimeControl
 
@@ -112,6 +113,7 @@ class Referee:
         self.strikes = [0, 0]
         self.illegal = [0, 0]
         self.decisions = 0
+        self.result: MatchResult | None = None
 
     def _send_events(self, events: list[Seen]) -> None:
         log = self.log
@@ -127,13 +129,18 @@ class Referee:
         """Play the match to its end and return the result (never raises a seat's fault)."""
         t_start = time.monotonic()
         seats = self.seats
+        game = self.config.game
         for seat in seats:
             seat.attach()
+        METRICS.matches_in_play.labels(game).inc()
         try:
             result = await self._play()
         finally:
+            METRICS.matches_in_play.labels(game).dec()
             for seat in seats:
                 seat.detach()
+        outcome = "aborted" if result.reason == "aborted" else ("draw" if result.winner is None else "win")
+        METRICS.matches_finished.labels(game, outcome, result.reason).inc()
         result.duration_ms = int((time.monotonic() - t_start) * 1000)
         result.decisions = self.decisions
         result.deals = getattr(self.engine, "deal_no", 0)
@@ -152,6 +159,7 @@ class Referee:
             }
         )
         await self.record(result)
+        self.result = result
         for seat in seats:
             you = "none" if result.winner is None else ("win" if result.winner == seat.index else "loss")
             try:
@@ -209,6 +217,7 @@ class Referee:
                 try:
                     answer = await seat.ask(decision, legal, engine.view(s))
                 except SeatTimeout as fault:
+                    METRICS.timeouts.labels(seat.name).inc()
                     self.log.incident(s, fault.code, fault.detail)
                     if cfg.on_timeout == "auto" and self.strikes[s] < cfg.max_strikes:
                         self.strikes[s] += 1
@@ -227,6 +236,7 @@ class Referee:
                 try:
                     events = engine.apply(answer.action)
                 except IllegalAction as exc:
+                    METRICS.illegal.labels(seat.name, exc.code).inc()
                     self.log.incident(s, exc.code, str(exc))
                     self.illegal[s] += 1
                     over = self.illegal[s] > cfg.max_illegal
@@ -235,6 +245,8 @@ class Referee:
                         raise SeatFault("forfeit_illegal", exc.code, str(exc), s) from None
                     continue
                 self.decisions += 1
+                METRICS.decisions.labels(cfg.game).inc()
+                METRICS.latency.labels(seat.name).observe(answer.elapsed_ms / 1000)
                 self.log.action(s, decision, answer.action)
                 self._send_events(events)
             for seat in seats:  # a fault right behind the last answer is still charged

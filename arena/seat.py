@@ -20,6 +20,7 @@ import msgspec
 import trio
 
 from arena.clock import Clock
+from arena.metrics import METRICS
 from protocol.framing import LineReader, ProtocolError, decode_client, encode, encode_into
 from protocol.messages import ActionMsg, Error, GameView, Hello, Request
 
@@ -140,6 +141,7 @@ class Connection:
         """The client broke the protocol: tell it (``fatal`` when it is in a match, which it
         then loses), count it toward :data:`MAX_ERRORS_PER_CONNECTION`, notify the seat."""
         self.errors_sent += 1
+        METRICS.protocol_errors.labels(code).inc()
         await self.send_error(code, message, id=id, fatal=self.seat is not None)
         self._fault(code, message)
 
@@ -155,6 +157,7 @@ class Connection:
                 try:
                     line = await self.reader.read_line()
                 except ProtocolError as exc:
+                    METRICS.protocol_errors.labels(exc.code).inc()
                     await self.send_error(exc.code, exc.message, fatal=True)
                     self._fault(exc.code, exc.message)
                     self.close_reason = exc.code
@@ -218,6 +221,8 @@ class Connection:
                 await self._protocol_fault("unknown_request", f"no request {rid} is pending", rid)
         elif isinstance(msg, Hello):
             await self._protocol_fault("unexpected_hello", "hello is only valid as the first line")
+        else:  # list / subscribe / unsubscribe: spectator messages, harmless from a bot
+            await self.send_error("wrong_role", f"{type(msg).__name__} is for spectators; this connection is a bot")
 
 
 class Seat:

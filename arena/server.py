@@ -3,7 +3,9 @@
 A client's first line must be ``hello`` (within ``handshake_timeout_s``, default 5 s). A bot
 is authenticated by name and token against the store (a salted scrypt hash, checked in a
 worker thread so the event loop never stalls). A name that is already connected is refused
-with ``name_in_use``: the first connection keeps its seat. Each address may hold at most
+with ``name_in_use``: the first connection keeps its seat. A ``spectator`` (any name, no
+token) may ``list`` the matches in play and ``subscribe`` to their feed (see
+:mod:`arena.spectate`). Each address may hold at most
 ``max_conns_per_addr`` connections. Once welcomed, a bot's :class:`~arena.seat.Connection`
 waits in :attr:`ArenaServer.bots` until the scheduler seats it in a match.
 
@@ -21,11 +23,13 @@ import msgspec
 import trio
 
 from arena import __version__
+from arena.metrics import METRICS
 from arena.seat import Connection
+from arena.spectate import SpectatorHub, Subscriber
 from arena.store import Store, hash_token
 from protocol import PROTOCOL_VERSION
 from protocol.framing import DEFAULT_MAX_LINE, LineReader, ProtocolError, decode_client, encode
-from protocol.messages import Error, Hello, Welcome
+from protocol.messages import Error, Hello, ListMatches, Matches, Subscribe, Unsubscribe, Welcome
 
 log = logging.getLogger("arena.server")
 
@@ -45,9 +49,10 @@ class ArenaServer:
     """Accepts bots over TCP. ``bots`` maps a connected bot's name to its connection;
     :meth:`wait_for` blocks until a given bot is connected."""
 
-    def __init__(self, store: Store, config: ServerConfig | None = None) -> None:
+    def __init__(self, store: Store, config: ServerConfig | None = None, hub: SpectatorHub | None = None) -> None:
         self.store = store
         self.config = config or ServerConfig()
+        self.hub = hub
         self.bots: dict[str, Connection] = {}
         self.port: int | None = None
         self._per_addr: Counter[str] = Counter()
@@ -75,6 +80,7 @@ class ArenaServer:
         return None
 
     async def _refuse(self, stream: trio.SocketStream, code: str, message: str) -> None:
+        METRICS.protocol_errors.labels(code).inc()
         with trio.move_on_after(1):
             try:
                 await stream.send_all(encode(Error(code=code, message=message, fatal=True)))
@@ -129,8 +135,11 @@ class ArenaServer:
         if hello.protocol != PROTOCOL_VERSION:
             await self._refuse(stream, "bad_version", f"this server speaks protocol {PROTOCOL_VERSION}")
             return
-        if hello.role != "bot":
-            await self._refuse(stream, "unsupported_role", f"role {hello.role!r} is not served yet")
+        if hello.role == "spectator":
+            if self.hub is None:
+                await self._refuse(stream, "unsupported_role", "this server has no spectator feed")
+                return
+            await self._spectator(stream, reader, hello.name)
             return
         if not await self._authenticate(hello.name, hello.token):
             await self._refuse(stream, "auth_failed", "unknown bot name or wrong token")
@@ -140,6 +149,7 @@ class ArenaServer:
             return
         conn = Connection(stream, reader, hello.name, "bot", addr, self.config.send_timeout_s)
         self.bots[hello.name] = conn
+        METRICS.connections.labels("bot").inc()
         try:
             await conn.send(Welcome(name=hello.name, server=f"arena {__version__}"))
             self._notify()
@@ -147,10 +157,76 @@ class ArenaServer:
         except Exception:
             log.exception("bot %s failed", hello.name)
         finally:
+            METRICS.connections.labels("bot").dec()
             await conn.aclose()
             if self.bots.get(hello.name) is conn:
                 del self.bots[hello.name]
             self._notify()
+
+    async def _spectator(self, stream: trio.SocketStream, reader: LineReader, name: str) -> None:
+        """A spectator: ``list``, ``subscribe`` and ``unsubscribe``; the feed is written by a
+        second task from the subscriber's queue. A spectator that does not read fast enough is
+        disconnected (``too_slow``); the matches never wait for it."""
+        assert self.hub is not None
+        sub = Subscriber(name)
+        self.hub.add(sub)
+        METRICS.connections.labels("spectator").inc()
+        lock = trio.Lock()
+
+        async def send(msg: Any) -> None:
+            async with lock:
+                with trio.fail_after(self.config.send_timeout_s):
+                    await stream.send_all(encode(msg))
+
+        async def writer() -> None:
+            async for data in sub.receive_channel:
+                async with lock:
+                    with trio.fail_after(self.config.send_timeout_s):
+                        await stream.send_all(data)
+            if sub.dropped:
+                await send(Error(code="too_slow", message="the feed overflowed: read faster", fatal=True))
+
+        try:
+            await send(Welcome(name=name, server=f"arena {__version__}"))
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(writer)
+                errors = 0
+                while True:
+                    try:
+                        line = await reader.read_line()
+                    except ProtocolError as exc:
+                        await send(Error(code=exc.code, message=exc.message, fatal=True))
+                        break
+                    if line is None:
+                        break
+                    if not line.strip():
+                        continue
+                    try:
+                        msg = decode_client(line)
+                    except ProtocolError as exc:
+                        errors += 1
+                        await send(Error(code=exc.code, message=exc.message, fatal=errors >= 100))
+                        if errors >= 100:
+                            break
+                        continue
+                    if isinstance(msg, ListMatches):
+                        await send(Matches(matches=self.hub.listing()))
+                    elif isinstance(msg, Subscribe):
+                        if not self.hub.subscribe(sub, msg.match_id):
+                            await send(Error(code="unknown_match", message=f"no match {msg.match_id!r} in play"))
+                    elif isinstance(msg, Unsubscribe):
+                        self.hub.unsubscribe(sub, msg.match_id)
+                    else:
+                        text = "a spectator can only list, subscribe and unsubscribe"
+                        await send(Error(code="wrong_role", message=text))
+                nursery.cancel_scope.cancel()
+        except (trio.BrokenResourceError, trio.ClosedResourceError, trio.TooSlowError, OSError):
+            pass
+        finally:
+            METRICS.connections.labels("spectator").dec()
+            self.hub.remove(sub)
+            with trio.CancelScope(shield=True):
+                await stream.aclose()
 
     async def _authenticate(self, name: str, token: str) -> bool:
         row = self.store.db.execute("SELECT salt, token_hash FROM bots WHERE name=?", (name,)).fetchone()

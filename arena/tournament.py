@@ -34,6 +34,7 @@ from arena.rating import Fit, Rating, fit, fit_pairs
 from arena.referee import MatchConfig, MatchResult, Referee
 from arena.seat import Seat, SeatFault
 from arena.server import ArenaServer, ServerConfig
+from arena.spectate import SpectatorHub
 from arena.store import MatchRow, Store
 from protocol.messages import AuctionView, Goodbye, TimeControl
 
@@ -327,6 +328,8 @@ async def play_match(
     logs: Path,
     ensure_connected: Callable[[str], object] | None = None,
     on_result: OnResult | None = None,
+    hub: SpectatorHub | None = None,
+    pair: str | None = None,
 ) -> MatchResult:
     """Referee one scheduled match, commit its result, then announce it. A bot not connected
     loses by ``forfeit_disconnect`` (both absent: ``aborted``)."""
@@ -359,8 +362,19 @@ async def play_match(
         return result
     with MatchLog(log_path) as log:
         log_ref.append(log)
-        referee = Referee(row.match_key, row.seed, match_config, (conns[0], conns[1]), log, record)
-        return await referee.run()
+        referee = Referee(row.match_key, row.seed, match_config, (conns[0], conns[1]), log, record,
+                          hub.event if hub is not None else None)
+        if hub is not None:
+            hub.match_started(row.match_key, match_config.game, [row.bot0, row.bot1], match_config.rules,
+                              match_config.time, pair)
+        try:
+            result = await referee.run()
+        finally:
+            if hub is not None:
+                r = referee.result
+                hub.match_ended(row.match_key, r.winner if r else None, r.reason if r else "aborted",
+                                r.scores if r else [0, 0])
+        return result
 
 
 def stable_order(report: TournamentReport) -> bool:

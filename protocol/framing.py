@@ -21,8 +21,11 @@ from protocol.messages import ClientMessage, ServerMessage
 DEFAULT_MAX_LINE = 64 * 1024
 """Default maximum line length in bytes, newline excluded (design.md: 64 KiB)."""
 
-_KNOWN_CLIENT_TYPES = {"hello", "action"}
-_KNOWN_SERVER_TYPES = {"welcome", "match_start", "event", "request", "match_end", "error", "goodbye"}
+_KNOWN_CLIENT_TYPES = {"hello", "action", "list", "subscribe", "unsubscribe"}
+_KNOWN_SERVER_TYPES = {
+    "welcome", "match_start", "event", "request", "match_end", "error", "goodbye",
+    "matches", "watch", "spectate", "reveal", "watch_end",
+}
 
 
 class ProtocolError(Exception):

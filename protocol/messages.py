@@ -61,7 +61,23 @@ class ActionMsg(_Msg, tag="action"):
     action: Action
 
 
-ClientMessage = Union[Hello, ActionMsg]
+class ListMatches(_Msg, tag="list"):
+    """Spectator: ask for the matches in play (answered by ``matches``)."""
+
+
+class Subscribe(_Msg, tag="subscribe"):
+    """Spectator: follow one match (its id) or ``"*"`` for every match, now and to come."""
+
+    match_id: str
+
+
+class Unsubscribe(_Msg, tag="unsubscribe"):
+    """Spectator: stop following a match (or ``"*"``)."""
+
+    match_id: str
+
+
+ClientMessage = Union[Hello, ActionMsg, ListMatches, Subscribe, Unsubscribe]
 
 # --------------------------------------------------------------------------- game events
 
@@ -439,4 +455,62 @@ class Goodbye(_Msg, tag="goodbye"):
     reason: str
 
 
-ServerMessage = Union[Welcome, MatchStart, EventMsg, Request, MatchEnd, Error, Goodbye]
+class LiveMatch(msgspec.Struct):
+    """A match in play as a spectator sees it: id, game, bot names per seat, scores per seat
+    (manche points in Écarté, totals in Piquet), the deal number, and its duplicate pair."""
+
+    match_id: str
+    game: str
+    bots: list[str]
+    scores: list[int]
+    deal: int
+    pair: str | None = None
+
+
+class Matches(_Msg, tag="matches"):
+    """Answer to ``list``: the matches in play."""
+
+    matches: list[LiveMatch]
+
+
+class Watch(_Msg, tag="watch"):
+    """Spectator feed: a match begins (or is joined); ``rules`` and ``time`` as in
+    ``match_start``."""
+
+    match: LiveMatch
+    rules: Rules
+    time: TimeControl
+
+
+class Spectate(_Msg, tag="spectate"):
+    """Spectator feed: a public event of a match, live, in order (``seq`` per match)."""
+
+    match_id: str
+    seq: int
+    event: GameEvent
+
+
+class Reveal(_Msg, tag="reveal"):
+    """Spectator feed: hidden events (hands, exchanged cards, the pack) released once they can
+    no longer help a bot: after their deal is over (plus the configured delay) and, for a
+    duplicate pair, after the twin match too. ``seen_by`` lists, per event, the seats that had
+    seen it at the table."""
+
+    match_id: str
+    deal: int
+    events: list[GameEvent]
+    seen_by: list[list[int]]
+
+
+class WatchEnd(_Msg, tag="watch_end"):
+    """Spectator feed: a match is over (``winner`` seat or null, ``reason`` as in ``match_end``)."""
+
+    match_id: str
+    winner: int | None
+    reason: str
+    scores: list[int]
+
+
+ServerMessage = Union[
+    Welcome, MatchStart, EventMsg, Request, MatchEnd, Error, Goodbye, Matches, Watch, Spectate, Reveal, WatchEnd
+]

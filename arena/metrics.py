@@ -1,0 +1,58 @@
+"""Prometheus metrics of the arena, served at ``/metrics`` by ``arena serve``.
+
+All metrics live in one :class:`Metrics` object with its own registry (so tests can make a
+fresh one); the process-wide instance is :data:`METRICS`. Names and labels:
+
+================================== ========= ===================================================
+metric                             type      labels / meaning
+================================== ========= ===================================================
+arena_matches_in_play              gauge     game
+arena_matches_finished_total       counter   game, result (win/draw/aborted), reason (target, forfeit_timeout, ...)
+arena_decisions_total              counter   game: decisions answered by bots
+arena_decision_latency_seconds     histogram bot: request sent -> answer read (server clock)
+arena_timeouts_total               counter   bot
+arena_illegal_actions_total        counter   bot, code (illegal_action / wrong_decision)
+arena_protocol_errors_total        counter   code (bad_json, line_too_long, ...)
+arena_connections                  gauge     role (bot / spectator)
+arena_spectators                   gauge     spectators subscribed to at least one match
+arena_scheduler_queue_depth        gauge     matches waiting to be played
+================================== ========= ===================================================
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0)
+"""Decision latency buckets in seconds (sub-millisecond bots to the 2 s default limit)."""
+
+
+class Metrics:
+    """The arena's metrics, registered in ``registry``."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry()
+        r = self.registry
+        self.matches_in_play = Gauge("arena_matches_in_play", "Matches being played", ["game"], registry=r)
+        self.matches_finished = Counter(
+            "arena_matches_finished", "Matches finished", ["game", "result", "reason"], registry=r
+        )
+        self.decisions = Counter("arena_decisions", "Decisions answered by bots", ["game"], registry=r)
+        self.latency = Histogram(
+            "arena_decision_latency_seconds", "Time from request sent to answer read", ["bot"],
+            buckets=LATENCY_BUCKETS, registry=r,
+        )
+        self.timeouts = Counter("arena_timeouts", "Decisions not answered in time", ["bot"], registry=r)
+        self.illegal = Counter("arena_illegal_actions", "Illegal actions", ["bot", "code"], registry=r)
+        self.protocol_errors = Counter("arena_protocol_errors", "Protocol errors by code", ["code"], registry=r)
+        self.connections = Gauge("arena_connections", "Open connections by role", ["role"], registry=r)
+        self.spectators = Gauge("arena_spectators", "Spectators following at least one match", registry=r)
+        self.queue_depth = Gauge("arena_scheduler_queue_depth", "Matches waiting to be played", registry=r)
+
+    def exposition(self) -> bytes:
+        """The text exposition format (what ``/metrics`` returns)."""
+        return generate_latest(self.registry)
+
+
+METRICS = Metrics()
+"""The process-wide metrics."""
