@@ -96,6 +96,11 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--db", default="arena.db")
     sp.add_argument("--logs", default="logs")
 
+    dr = sub.add_parser("doctor", help="conformance check of a bot before you submit it")
+    dr.add_argument("manifest", help="the bot's manifest (TOML)")
+    dr.add_argument("--move-ms", type=int, default=2000, help="time per decision in ms (default 2000)")
+    dr.add_argument("--verbose", action="store_true", help="print the full transcript (token masked)")
+
     rp = sub.add_parser("replay", help="verify a match log (hash chain, rules engine, result) and print it")
     rp.add_argument("log", help="a match log (.jsonl)")
     rp.add_argument("--db", help="also check the log's last hash against the one recorded in this database")
@@ -312,6 +317,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "tournament":
         return cmd_tournament(args)
+    if args.command == "doctor":
+        from arena.doctor import main as doctor_main
+
+        return doctor_main(args.manifest, move_ms=args.move_ms, verbose=args.verbose)
     if args.command == "replay":
         return cmd_replay(args)
     if args.command == "sprt":

@@ -75,7 +75,7 @@ BURST_BYTES = 1 << 20
 that stops reading cannot take them all."""
 BURST_TIMEOUT_S = 10.0
 RETRY_ROUNDS = 30
-RETRY_BUDGET_S = 6.0
+RETRY_BUDGET_S = 8.0
 """Extra matches for the exchange situations: at most this many rounds, started within this
 many seconds of the first match."""
 SNIPPET = 400
@@ -137,6 +137,7 @@ class Report:
     log_dir: str = ""
     seconds: float = 0.0
     transcript: list[WireLine] = field(default_factory=list)
+    secret: str = ""  # the bot's token, masked when the transcript is printed
 
     @property
     def ok(self) -> bool:
@@ -1028,6 +1029,7 @@ class Doctor:
         tail = _tail(log_path)
         report = Report(name, self.manifest_path, self._build_checks(), log_tail=tail)
         report.transcript = self.wire.lines
+        report.secret = self.token
         report.seconds = time.monotonic() - t0
         keep = self.keep_logs if self.keep_logs is not None else not report.ok
         if keep:
@@ -1148,7 +1150,7 @@ class Doctor:
                 break
             for plan, wants in ((DEALER_X, {"discard_dealer", "short", "skip"}), (ELDER_X, {"discard_elder", "short"})):
                 if wants - self.wire.met:
-                    if not await self._match(server, name, Scenario(plan, i % 2, fast=i % 2 == 0), log_dir):
+                    if not await self._match(server, name, Scenario(plan, i % 2, fast=i % 2 == 1), log_dir):
                         return
         # a forced situation cut off by a fault: replay its deal once
         for run in list(self.runs):
@@ -1593,6 +1595,8 @@ def print_report(console: Console, report: Report, verbose: bool = False) -> Non
         for wl in report.transcript:
             arrow = "→" if wl.src == "bot" else ("⇠" if wl.src == "doctor" else "←")
             text = wl.raw.decode("utf-8", errors="replace")
+            if report.secret:
+                text = text.replace(report.secret, "<ARENA_TOKEN>")
             if len(text) > 200:
                 text = text[:199] + "…"
             console.print(Text(f"{(wl.t - t0) * 1000:9.1f} ms {arrow} {text}"), soft_wrap=True)

@@ -1,0 +1,339 @@
+"""``arena doctor``: the sample bots pass, deliberately broken bots fail the right check with the
+exact line quoted, and the scripted deals force the situations they claim to force.
+
+The broken bots are ``tests/bots/doctor_faulty.py MODE``; each test writes a manifest for one
+mode into its temporary directory.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+
+import arena.doctor as doctor
+import arena.games.ecarte as ecarte_mod
+from arena.cards import PACK_32
+from arena.doctor import (
+    DEALER_X,
+    ELDER_X,
+    FOLLOW,
+    KING_ELDER,
+    SITUATIONS,
+    TRUMP,
+    DealPlan,
+    Opponent,
+    Report,
+    StackedShuffle,
+    Wire,
+    classify,
+    draw_pack,
+    opponent_discard_count,
+    run_doctor,
+)
+from arena.games.ecarte import EcarteMatch
+from protocol.messages import Rules
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = ROOT / "sample_bots"
+FAULTY = Path(__file__).resolve().parent / "bots" / "doctor_faulty.py"
+NODE = shutil.which("node")
+
+SAMPLE_BOTS = [
+    "greedy",
+    "random",
+    *(
+        pytest.param(name, marks=pytest.mark.skipif(NODE is None, reason="node not on PATH"))
+        for name in ("cautious", "highcard")
+    ),
+]
+CHOICE = {key for key, _, forced in SITUATIONS if not forced}
+
+
+def faulty_manifest(tmp_path: Path, mode: str) -> Path:
+    path = tmp_path / f"{mode}.toml"
+    path.write_text(f'name = "faulty-{mode}"\ncommand = ["{{python}}", "{FAULTY}", "{mode}"]\n')
+    return path
+
+
+def table(report: Report) -> str:
+    return "\n".join(f"{c.title}: {c.status}: {c.details}" for c in report.checks)
+
+
+def statuses(report: Report) -> dict[str, str]:
+    return {c.key: c.status for c in report.checks}
+
+
+def bot_lines(report: Report) -> list[str]:
+    return [wl.raw.decode() for wl in report.transcript if wl.src == "bot"]
+
+
+def quoted(details: str) -> str:
+    """The line after ``bot sent:`` in a check's details."""
+    m = re.search(r"bot sent: (.*?)(?: after \d+ ms)?$", details, re.MULTILINE)
+    assert m, details
+    return m.group(1)
+
+
+# --------------------------------------------------------------------------- sample bots
+
+
+@pytest.mark.parametrize("name", SAMPLE_BOTS)
+async def test_sample_bots_pass_every_check(name: str) -> None:
+    report = await run_doctor(SAMPLES / f"{name}.toml")
+    assert report.ok, table(report)
+    # random exchanges by coin flip: its exchange situations may, in principle, stay untested
+    allowed = CHOICE if name == "random" else set()
+    not_passed = {k: s for k, s in statuses(report).items() if s != "PASS" and k not in allowed}
+    assert not not_passed, table(report)
+    assert len(report.checks) == 25
+    assert report.summary().startswith("25 checks, ")
+    assert report.seconds < 15, report.seconds
+    assert report.log_dir == ""  # a clean run leaves nothing behind
+
+
+def test_main_prints_the_table(capsys: pytest.CaptureFixture[str]) -> None:
+    assert doctor.main(str(SAMPLES / "greedy.toml")) == 0
+    out = capsys.readouterr().out
+    assert "arena doctor: greedy" in out
+    assert "keeps reading" in out and "PASS" in out and "FAIL" not in out
+    assert out.strip().splitlines()[-1].startswith("25 checks, 25 passed")
+
+
+# --------------------------------------------------------------------------- broken bots
+
+
+async def test_illegal_card_is_reported_with_the_bot_line(tmp_path: Path) -> None:
+    """The bot plays a card it does not hold on its 3rd play: the check of that situation and
+    "answers are legal" fail, quoting the bot's line and the server's error."""
+    report = await run_doctor(faulty_manifest(tmp_path, "badplay"))
+    assert not report.ok
+    legal = report.check("legal")
+    assert legal.status == "FAIL"
+    line = quoted(legal.details)
+    assert line in bot_lines(report)
+    action = msgspec.json.decode(line)
+    assert "error illegal_action:" in legal.details
+    assert f"{action['action']} is not in the hand" in legal.details
+    assert "(fatal)" in legal.details and f"request {action['id']} (play" in legal.details
+    # the same line is quoted by the play situation it happened in
+    play_rows = [c for c in report.checks if c.title.startswith("play:") and c.status == "FAIL"]
+    assert len(play_rows) == 1 and line in play_rows[0].details
+    # one mistake does not hide the rest: everything else still passes
+    failed = {c.key for c in report.checks if c.status == "FAIL"}
+    assert failed == {"legal", play_rows[0].key}, table(report)
+    assert report.log_dir and Path(report.log_dir).is_dir()
+    shutil.rmtree(report.log_dir)
+
+
+async def test_unanswered_king_decision_times_out(tmp_path: Path) -> None:
+    report = await run_doctor(faulty_manifest(tmp_path, "noking"), move_ms=300)
+    st = statuses(report)
+    assert st["king_elder"] == "FAIL" and st["king_dealer"] == "FAIL" and st["in_time"] == "FAIL"
+    king = report.check("king_elder")
+    assert king.title == "king announcement as elder"
+    assert "no answer within the time limit" in king.details
+    assert "(king," in king.details and '["announce","decline"]' in king.details
+    assert "bot sent: nothing" in king.details
+    assert re.search(r"server: error timeout: no answer to request \d+ within 350 ms \(fatal\)", king.details)
+    assert st["legal"] == "PASS" and st["goodbye"] == "PASS", table(report)
+    shutil.rmtree(report.log_dir, ignore_errors=True)
+
+
+async def test_second_answer_is_reported(tmp_path: Path) -> None:
+    report = await run_doctor(faulty_manifest(tmp_path, "double"))
+    once = report.check("once")
+    assert once.status == "FAIL"
+    assert "a second answer to request 4" in once.details
+    assert "server: error duplicate_answer: request 4 was already answered (fatal)" in once.details
+    assert quoted(once.details) in bot_lines(report)
+    shutil.rmtree(report.log_dir, ignore_errors=True)
+
+
+async def test_wrong_id_is_reported(tmp_path: Path) -> None:
+    report = await run_doctor(faulty_manifest(tmp_path, "wrongid"))
+    ids = report.check("ids")
+    assert ids.status == "FAIL"
+    assert "answered id 1005 while request 5 was pending" in ids.details
+    assert '"id": 1005' in quoted(ids.details)
+    assert "error unknown_request" in ids.details
+    shutil.rmtree(report.log_dir, ignore_errors=True)
+
+
+async def test_refused_hello_shows_the_error_code(tmp_path: Path) -> None:
+    report = await run_doctor(faulty_manifest(tmp_path, "badtoken"))
+    connects = report.check("connects")
+    assert connects.status == "FAIL"
+    assert "hello refused: server: error auth_failed: unknown bot name or wrong token" in connects.details
+    assert '"token": "<ARENA_TOKEN>-wrong"' in connects.details  # the line, its secret masked
+    assert {c.status for c in report.checks[2:]} == {"SKIP"}
+    shutil.rmtree(report.log_dir, ignore_errors=True)
+
+
+async def test_bot_that_never_connects(tmp_path: Path) -> None:
+    report = await run_doctor(faulty_manifest(tmp_path, "noconnect"))
+    connects = report.check("connects")
+    assert connects.status == "FAIL"
+    assert "never connected: the bot exited with status 3" in connects.details
+    assert "giving up before connecting" in report.log_tail
+    assert report.seconds < 5
+    shutil.rmtree(report.log_dir, ignore_errors=True)
+
+
+async def test_bot_that_hangs_without_connecting(tmp_path: Path) -> None:
+    path = tmp_path / "sleeper.toml"
+    path.write_text('name = "sleeper"\ncommand = ["{python}", "-c", "import time; time.sleep(30)"]\n')
+    report = await run_doctor(path, connect_timeout_s=1.0)
+    assert report.check("connects").status == "FAIL"
+    assert "never connected within 1 s" in report.check("connects").details
+    shutil.rmtree(report.log_dir, ignore_errors=True)
+
+
+async def test_crash_on_unknown_message_type(tmp_path: Path) -> None:
+    report = await run_doctor(faulty_manifest(tmp_path, "unknowncrash"))
+    st = statuses(report)
+    assert st["connects"] == "PASS"  # the hello was accepted; what follows is another matter
+    assert st["types"] == "FAIL" and st["goodbye"] == "FAIL", table(report)
+    assert "its process exited with status 1" in report.check("types").details
+    assert "ValueError: unknown message type 'doctor_notice'" in report.log_tail
+    shutil.rmtree(report.log_dir, ignore_errors=True)
+
+
+async def test_bot_that_does_not_exit_after_goodbye(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(doctor, "LINGER_S", 0.3)
+    monkeypatch.setattr(doctor, "EXIT_WAIT_S", 0.3)
+    report = await run_doctor(faulty_manifest(tmp_path, "linger"))
+    goodbye = report.check("goodbye")
+    assert goodbye.status == "FAIL"
+    assert "stayed connected" in goodbye.details and "still running" in goodbye.details
+    assert {c.key for c in report.checks if c.status == "FAIL"} == {"goodbye"}, table(report)
+    shutil.rmtree(report.log_dir, ignore_errors=True)
+
+
+async def test_bad_manifest(tmp_path: Path) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text('name = "x"\n')
+    report = await run_doctor(path)
+    assert report.check("manifest").status == "FAIL"
+    assert "bad bot manifest" in report.check("manifest").details
+    assert not report.ok
+
+
+async def test_good_fixture_passes(tmp_path: Path) -> None:
+    """The fixture without a fault passes: the failures above are the faults, not the fixture."""
+    report = await run_doctor(faulty_manifest(tmp_path, "good"))
+    assert all(c.status == "PASS" for c in report.checks), table(report)
+
+
+# --------------------------------------------------------------------------- the scripted deals
+
+
+def request_of(match: EcarteMatch, match_id: str = "t1-m0001") -> dict[str, Any]:
+    return {
+        "type": "request",
+        "id": 1,
+        "match_id": match_id,
+        "decision": match.decision,
+        "legal": copy.deepcopy(match.legal_actions()),
+        "state": msgspec.to_builtins(match.view(match.to_act)),
+        "time_ms": 2000,
+    }
+
+
+def deal_paths(plan: DealPlan, monkeypatch: pytest.MonkeyPatch) -> list[set[str]]:
+    """Play the first deal of ``plan`` with the real engine and the scripted opponent, trying
+    every legal action of the bot at each of its decisions; the situation tags met on each
+    path (until the deal ends)."""
+    bot_seat = 0
+    dealer = bot_seat if plan.bot_role == "dealer" else 1 - bot_seat
+    monkeypatch.setattr(ecarte_mod, "shuffled", StackedShuffle([draw_pack(dealer), plan.pack()], ecarte_mod.shuffled))
+    match = EcarteMatch(Rules(), random.Random(1))
+    events = [ev for ev, seen in match.start() if bot_seat in seen]
+    opp = Opponent("opp", "", 0, Wire())
+    opp.plans["t1-m0001"] = plan
+    paths: list[set[str]] = []
+
+    def walk(m: EcarteMatch, seen: list[Any], tags: set[str]) -> None:
+        while not m.over and m.deal_no == 1 and m.to_act != bot_seat:
+            action = opp.decide(request_of(m))
+            seen = seen + [ev for ev, by in m.apply(action) if bot_seat in by]
+        if m.over or m.deal_no != 1:
+            paths.append(tags)
+            return
+        req = request_of(m)
+        here = tags | set(classify(req, [msgspec.to_builtins(e) for e in seen]))
+        for action in req["legal"]:
+            branch = copy.deepcopy(m)
+            after = [ev for ev, by in branch.apply(action) if bot_seat in by]
+            walk(branch, after, here)
+
+    walk(match, events, set())
+    return paths
+
+
+@pytest.mark.parametrize("plan", [KING_ELDER, FOLLOW, TRUMP], ids=lambda p: p.name)
+def test_forced_situations_are_forced(plan: DealPlan, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whatever the bot does, the deal meets every situation it is meant to force."""
+    paths = deal_paths(plan, monkeypatch)
+    assert len(paths) > 10
+    for tags in paths:
+        assert set(plan.goals) <= tags, (plan.name, set(plan.goals) - tags)
+
+
+@pytest.mark.parametrize("plan", [KING_ELDER, FOLLOW, TRUMP, DEALER_X, ELDER_X], ids=lambda p: p.name)
+def test_plans_deal_whole_packs(plan: DealPlan) -> None:
+    pack = plan.pack()
+    assert sorted(pack) == sorted(PACK_32)
+    assert pack[10] == plan.turn_up
+
+
+@pytest.mark.parametrize("xmin", [0, 1])
+@pytest.mark.parametrize("fast", [False, True])
+def test_opponent_steers_the_stock_short(xmin: int, fast: bool) -> None:
+    """Against a bot that discards as many cards as it may, the opponent's discards lead to a
+    discard of the bot with 1 to 4 cards left in the stock."""
+    stock = 21 if xmin else 16  # as dealer the opponent speaks after the bot's first discard
+    for _ in range(10):
+        x = opponent_discard_count(stock, xmin, "short", fast=fast)
+        assert xmin <= x <= min(5, stock)
+        stock -= x
+        if 1 <= stock <= 4:
+            return
+        stock -= min(5, stock)
+        assert stock > 0
+    raise AssertionError("the stock never ran short")
+
+
+@pytest.mark.parametrize("fast", [False, True])
+def test_opponent_steers_the_stock_empty(fast: bool) -> None:
+    """As elder, the opponent arranges to empty the stock itself (the bot's discard is skipped)."""
+    stock = 21
+    for _ in range(10):
+        x = opponent_discard_count(stock, 1, "skip", fast=fast)
+        stock -= x
+        if stock == 0:
+            return
+        stock -= min(5, stock)
+        assert stock > 0
+    raise AssertionError("the opponent never emptied the stock")
+
+
+def test_classify_play_obligations() -> None:
+    def req(hand: list[str], trick: list[str], trump: str = "s") -> dict[str, Any]:
+        state = {"seat": 0, "elder": 1, "hand": hand, "trump": trump, "stock": 21,
+                 "trick": [{"seat": 1, "card": c} for c in trick]}  # fmt: skip
+        return {"decision": "play", "state": state}
+
+    assert classify(req(["7c", "Kh"], []), []) == ["lead"]
+    assert classify(req(["7c", "Qc"], ["Jc"]), []) == ["follow_win"]
+    assert classify(req(["7c", "Ac"], ["Jc"]), []) == ["follow_low"]  # the ace ranks below the jack
+    assert classify(req(["7s", "Kh"], ["Jc"]), []) == ["trump"]
+    assert classify(req(["7d", "Kh"], ["Jc"]), []) == ["any"]
+    exchange = {"kind": "exchange", "seat": 1, "count": 3, "stock": 0, "discarded": None, "drawn": None}
+    assert classify(req(["7d", "Kh"], ["Jc"]), [exchange]) == ["any", "skip"]
