@@ -116,8 +116,20 @@ def build_parser() -> argparse.ArgumentParser:
     add = bsub.add_parser("add", help="register a bot and print its secret token once")
     add.add_argument("name")
     add.add_argument("--db", default="arena.db")
-    ls = bsub.add_parser("list", help="list registered bots")
+    sb = bsub.add_parser("submit", help="register a bot that the contest server launches itself")
+    sb.add_argument("manifest", help="the bot's manifest (TOML)")
+    sb.add_argument("--name", help="the name in the contest (default: the manifest's)")
+    sb.add_argument("--sandbox", action="store_true", help="always launch it under bubblewrap")
+    sb.add_argument("--db", default="arena.db")
+    ls = bsub.add_parser("list", help="list registered bots with their ladder rating")
+    ls.add_argument("--game", choices=["ecarte", "piquet"], default="ecarte")
     ls.add_argument("--db", default="arena.db")
+    rm = bsub.add_parser("remove", help="unregister a bot (its results stay)")
+    rm.add_argument("name")
+    rm.add_argument("--db", default="arena.db")
+
+    sv = sub.add_parser("serve", help="run a long-lived contest server (TCP for bots and spectators, HTTP)")
+    sv.add_argument("--config", required=True, help="contest TOML file (see docs/contest.example.toml)")
     return parser
 
 
@@ -297,7 +309,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def cmd_bots(args: argparse.Namespace) -> int:
-    """``arena bots add|list``."""
+    """``arena bots add | submit | list | remove``."""
     store = Store(args.db)
     if args.bots_command == "add":
         try:
@@ -306,9 +318,53 @@ def cmd_bots(args: argparse.Namespace) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return 2
         print(f"registered {args.name}; its token (shown once, store it now):\n{token}")
+    elif args.bots_command == "submit":
+        try:
+            manifest = load_manifest(args.manifest)
+            name = args.name or manifest.name
+            store.submit_bot(name, str(Path(args.manifest).resolve()), args.sandbox)
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        print(f"submitted {name}: the contest server launches {args.manifest} and enters it in the ladder")
+    elif args.bots_command == "remove":
+        if not store.remove_bot(args.name):
+            print(f"error: no bot {args.name!r}", file=sys.stderr)
+            return 1
+        print(f"removed {args.name} (its results stay in the database)")
     else:
-        for name in store.bot_names():
-            print(name)
+        table = Table(title=f"bots ({args.game} ladder)")
+        for col in ("bot", "kind", "Elo", "games"):
+            table.add_column(col, justify="left" if col in ("bot", "kind") else "right")
+        for name, kind, elo, games in store.bots_overview(args.game):
+            table.add_row(name, kind, "-" if elo is None else f"{elo:.0f}", str(games))
+        make_console().print(table)
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    """``arena serve``: run until SIGTERM / Ctrl-C, then shut down cleanly."""
+    from arena.contest import Contest, load_config
+
+    console = make_console()
+    try:
+        config = load_config(args.config)
+    except ValueError as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        return 2
+    contest = Contest(config)
+
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            ports = await nursery.start(contest.run)
+            console.print(f"{config.name}: bots and spectators on tcp://{config.server.host}:{ports[0]}, "
+                          f"web and /metrics on http://{config.http_host}:{ports[1]}/  (Ctrl-C or SIGTERM to stop)")
+
+    trio.run(main)
+    done = contest.store.db.execute(
+        "SELECT COUNT(*) FROM matches WHERE tournament_id=? AND status='done'", (contest.tournament_id,)
+    ).fetchone()[0]
+    console.print(f"stopped cleanly: {done} matches recorded in {config.db}")
     return 0
 
 
@@ -331,6 +387,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return bench_main(args)
     if args.command == "bots":
         return cmd_bots(args)
+    if args.command == "serve":
+        return cmd_serve(args)
     return 2
 
 

@@ -77,6 +77,12 @@ CREATE TABLE IF NOT EXISTS auctions (
     created_at    REAL NOT NULL,
     PRIMARY KEY (tournament_id, idx)
 );
+CREATE TABLE IF NOT EXISTS submissions (
+    name        TEXT PRIMARY KEY REFERENCES bots(name) ON DELETE CASCADE,
+    manifest    TEXT NOT NULL,
+    sandbox     INTEGER NOT NULL DEFAULT 0,
+    created_at  REAL NOT NULL
+);
 CREATE TABLE IF NOT EXISTS ladder (
     game        TEXT NOT NULL,
     bot         TEXT NOT NULL,
@@ -164,6 +170,38 @@ class Store:
     def bot_names(self) -> list[str]:
         """All registered bot names, sorted."""
         return [r[0] for r in self.db.execute("SELECT name FROM bots ORDER BY name")]
+
+    def submit_bot(self, name: str, manifest: str, sandbox: bool = False) -> None:
+        """Register ``name`` as a bot the contest server launches from ``manifest`` (an
+        absolute path). Its token is made afresh at each launch."""
+        self.add_bot(name)
+        self.db.execute(
+            "INSERT INTO submissions(name, manifest, sandbox, created_at) VALUES (?,?,?,?) "
+            "ON CONFLICT(name) DO UPDATE SET manifest=excluded.manifest, sandbox=excluded.sandbox",
+            (name, manifest, int(sandbox), time.time()),
+        )
+
+    def submissions(self) -> list[tuple[str, str, int]]:
+        """Submitted bots as ``(name, manifest path, sandbox)``."""
+        return [tuple(r) for r in self.db.execute("SELECT name, manifest, sandbox FROM submissions ORDER BY name")]
+
+    def remove_bot(self, name: str) -> bool:
+        """Unregister a bot (token and submission; its matches and ladder history stay).
+        Returns False if it was not registered."""
+        with self._tx():
+            self.db.execute("DELETE FROM submissions WHERE name=?", (name,))
+            cur = self.db.execute("DELETE FROM bots WHERE name=?", (name,))
+        return cur.rowcount > 0
+
+    def bots_overview(self, game: str) -> list[tuple[str, str, float | None, int]]:
+        """Every registered bot: ``(name, kind, ladder Elo or None, ladder games)``; kind is
+        ``submitted`` (launched by the server) or ``remote`` (connects with its token)."""
+        rows = self.db.execute(
+            "SELECT b.name, s.name IS NOT NULL, l.elo, COALESCE(l.games, 0) FROM bots b "
+            "LEFT JOIN submissions s ON s.name=b.name LEFT JOIN ladder l ON l.bot=b.name AND l.game=? ORDER BY b.name",
+            (game,),
+        )
+        return [(r[0], "submitted" if r[1] else "remote", r[2], r[3]) for r in rows]
 
     # ------------------------------------------------------------------ tournaments
 

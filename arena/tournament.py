@@ -369,6 +369,16 @@ async def play_match(
                               match_config.time, pair)
         try:
             result = await referee.run()
+        except trio.Cancelled:
+            # shutdown in the middle of a match: recorded as aborted (no rating change), never lost
+            if referee.result is None:
+                with trio.CancelScope(shield=True):
+                    aborted = MatchResult(match_id=row.match_key, winner=None, reason="aborted",
+                                          scores=referee.engine.scores, manches=referee.engine.manches,
+                                          detail="server shut down during the match")
+                    referee.result = aborted
+                    await record(aborted)
+            raise
         finally:
             if hub is not None:
                 r = referee.result

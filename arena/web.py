@@ -1,0 +1,120 @@
+"""The contest's web side: a Starlette app served by Hypercorn's trio worker.
+
+Routes:
+
+* ``GET /`` - the page (``arena/static/index.html``): leaderboard, matches in play, and a live
+  view of one match, updated without reloading from the event stream below;
+* ``GET /api/leaderboard`` - the persistent ladder of the contest's game, with wins, losses
+  and draws, as JSON;
+* ``GET /api/matches`` - the matches in play;
+* ``GET /api/events`` - server-sent events: every message of the spectator feed
+  (:mod:`arena.spectate`: ``watch``, ``spectate``, ``reveal``, ``watch_end``) as ``data:``
+  lines, plus ``{"type": "leaderboard"}`` whenever a match starts or ends. The page therefore
+  sees exactly what a TCP spectator sees: hidden cards only once they cannot help a bot;
+* ``GET /metrics`` - Prometheus text exposition (:mod:`arena.metrics`).
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+import trio
+from hypercorn.config import Config
+from hypercorn.trio import serve
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from arena.metrics import METRICS
+from arena.spectate import Subscriber
+
+if TYPE_CHECKING:
+    from arena.contest import Contest
+
+LEADERBOARD_CHANGED = b'{"type":"leaderboard"}\n'
+
+
+def leaderboard(contest: Contest) -> list[dict[str, Any]]:
+    """The ladder of the contest's game: rank, bot, Elo, games, wins, losses, draws."""
+    store, game = contest.store, contest.config.game
+    tally: dict[str, list[int]] = {}
+    for b0, b1, w in store.db.execute(
+        "SELECT bot0, bot1, winner_seat FROM matches WHERE game=? AND status='done'", (game,)
+    ):
+        for seat, bot in ((0, b0), (1, b1)):
+            t = tally.setdefault(bot, [0, 0, 0])
+            t[0 if w == seat else 2 if w is None else 1] += 1
+    out = []
+    for rank, (bot, elo, games) in enumerate(store.ladder(game), 1):
+        w, lo, d = tally.get(bot, [0, 0, 0])
+        out.append({"rank": rank, "bot": bot, "elo": round(elo, 1), "games": games, "wins": w, "losses": lo,
+                    "draws": d, "connected": bot in contest.server.bots})
+    return out
+
+
+def make_app(contest: Contest) -> Starlette:
+    """The ASGI app of ``contest``."""
+    hub = contest.hub
+    web_subscribers: set[Subscriber] = set()
+
+    def changed() -> None:
+        for sub in list(web_subscribers):
+            sub.push(LEADERBOARD_CHANGED)
+
+    hub.on_change.append(changed)
+
+    async def page(request: Request) -> Response:
+        html = resources.files("arena").joinpath("static/index.html").read_text(encoding="utf-8")
+        return HTMLResponse(html.replace("{{CONTEST}}", contest.config.name))
+
+    async def api_leaderboard(request: Request) -> Response:
+        return JSONResponse({"game": contest.config.game, "contest": contest.config.name,
+                             "leaderboard": leaderboard(contest)})
+
+    async def api_matches(request: Request) -> Response:
+        return Response(msgspec.json.encode({"matches": hub.listing()}), media_type="application/json")
+
+    async def events(request: Request) -> Response:
+        sub = Subscriber(f"web:{request.client.host if request.client else '?'}")
+        hub.add(sub)
+        web_subscribers.add(sub)
+        hub.subscribe(sub, "*")
+
+        async def stream():
+            try:
+                yield b": arena live feed\n\n"
+                async for line in sub.receive_channel:
+                    yield b"data: " + line.rstrip(b"\n") + b"\n\n"
+            finally:
+                web_subscribers.discard(sub)
+                hub.remove(sub)
+
+        return StreamingResponse(stream(), media_type="text/event-stream",
+                                 headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+
+    async def metrics(request: Request) -> Response:
+        return Response(METRICS.exposition(), media_type="text/plain; version=0.0.4; charset=utf-8")
+
+    return Starlette(routes=[
+        Route("/", page),
+        Route("/api/leaderboard", api_leaderboard),
+        Route("/api/matches", api_matches),
+        Route("/api/events", events),
+        Route("/metrics", metrics),
+    ])
+
+
+async def serve_http(contest: Contest, host: str, port: int, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+    """Serve the app until cancelled; ``task_status.started(port)`` reports the bound port."""
+    config = Config()
+    config.bind = [f"{host}:{port}"]
+    config.accesslog = None
+    config.errorlog = None
+    config.graceful_timeout = 1.0
+
+    async with trio.open_nursery() as nursery:
+        bound = await nursery.start(lambda task_status: serve(make_app(contest), config, task_status=task_status))
+        task_status.started(int(str(bound[0]).rsplit(":", 1)[1]))

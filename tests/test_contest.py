@@ -1,0 +1,119 @@
+"""``arena serve``: a ladder among connected bots (submitted and remote), the HTTP API,
+Prometheus metrics scraped over HTTP, and a clean shutdown on SIGTERM."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import trio
+from prometheus_client.parser import text_string_to_metric_families
+
+from arena.contest import Contest, ContestConfig, load_config
+from arena.server import ServerConfig
+from arena.store import Store
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def config(tmp_path: Path, **kw) -> ContestConfig:
+    return ContestConfig(db=str(tmp_path / "arena.db"), logs=str(tmp_path / "logs"), http_port=0,
+                         server=ServerConfig(port=0), seed=7, **kw)
+
+
+async def wait_matches(store: Store, n: int, timeout: float = 60) -> None:
+    with trio.fail_after(timeout):
+        while store.db.execute("SELECT COUNT(*) FROM matches WHERE status='done'").fetchone()[0] < n:
+            await trio.sleep(0.1)
+
+
+def metric(families, name: str, **labels) -> float:
+    for fam in families:
+        for s in fam.samples:
+            if s.name == name and all(s.labels.get(k) == v for k, v in labels.items()):
+                return s.value
+    raise KeyError(name)
+
+
+async def test_example_config_parses():
+    cfg = load_config(ROOT / "docs" / "contest.example.toml")
+    assert cfg.game == "ecarte" and cfg.time.move_ms == 2000 and cfg.server.port == 7000
+
+
+async def test_ladder_api_metrics_and_a_remote_bot(tmp_path):
+    store = Store(tmp_path / "arena.db")
+    store.submit_bot("greedy", str(ROOT / "sample_bots" / "greedy.toml"))
+    store.submit_bot("random", str(ROOT / "sample_bots" / "random.toml"))
+    token = store.add_bot("remote")  # `arena bots add remote`: it connects on its own
+    contest = Contest(config(tmp_path, max_matches=16), store)
+    async with trio.open_nursery() as nursery:
+        port, http_port = await nursery.start(contest.run)
+        env = {**os.environ, "ARENA_HOST": "127.0.0.1", "ARENA_PORT": str(port), "ARENA_NAME": "remote",
+               "ARENA_TOKEN": token}
+        remote = subprocess.Popen([sys.executable, str(ROOT / "sample_bots" / "random_bot.py")], env=env,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            await wait_matches(store, 16)
+            async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{http_port}") as http:
+                board = (await http.get("/api/leaderboard")).json()["leaderboard"]
+                page = await http.get("/")
+                scrape = (await http.get("/metrics")).text
+        finally:
+            remote.terminate()
+            contest.stop()
+    names = {row["bot"] for row in board}
+    assert names == {"greedy", "random", "remote"}  # the remote bot got into the ladder
+    assert sum(row["games"] for row in board) == 2 * 16
+    assert board[0]["bot"] == "greedy"
+    assert page.status_code == 200 and "EventSource" in page.text
+    families = list(text_string_to_metric_families(scrape))
+    assert metric(families, "arena_matches_finished_total", game="ecarte", reason="target") >= 16
+    assert metric(families, "arena_decisions_total", game="ecarte") > 100
+    assert metric(families, "arena_decision_latency_seconds_count", bot="greedy") > 0
+    assert metric(families, "arena_connections", role="bot") >= 2
+    for name in ("arena_matches_in_play", "arena_spectators", "arena_scheduler_queue_depth"):
+        assert any(f.name == name for f in families), name
+    with sqlite3.connect(tmp_path / "arena.db") as db:
+        assert db.execute("SELECT COUNT(*) FROM matches WHERE status='pending'").fetchone()[0] == 0
+        hashes = db.execute("SELECT log_hash FROM matches WHERE status='done'").fetchall()
+    assert all(h[0] for h in hashes)
+
+
+def test_sigterm_finishes_or_aborts_matches_and_loses_nothing(tmp_path):
+    db = tmp_path / "arena.db"
+    store = Store(db)
+    for name in ("greedy", "random", "cautious", "highcard"):
+        store.submit_bot(name, str(ROOT / "sample_bots" / f"{name}.toml"))
+    store.close()
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(f'db = "{db}"\nlogs = "{tmp_path / "logs"}"\nhttp_port = 0\nshutdown_grace_s = 0.2\n'
+                   '[server]\nport = 0\n[time]\nmove_ms = 2000\n')
+    proc = subprocess.Popen([sys.executable, "-m", "arena.cli", "serve", "--config", str(cfg)], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        end = time.monotonic() + 60
+        while time.monotonic() < end:
+            time.sleep(0.1)
+            try:
+                with sqlite3.connect(db) as c:
+                    if c.execute("SELECT COUNT(*) FROM matches WHERE status='done'").fetchone()[0] >= 6:
+                        break
+            except sqlite3.OperationalError:
+                pass
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    assert "stopped cleanly" in out
+    with sqlite3.connect(db) as c:
+        statuses = dict(c.execute("SELECT status, COUNT(*) FROM matches GROUP BY status").fetchall())
+        assert "pending" not in statuses and statuses.get("done", 0) >= 6
+        assert c.execute("SELECT status FROM tournaments").fetchone()[0] == "finished"
