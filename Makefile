@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test bench lint schema clean
+.PHONY: run run-piquet test bench lint schema clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -12,9 +12,14 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
-## make run: the demo tournament of the sample bots over real TCP, Elo table at the end
+## make run: the demo round-robin of the four quick sample bots over real TCP, Elo table at the end
+## (the search bot thinks for up to 40% of each decision's time: see docs/contests.md to include it)
 run: $(STAMP)
-	$(BIN)/arena tournament --bots sample_bots/*.toml --games 200 --seed 2026 --db arena.db
+	$(BIN)/arena tournament --bots sample_bots/random.toml sample_bots/greedy.toml sample_bots/highcard.toml sample_bots/cautious.toml --games 200 --seed 2026 --db arena.db
+
+## make run-piquet: the same demo in Piquet
+run-piquet: $(STAMP)
+	$(BIN)/arena tournament --game piquet --bots sample_bots/random.toml sample_bots/greedy.toml sample_bots/highcard.toml sample_bots/cautious.toml --games 40 --seed 2026 --db arena.db
 
 ## make test: the whole test suite
 test: $(STAMP)
