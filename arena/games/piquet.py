@@ -283,7 +283,10 @@ class PiquetMatch:
             deal=self.deal_no,
             deals=self.deals_to_play,
             scoring=self.rules.scoring,
-            scores=list(self.totals),
+            # PiquetView documents ``scores`` as the totals *before* this deal's points (which
+            # are ``deal_scores``); ``totals`` already include them, so take them out (fix: the
+            # view used to count this deal's points twice for a bot adding the two).
+            scores=[t - d for t, d in zip(self.totals, self.deal_points)],
             deal_scores=list(self.deal_points),
             hand=list(self.hands[seat]),
             talon=len(self.talon),
