@@ -128,6 +128,15 @@ def build_parser() -> argparse.ArgumentParser:
     rm.add_argument("name")
     rm.add_argument("--db", default="arena.db")
 
+    sp_ = sub.add_parser("spectators", help="betting spectators (gallery wagers, ecarte.md §E9.1)")
+    ssub = sp_.add_subparsers(dest="spectators_command", required=True)
+    sa = ssub.add_parser("add", help="register a betting spectator, credit a bankroll, print the token once")
+    sa.add_argument("name")
+    sa.add_argument("--deposit", type=int, default=10000, help="bankroll in cents (default 10000 = 100.00)")
+    sa.add_argument("--db", default="arena.db")
+    sl = ssub.add_parser("list", help="bankrolls and the house")
+    sl.add_argument("--db", default="arena.db")
+
     sv = sub.add_parser("serve", help="run a long-lived contest server (TCP for bots and spectators, HTTP)")
     sv.add_argument("--config", required=True, help="contest TOML file (see docs/contest.example.toml)")
     return parser
@@ -342,6 +351,32 @@ def cmd_bots(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_spectators(args: argparse.Namespace) -> int:
+    """``arena spectators add | list``."""
+    from arena.contest import BettingDesk
+    from arena.spectate import SpectatorHub
+
+    store = Store(args.db)
+    desk = BettingDesk(store, SpectatorHub())
+    if args.spectators_command == "add":
+        try:
+            token = store.add_spectator(args.name)
+            balance = desk.deposit(args.name, args.deposit)
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        print(f"registered spectator {args.name}, bankroll {balance / 100:.2f}; token (shown once):\n{token}")
+        return 0
+    table = Table(title="gallery bankrolls")
+    table.add_column("spectator")
+    table.add_column("balance", justify="right")
+    for name, cents in sorted(desk.ledger.accounts.items()):
+        table.add_row(name, f"{cents / 100:.2f}")
+    table.add_row("(house)", f"{desk.ledger.house / 100:.2f}")
+    make_console().print(table)
+    return 0
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     """``arena serve``: run until SIGTERM / Ctrl-C, then shut down cleanly."""
     from arena.contest import Contest, load_config
@@ -389,6 +424,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return cmd_bots(args)
     if args.command == "serve":
         return cmd_serve(args)
+    if args.command == "spectators":
+        return cmd_spectators(args)
     return 2
 
 

@@ -40,10 +40,11 @@ from arena.launcher import BotProcess, Limits, launch, load_manifest
 from arena.metrics import METRICS
 from arena.referee import MatchConfig
 from arena.server import ArenaServer, ServerConfig
-from arena.spectate import SpectatorHub
+from arena.spectate import SpectatorHub, Subscriber
 from arena.store import Store
 from arena.tournament import play_match
-from protocol.messages import Goodbye, Rules, TimeControl
+from arena.wagers import Ledger, LedgerRecord, WagerError
+from protocol.messages import BetPlaced, BetSettled, Betting, Goodbye, Rules, TimeControl
 
 
 class ContestConfig(msgspec.Struct, forbid_unknown_fields=True):
@@ -63,6 +64,8 @@ class ContestConfig(msgspec.Struct, forbid_unknown_fields=True):
     """Stop scheduling after this many matches (None: run until SIGTERM)."""
     reveal_delay_s: float = 0.0
     shutdown_grace_s: float = 10.0
+    betting_s: float = 0.0
+    """Gallery wagers (ecarte.md §E9.1): seconds betting stays open before each match (0: none)."""
     http_host: str = "127.0.0.1"
     http_port: int = 8080
     sandbox: bool = False
@@ -94,6 +97,69 @@ def load_config(path: str | Path) -> ContestConfig:
     return cfg
 
 
+class BettingDesk:
+    """The contest's gallery wagers (ecarte.md §E9.1): the pure :class:`arena.wagers.Ledger`,
+    saved to the database after every change (a checked snapshot, plus the settled bets as
+    history rows in the same transaction), and the feeds of the betting spectators connected,
+    who are told of each bet's outcome. Amounts in cents."""
+
+    def __init__(self, store: Store, hub: SpectatorHub) -> None:
+        self.store = store
+        self.hub = hub
+        loaded = store.load_ledger()
+        if loaded is None:
+            self.ledger, self.settled_levies = Ledger(), 0
+        else:
+            record = msgspec.json.decode(loaded[0], type=LedgerRecord)
+            self.ledger, self.settled_levies = Ledger.restore(record, settled_levies=loaded[1]), loaded[1]
+        self.subscribers: dict[str, Subscriber] = {}
+
+    def save(self, settled: list[tuple] = ()) -> None:
+        """Persist the ledger (and settled bets)."""
+        self.store.save_ledger(msgspec.json.encode(self.ledger.snapshot()), self.settled_levies, list(settled))
+
+    def deposit(self, name: str, cents: int) -> int:
+        """Credit a spectator's bankroll (the only way money enters); returns the balance."""
+        balance = self.ledger.deposit(name, cents)
+        self.save()
+        return balance
+
+    def open(self, match_id: str, bots: list[str], closes_ms: int) -> None:
+        """Open the book of a match and tell every spectator."""
+        self.ledger.open_book(match_id)
+        self.save()
+        self.hub.announce(Betting(match_id=match_id, bots=bots, closes_ms=closes_ms))
+
+    def place(self, bettor: str, match_id: str, seat: int, cents: int) -> BetPlaced:
+        """Take a stake; raises :class:`arena.wagers.WagerError` (with its ``code``)."""
+        self.ledger.book(match_id).place(bettor, seat, cents)
+        self.save()
+        return BetPlaced(match_id=match_id, seat=seat, cents=cents, balance=self.ledger.balance(bettor))
+
+    def close(self, match_id: str) -> None:
+        """Close betting: the heavier side is refunded newest first."""
+        self.ledger.book(match_id).close()
+        self.save()
+
+    def settle(self, match_id: str, winner: int | None, reason: str) -> None:
+        """Pay out (or return everything for a forfeit, abort or draw) and tell the bettors."""
+        try:
+            book = self.ledger.book(match_id)
+        except WagerError:
+            return
+        result = book.settle(winner, reason)
+        self.settled_levies += result.levy
+        self.ledger.forget(match_id)
+        rows = [(match_id, b.seq, b.bettor, b.seat, b.stake, b.matched, b.returned, b.payout, b.levy, b.status,
+                 reason) for b in result.bets]
+        self.save(rows)
+        for b in result.bets:
+            sub = self.subscribers.get(b.bettor)
+            if sub is not None:
+                sub.push(BetSettled(match_id=match_id, seat=b.seat, stake=b.stake, returned=b.returned,
+                                    payout=b.payout, status=b.status, balance=self.ledger.balance(b.bettor)))
+
+
 class Contest:
     """A running contest; see the module docstring. ``port`` and ``http_port`` are the bound
     ports once :meth:`run` has started (``task_status.started()`` reports them)."""
@@ -103,6 +169,8 @@ class Contest:
         self.store = store or Store(config.db)
         self.hub = SpectatorHub(config.reveal_delay_s)
         self.server = ArenaServer(self.store, config.server, hub=self.hub)
+        self.desk = BettingDesk(self.store, self.hub)
+        self.server.desk = self.desk
         self.seed = config.seed if config.seed is not None else random.SystemRandom().getrandbits(31)
         self.tournament_id = 0
         self.busy: set[str] = set()
@@ -156,7 +224,19 @@ class Contest:
                 p = Pairing(index=k + i, bot0=x, bot1=y, seed=seed, pair=pair)
                 row = self.store.add_match(self.tournament_id, cfg.game, p)
                 logs = Path(cfg.logs) / f"t{self.tournament_id}"
-                await play_match(self.store, self.server, row, cfg.match_config(), logs, hub=self.hub, pair=pair)
+                betting = cfg.betting_s > 0
+                if betting:
+                    self.desk.open(row.match_key, [x, y], int(cfg.betting_s * 1000))
+                    await trio.sleep(cfg.betting_s)
+                    self.desk.close(row.match_key)
+                result = None
+                try:
+                    result = await play_match(self.store, self.server, row, cfg.match_config(), logs,
+                                              hub=self.hub, pair=pair)
+                finally:
+                    if betting:  # settled whatever happened: an aborted match returns every stake
+                        self.desk.settle(row.match_key, result.winner if result else None,
+                                         result.reason if result else "aborted")
         finally:
             self.busy.difference_update((a, b))
             self.running -= 1

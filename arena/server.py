@@ -27,9 +27,10 @@ from arena.metrics import METRICS
 from arena.seat import Connection
 from arena.spectate import SpectatorHub, Subscriber
 from arena.store import Store, hash_token
+from arena.wagers import WagerError
 from protocol import PROTOCOL_VERSION
 from protocol.framing import DEFAULT_MAX_LINE, LineReader, ProtocolError, decode_client, encode
-from protocol.messages import Error, Hello, ListMatches, Matches, Subscribe, Unsubscribe, Welcome
+from protocol.messages import Error, Hello, ListMatches, Matches, PlaceBet, Subscribe, Unsubscribe, Welcome
 
 log = logging.getLogger("arena.server")
 
@@ -53,6 +54,7 @@ class ArenaServer:
         self.store = store
         self.config = config or ServerConfig()
         self.hub = hub
+        self.desk: Any = None  # the contest's BettingDesk, if wagers are served
         self.bots: dict[str, Connection] = {}
         self.port: int | None = None
         self._per_addr: Counter[str] = Counter()
@@ -139,7 +141,16 @@ class ArenaServer:
             if self.hub is None:
                 await self._refuse(stream, "unsupported_role", "this server has no spectator feed")
                 return
-            await self._spectator(stream, reader, hello.name)
+            bettor = False
+            if hello.token:
+                secret = self.store.spectator_secret(hello.name)
+                salt, expected = secret if secret else (b"0" * 16, b"")
+                digest = await trio.to_thread.run_sync(hash_token, hello.token, salt)
+                if secret is None or digest != expected:
+                    await self._refuse(stream, "auth_failed", "unknown spectator or wrong token")
+                    return
+                bettor = True
+            await self._spectator(stream, reader, hello.name, bettor)
             return
         if not await self._authenticate(hello.name, hello.token):
             await self._refuse(stream, "auth_failed", "unknown bot name or wrong token")
@@ -163,13 +174,16 @@ class ArenaServer:
                 del self.bots[hello.name]
             self._notify()
 
-    async def _spectator(self, stream: trio.SocketStream, reader: LineReader, name: str) -> None:
-        """A spectator: ``list``, ``subscribe`` and ``unsubscribe``; the feed is written by a
-        second task from the subscriber's queue. A spectator that does not read fast enough is
-        disconnected (``too_slow``); the matches never wait for it."""
+    async def _spectator(self, stream: trio.SocketStream, reader: LineReader, name: str, bettor: bool) -> None:
+        """A spectator: ``list``, ``subscribe`` and ``unsubscribe``, and ``bet`` when
+        authenticated (``bettor``); the feed is written by a second task from the subscriber's
+        queue. A spectator that does not read fast enough is disconnected (``too_slow``); the
+        matches never wait for it."""
         assert self.hub is not None
         sub = Subscriber(name)
         self.hub.add(sub)
+        if bettor and self.desk is not None:
+            self.desk.subscribers[name] = sub
         METRICS.connections.labels("spectator").inc()
         lock = trio.Lock()
 
@@ -216,6 +230,8 @@ class ArenaServer:
                             await send(Error(code="unknown_match", message=f"no match {msg.match_id!r} in play"))
                     elif isinstance(msg, Unsubscribe):
                         self.hub.unsubscribe(sub, msg.match_id)
+                    elif isinstance(msg, PlaceBet):
+                        await send(self._bet(name, bettor, msg))
                     else:
                         text = "a spectator can only list, subscribe and unsubscribe"
                         await send(Error(code="wrong_role", message=text))
@@ -225,8 +241,21 @@ class ArenaServer:
         finally:
             METRICS.connections.labels("spectator").dec()
             self.hub.remove(sub)
+            if self.desk is not None and self.desk.subscribers.get(name) is sub:
+                del self.desk.subscribers[name]
             with trio.CancelScope(shield=True):
                 await stream.aclose()
+
+    def _bet(self, name: str, bettor: bool, msg: PlaceBet) -> Any:
+        """A spectator's stake: ``bet_placed``, or an error with the wager's code."""
+        if self.desk is None:
+            return Error(code="betting_disabled", message="this server takes no bets")
+        if not bettor:
+            return Error(code="not_authenticated", message="betting needs a spectator account: hello with your token")
+        try:
+            return self.desk.place(name, msg.match_id, msg.seat, msg.cents)
+        except WagerError as exc:
+            return Error(code=exc.code, message=str(exc))
 
     async def _authenticate(self, name: str, token: str) -> bool:
         row = self.store.db.execute("SELECT salt, token_hash FROM bots WHERE name=?", (name,)).fetchone()

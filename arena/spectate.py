@@ -127,6 +127,12 @@ class SpectatorHub:
         sub.matches.discard(match_id)
         self._count()
 
+    def announce(self, msg: msgspec.Struct) -> None:
+        """Send ``msg`` to every spectator, whatever it follows (e.g. betting opens)."""
+        data = encode(msg)
+        for sub in list(self.subscribers):
+            sub.push(data)
+
     def _send(self, match_id: str, msg: msgspec.Struct) -> None:
         data = None
         for sub in list(self.subscribers):

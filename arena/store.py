@@ -83,6 +83,31 @@ CREATE TABLE IF NOT EXISTS submissions (
     sandbox     INTEGER NOT NULL DEFAULT 0,
     created_at  REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS spectators (
+    name        TEXT PRIMARY KEY,
+    salt        BLOB NOT NULL,
+    token_hash  BLOB NOT NULL,
+    created_at  REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS wager_ledger (
+    id              INTEGER PRIMARY KEY CHECK (id = 1),
+    snapshot        TEXT NOT NULL,
+    settled_levies  INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS wager_bets (
+    match_key   TEXT NOT NULL,
+    seq         INTEGER NOT NULL,
+    bettor      TEXT NOT NULL,
+    seat        INTEGER NOT NULL,
+    stake       INTEGER NOT NULL,
+    matched     INTEGER NOT NULL,
+    returned    INTEGER NOT NULL,
+    payout      INTEGER NOT NULL,
+    levy        INTEGER NOT NULL,
+    status      TEXT NOT NULL,
+    reason      TEXT NOT NULL,
+    PRIMARY KEY (match_key, seq)
+);
 CREATE TABLE IF NOT EXISTS ladder (
     game        TEXT NOT NULL,
     bot         TEXT NOT NULL,
@@ -170,6 +195,44 @@ class Store:
     def bot_names(self) -> list[str]:
         """All registered bot names, sorted."""
         return [r[0] for r in self.db.execute("SELECT name FROM bots ORDER BY name")]
+
+    # ------------------------------------------------------------------ spectators and wagers
+
+    def add_spectator(self, name: str, token: str | None = None) -> str:
+        """Register a betting spectator (or replace its token); return the token, stored only
+        as a salted scrypt hash."""
+        if not name or len(name) > 64 or not name.isprintable():
+            raise ValueError("a spectator name is 1-64 printable characters")
+        token = token or secrets.token_urlsafe(24)
+        salt = secrets.token_bytes(16)
+        self.db.execute(
+            "INSERT INTO spectators(name, salt, token_hash, created_at) VALUES (?,?,?,?) "
+            "ON CONFLICT(name) DO UPDATE SET salt=excluded.salt, token_hash=excluded.token_hash",
+            (name, salt, hash_token(token, salt), time.time()),
+        )
+        return token
+
+    def spectator_secret(self, name: str) -> tuple[bytes, bytes] | None:
+        """``(salt, token hash)`` of a betting spectator, or None."""
+        row = self.db.execute("SELECT salt, token_hash FROM spectators WHERE name=?", (name,)).fetchone()
+        return (row[0], row[1]) if row else None
+
+    def load_ledger(self) -> tuple[bytes, int] | None:
+        """The stored wager ledger: ``(snapshot JSON, levies of settled books dropped from it)``."""
+        row = self.db.execute("SELECT snapshot, settled_levies FROM wager_ledger WHERE id=1").fetchone()
+        return (row[0].encode(), row[1]) if row else None
+
+    def save_ledger(self, snapshot: bytes, settled_levies: int, settled: list[tuple] = ()) -> None:
+        """Store the ledger snapshot and, in the same transaction, the bets of books just settled
+        (rows ``(match_key, seq, bettor, seat, stake, matched, returned, payout, levy, status,
+        reason)``)."""
+        with self._tx():
+            self.db.execute(
+                "INSERT INTO wager_ledger(id, snapshot, settled_levies) VALUES (1, ?, ?) ON CONFLICT(id) "
+                "DO UPDATE SET snapshot=excluded.snapshot, settled_levies=excluded.settled_levies",
+                (snapshot.decode(), settled_levies),
+            )
+            self.db.executemany("INSERT INTO wager_bets VALUES (?,?,?,?,?,?,?,?,?,?,?)", settled)
 
     def submit_bot(self, name: str, manifest: str, sandbox: bool = False) -> None:
         """Register ``name`` as a bot the contest server launches from ``manifest`` (an

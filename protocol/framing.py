@@ -21,10 +21,10 @@ from protocol.messages import ClientMessage, ServerMessage
 DEFAULT_MAX_LINE = 64 * 1024
 """Default maximum line length in bytes, newline excluded (design.md: 64 KiB)."""
 
-_KNOWN_CLIENT_TYPES = {"hello", "action", "list", "subscribe", "unsubscribe"}
+_KNOWN_CLIENT_TYPES = {"hello", "action", "list", "subscribe", "unsubscribe", "bet"}
 _KNOWN_SERVER_TYPES = {
     "welcome", "match_start", "event", "request", "match_end", "error", "goodbye",
-    "matches", "watch", "spectate", "reveal", "watch_end",
+    "matches", "watch", "spectate", "reveal", "watch_end", "betting", "bet_placed", "bet_settled",
 }
 
 

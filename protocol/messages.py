@@ -77,7 +77,16 @@ class Unsubscribe(_Msg, tag="unsubscribe"):
     match_id: str
 
 
-ClientMessage = Union[Hello, ActionMsg, ListMatches, Subscribe, Unsubscribe]
+class PlaceBet(_Msg, tag="bet"):
+    """Betting spectator: stake ``cents`` (integer, at least 10) on ``seat`` of a match whose
+    betting is open (ecarte.md §E9.1). Answered by ``bet_placed`` or an ``error``."""
+
+    match_id: str
+    seat: int
+    cents: int
+
+
+ClientMessage = Union[Hello, ActionMsg, ListMatches, Subscribe, Unsubscribe, PlaceBet]
 
 # --------------------------------------------------------------------------- game events
 
@@ -511,6 +520,37 @@ class WatchEnd(_Msg, tag="watch_end"):
     scores: list[int]
 
 
+class Betting(_Msg, tag="betting"):
+    """To every spectator: betting is open on a match about to start, for ``closes_ms`` ms."""
+
+    match_id: str
+    bots: list[str]
+    closes_ms: int
+
+
+class BetPlaced(_Msg, tag="bet_placed"):
+    """A stake was taken: ``balance`` is what the bettor has left (cents)."""
+
+    match_id: str
+    seat: int
+    cents: int
+    balance: int
+
+
+class BetSettled(_Msg, tag="bet_settled"):
+    """The outcome of one bet (cents): ``returned`` (balancing refund, or everything on a void
+    match), ``payout`` (a win: 2 x matched stake less the 5% levy), the new ``balance``."""
+
+    match_id: str
+    seat: int
+    stake: int
+    returned: int
+    payout: int
+    status: str
+    balance: int
+
+
 ServerMessage = Union[
-    Welcome, MatchStart, EventMsg, Request, MatchEnd, Error, Goodbye, Matches, Watch, Spectate, Reveal, WatchEnd
+    Welcome, MatchStart, EventMsg, Request, MatchEnd, Error, Goodbye, Matches, Watch, Spectate, Reveal, WatchEnd,
+    Betting, BetPlaced, BetSettled,
 ]

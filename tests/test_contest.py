@@ -117,3 +117,62 @@ def test_sigterm_finishes_or_aborts_matches_and_loses_nothing(tmp_path):
         statuses = dict(c.execute("SELECT status, COUNT(*) FROM matches GROUP BY status").fetchall())
         assert "pending" not in statuses and statuses.get("done", 0) >= 6
         assert c.execute("SELECT status FROM tournaments").fetchone()[0] == "finished"
+
+
+async def test_gallery_wagers_over_tcp(tmp_path):
+    """Two betting spectators stake on the first match (ecarte.md §E9.1): sides balanced by
+    refunding the newest bet, the winner paid 2 x stake less 5%, money conserved, every bettor
+    told; a watcher without a token cannot bet, a wrong token is refused."""
+    from arena.contest import BettingDesk
+    from arena.spectate import SpectatorHub
+    from tests.conftest import Client
+
+    store = Store(tmp_path / "arena.db")
+    store.submit_bot("greedy", str(ROOT / "sample_bots" / "greedy.toml"))
+    store.submit_bot("random", str(ROOT / "sample_bots" / "random.toml"))
+    tokens = {n: store.add_spectator(n) for n in ("ann", "ben")}
+    desk = BettingDesk(store, SpectatorHub())
+    desk.deposit("ann", 1000)
+    desk.deposit("ben", 1000)
+    contest = Contest(config(tmp_path, max_matches=2, betting_s=1.5, concurrency=1), store)
+    async with trio.open_nursery() as nursery:
+        port, _ = await nursery.start(contest.run)
+
+        async def join(name, token):
+            c = await Client.connect(port)
+            await c.send({"type": "hello", "name": name, "token": token, "role": "spectator"})
+            return c, await c.recv()
+
+        ann, w1 = await join("ann", tokens["ann"])
+        ben, w2 = await join("ben", tokens["ben"])
+        nobody, w3 = await join("nobody", "")
+        liar, refused = await join("ann", "wrong-token")
+        assert w1["type"] == w2["type"] == w3["type"] == "welcome" and refused["code"] == "auth_failed"
+        betting = await ann.recv_type("betting", timeout=30)
+        mid = betting["match_id"]
+        await ann.send({"type": "bet", "match_id": mid, "seat": 0, "cents": 300})
+        assert (await ann.recv_type("bet_placed", "error"))["balance"] == 700
+        await ben.send({"type": "bet", "match_id": mid, "seat": 1, "cents": 100})
+        assert (await ben.recv_type("bet_placed", "error"))["balance"] == 900
+        await ben.send({"type": "bet", "match_id": mid, "seat": 1, "cents": 5})
+        assert (await ben.recv_type("bet_placed", "error"))["code"] == "below_minimum"
+        await nobody.send({"type": "bet", "match_id": mid, "seat": 0, "cents": 50})
+        assert (await nobody.recv_type("bet_placed", "error"))["code"] == "not_authenticated"
+        a_settled = await ann.recv_type("bet_settled", timeout=60)
+        b_settled = await ben.recv_type("bet_settled", timeout=60)
+        contest.stop()
+    row = store.match_row(mid)
+    winner = store.match_by_index(row.tournament_id, row.idx)["winner_seat"]
+    # ann 300 on seat 0 vs ben 100 on seat 1: 200 of ann's stake is returned at the close
+    assert a_settled["returned"] >= 200 and a_settled["stake"] == 300
+    if winner == 0:
+        assert a_settled["payout"] == 2 * 100 - 5 and a_settled["balance"] == 700 + 200 + 195
+        assert b_settled["payout"] == 0 and b_settled["balance"] == 900
+    else:
+        assert b_settled["payout"] == 195 and b_settled["balance"] == 900 + 195
+        assert a_settled["balance"] == 700 + 200
+    fresh = BettingDesk(store, SpectatorHub())  # reload the ledger from the database
+    assert sum(fresh.ledger.accounts.values()) + fresh.ledger.house == 2000
+    assert fresh.ledger.house == 5
+    rows = store.db.execute("SELECT bettor, status FROM wager_bets ORDER BY seq").fetchall()
+    assert sorted(r[0] for r in rows) == ["ann", "ben"]
