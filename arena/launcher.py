@@ -16,7 +16,9 @@ Containment:
 
 * a new session, so the whole process group can be signalled, and :meth:`BotProcess.stop`
   kills the whole group (SIGTERM, then SIGKILL); the bot also gets SIGKILL if the arena
-  process dies (Linux ``PR_SET_PDEATHSIG``), so even a SIGKILLed arena leaves no bot behind;
+  process dies (Linux ``PR_SET_PDEATHSIG``), so even a SIGKILLed arena leaves no bot behind.
+  That signal fires when the *thread* that forked exits, so bots are forked from the main
+  thread (trio's ``open_process`` forks from worker threads, which retire after 10 s idle);
 * resource limits (:class:`Limits`): CPU seconds, address space, open files, processes,
   largest file written;
 * the bot's output relayed to a per-bot log file capped at ``Limits.log_bytes``.
@@ -130,10 +132,41 @@ def _limit(limits: Limits):  # runs in the child between fork and exec
     return apply
 
 
+class _Process:
+    """A ``subprocess.Popen`` made usable from trio: ``pid``, ``returncode``, ``async wait()``,
+    and its pipes as trio streams (``stdin``, ``stdout``, ``stderr``)."""
+
+    def __init__(self, popen: subprocess.Popen) -> None:
+        self.popen = popen
+        self.pid = popen.pid
+        self.stdin = self._stream(popen.stdin)
+        self.stdout = self._stream(popen.stdout)
+        self.stderr = self._stream(popen.stderr)
+
+    @staticmethod
+    def _stream(pipe):
+        if pipe is None:
+            return None
+        stream = trio.lowlevel.FdStream(os.dup(pipe.fileno()))
+        pipe.close()
+        return stream
+
+    @property
+    def returncode(self) -> int | None:
+        """The exit status, or None while running."""
+        return self.popen.poll()
+
+    async def wait(self) -> int:
+        """Wait for the process to exit (polled every 20 ms); return its status."""
+        while (code := self.popen.poll()) is None:
+            await trio.sleep(0.02)
+        return code
+
+
 class BotProcess:
     """A running bot: its manifest, process and captured output file."""
 
-    def __init__(self, manifest: Manifest, process: trio.Process, log_path: Path) -> None:
+    def __init__(self, manifest: Manifest, process: _Process, log_path: Path) -> None:
         self.manifest = manifest
         self.process = process
         self.log_path = log_path
@@ -198,7 +231,7 @@ async def _pump(source: trio.abc.ReceiveStream, sink: trio.abc.SendStream) -> No
                 pass
 
 
-async def _relay_tcp(process: trio.Process, host: str, port: int) -> None:
+async def _relay_tcp(process: _Process, host: str, port: int) -> None:
     """Connect to the server for a sandboxed bot and relay its stdin/stdout both ways."""
     assert process.stdin is not None and process.stdout is not None
     try:
@@ -234,7 +267,8 @@ async def launch(
             raise RuntimeError("--sandbox needs bwrap (Debian package bubblewrap)")
         command = sandbox_command(command, manifest.directory)
         full_env["ARENA_TRANSPORT"] = "stdio"
-    process = await trio.lowlevel.open_process(
+    # forked here, in the main thread, so that PR_SET_PDEATHSIG tracks the arena's lifetime
+    popen = subprocess.Popen(
         command,
         cwd=manifest.directory,
         env=full_env,
@@ -244,6 +278,8 @@ async def launch(
         start_new_session=True,
         preexec_fn=_limit(limits),
     )
+    process = _Process(popen)
+    await trio.lowlevel.checkpoint()
     if sandbox:
         assert process.stderr is not None
         nursery.start_soon(_relay, process.stderr, log_path, limits.log_bytes)

@@ -33,7 +33,13 @@ async def _tournament(tmp: Path, games: int = 2, seed: int = 11):
 
 
 async def test_tournament_of_sample_bots_records_every_match(tmp_path):
-    store, report = await _tournament(tmp_path)
+    from tests.test_resume import bot_processes
+
+    shutil.copytree(ROOT / "sample_bots", tmp_path / "bots")
+    manifests = [load_manifest(tmp_path / "bots" / p.name) for p in BOTS]
+    manifests = [m for m in manifests if HAVE_NODE or m.language != "javascript"]
+    store = Store(tmp_path / "arena.db")
+    report = await run_tournament(store, manifests, TournamentConfig(games=2, seed=11, logs_dir=str(tmp_path / "logs")))
     n = len(_manifests())
     assert report.matches == n * (n - 1) // 2 * 2
     rows = store.matches(report.tournament_id)
@@ -46,8 +52,7 @@ async def test_tournament_of_sample_bots_records_every_match(tmp_path):
     bot_logs = list((tmp_path / "logs" / f"t{report.tournament_id}" / "bots").glob("*.log"))
     assert len(bot_logs) == n
     # no bot process outlives the tournament
-    out = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
-    assert "greedy_bot.py" not in out and "highcard.js" not in out
+    assert bot_processes(str(tmp_path / "bots")) == []
 
 
 async def test_same_seed_reproduces_every_log_byte_for_byte(tmp_path):
