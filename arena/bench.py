@@ -174,9 +174,10 @@ class PingPongFigures:
 
 
 def engine_deals_per_second(
-    n_deals: int, seed: int = 1, max_seconds: float = DEFAULT_MAX_SECONDS
+    n_deals: int, seed: int = 1, max_seconds: float = DEFAULT_MAX_SECONDS, game: str = "ecarte"
 ) -> EngineFigures:
-    """Random self-play of Écarté matches until at least ``n_deals`` deals were played.
+    """Random self-play of ``game`` matches (Écarté by default, or ``"piquet"``) until at
+    least ``n_deals`` deals were played.
 
     Match ``i`` uses ``random.Random(seed + i)`` for the engine; one ``random.Random(seed)``
     picks a uniformly random legal action for every decision. Whole matches are played, so the
@@ -185,16 +186,17 @@ def engine_deals_per_second(
     """
     import random
 
-    from arena.games.ecarte import EcarteMatch
+    from arena.games import GAMES
     from protocol.messages import Rules
 
+    engine_class = GAMES[game]
     rules = Rules()
     chooser = random.Random(seed)
     choice = chooser.choice
     deals = decisions = matches = 0
     t0 = perf_counter()
     while deals < n_deals and perf_counter() - t0 < max_seconds:
-        match = EcarteMatch(rules, random.Random(seed + matches))
+        match = engine_class(rules, random.Random(seed + matches))
         match.start()
         apply = match.apply
         legal_actions = match.legal_actions
@@ -464,6 +466,8 @@ class BenchReport:
     referee: RefereeFigures
     pingpong: PingPongFigures
     seconds: float
+    piquet: EngineFigures | None = None
+    """Piquet random self-play (no target: reported for issue 5)."""
     """Wall time of the whole run in seconds (subprocess start-ups included)."""
 
     @property
@@ -494,7 +498,8 @@ def run_bench(
     req, ans = round(referee.avg_request_bytes), round(referee.avg_answer_bytes)
     say(f"3/3 ping-pong baseline, {n_decisions:,} round trips of {req} B / {ans} B")
     pingpong = trio.run(pingpong_rate, n_decisions, req, ans)
-    return BenchReport(engine, referee, pingpong, perf_counter() - t0)
+    piquet = engine_deals_per_second(max(1, n_deals // 20), seed, game="piquet")
+    return BenchReport(engine, referee, pingpong, perf_counter() - t0, piquet)
 
 
 def _machine() -> str:
@@ -529,6 +534,10 @@ def print_report(console: Any, report: BenchReport) -> None:
     table.add_row("engine: random self-play, 1 core", f"{e.deals_per_s:,.0f}", "deals/s",
                   f"target {ENGINE_TARGET_DEALS_PER_S:,} deals/s", ratio(report.engine_ratio, 1.0))
     table.add_row("engine: decisions per deal", f"{e.decisions_per_deal:.2f}", "decisions/deal", "", "")
+    if report.piquet is not None:
+        q = report.piquet
+        table.add_row("Piquet engine: random self-play, 1 core", f"{q.deals_per_s:,.0f}", "deals/s",
+                      f"{q.decisions_per_deal:.1f} decisions/deal", "")
     table.add_row("referee over loopback TCP", f"{r.decisions_per_s:,.0f}", "decisions/s",
                   f"ping-pong {p.round_trips_per_s:,.0f}/s; target ≥ {REFEREE_TARGET_RATIO}",
                   ratio(report.referee_ratio, REFEREE_TARGET_RATIO))
