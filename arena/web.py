@@ -16,6 +16,7 @@ Routes:
 
 from __future__ import annotations
 
+from html import escape
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
@@ -68,7 +69,7 @@ def make_app(contest: Contest) -> Starlette:
 
     async def page(request: Request) -> Response:
         html = resources.files("arena").joinpath("static/index.html").read_text(encoding="utf-8")
-        return HTMLResponse(html.replace("{{CONTEST}}", contest.config.name))
+        return HTMLResponse(html.replace("{{CONTEST}}", escape(contest.config.name)))
 
     async def api_leaderboard(request: Request) -> Response:
         return JSONResponse({"game": contest.config.game, "contest": contest.config.name,
