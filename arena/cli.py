@@ -96,6 +96,13 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--db", default="arena.db")
     sp.add_argument("--logs", default="logs")
 
+    wt = sub.add_parser("watch", help="follow a match live in the terminal, as a spectator")
+    wt.add_argument("match", nargs="?", help="the match id (default: the first in play, then the next)")
+    wt.add_argument("--host", default="127.0.0.1")
+    wt.add_argument("--port", type=int, default=7000, help="the contest server's TCP port (default 7000)")
+    wt.add_argument("--once", action="store_true", help="print one snapshot when the match ends, then exit")
+    wt.add_argument("--name", default="watcher", help="your spectator name")
+
     dr = sub.add_parser("doctor", help="conformance check of a bot before you submit it")
     dr.add_argument("manifest", help="the bot's manifest (TOML)")
     dr.add_argument("--move-ms", type=int, default=2000, help="time per decision in ms (default 2000)")
@@ -247,8 +254,14 @@ def cmd_tournament(args: argparse.Namespace) -> int:
 
     console.print(f"[bold]{len(manifests)} bots[/bold]: " + ", ".join(
         f"{m.name} ({m.language})" for m in manifests))
-    with progress:
-        report = trio.run(run_tournament, store, manifests, config, on_start, on_result, resume)
+    try:
+        with progress:
+            report = trio.run(run_tournament, store, manifests, config, on_start, on_result, resume)
+    except KeyboardInterrupt:
+        row = store.db.execute("SELECT MAX(id) FROM tournaments").fetchone()
+        console.print(f"interrupted: every finished match is in {args.db}; the rest (including the one in play) "
+                      f"is played by `arena tournament --resume --db {args.db}` (tournament t{row[0]})")
+        return 130
     print_report(console, report)
     console.print(f"results in {args.db}, match logs in {args.logs}/t{report.tournament_id}/")
     store.close()
@@ -408,6 +421,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "tournament":
         return cmd_tournament(args)
+    if args.command == "watch":
+        from arena.watch import main as watch_main
+
+        return watch_main(args.host, args.port, args.match, once=args.once, name=args.name)
     if args.command == "doctor":
         from arena.doctor import main as doctor_main
 

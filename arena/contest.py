@@ -88,7 +88,10 @@ def load_config(path: str | Path) -> ContestConfig:
     from arena.games import validate_rules
 
     try:
-        cfg = msgspec.convert(tomllib.loads(Path(path).read_text()), ContestConfig)
+        raw = tomllib.loads(Path(path).read_text())
+        if isinstance(raw.get("server"), dict):
+            raw["server"].setdefault("port", 7000)  # the documented default, also with a [server] table
+        cfg = msgspec.convert(raw, ContestConfig)
     except (OSError, tomllib.TOMLDecodeError, msgspec.ValidationError) as exc:
         raise ValueError(f"{path}: {exc}") from None
     validate_rules(cfg.game, cfg.rules)
@@ -203,6 +206,14 @@ class Contest:
         ):
             met[frozenset((b0, b1))] += 1
         pairs = [(a, b) for i, a in enumerate(ready) for b in ready[i + 1 :]]
+        if self.config.pairing == "round-robin" and self.running:
+            # with few bots the idle ones are often the pair that just played: rather than
+            # replay it, wait for a busy bot whose pairing is due (round-robin fairness)
+            connected = sorted(n for n, c in self.server.bots.items() if not c.closed.is_set())
+            least = min(met[frozenset((a, b))] for i, a in enumerate(connected) for b in connected[i + 1 :])
+            pairs = [p for p in pairs if met[frozenset(p)] <= least]
+            if not pairs:
+                return None
         if self.config.pairing == "rating":
             elo = {bot: r for bot, r, _ in self.store.ladder(self.config.game)}
             return min(pairs, key=lambda p: (abs(elo.get(p[0], 1500) - elo.get(p[1], 1500)),
@@ -232,7 +243,7 @@ class Contest:
                 result = None
                 try:
                     result = await play_match(self.store, self.server, row, cfg.match_config(), logs,
-                                              hub=self.hub, pair=pair)
+                                              hub=self.hub, pair=pair, abort_on_cancel=True)
                 finally:
                     if betting:  # settled whatever happened: an aborted match returns every stake
                         self.desk.settle(row.match_key, result.winner if result else None,
@@ -291,8 +302,9 @@ class Contest:
         from arena.web import serve_http
 
         cfg = self.config
-        self.store.db.execute(  # a previous run that died left matches pending: they never finished
-            "UPDATE matches SET status='aborted', reason='aborted', detail='server stopped' WHERE status='pending'"
+        self.store.db.execute(  # a previous server that died left ladder matches pending: they never finished
+            "UPDATE matches SET status='aborted', reason='aborted', detail='server stopped' WHERE status='pending' "
+            "AND tournament_id IN (SELECT id FROM tournaments WHERE format='ladder')"
         )
         self.tournament_id = self.store.create_tournament(cfg.game, "ladder", self.seed, cfg, [], [])
         async with trio.open_nursery() as outer:
@@ -332,7 +344,9 @@ class Contest:
                 return
 
     async def _goodbye(self) -> None:
+        self.hub.announce(Goodbye(reason="server shutting down"))
         with trio.CancelScope(shield=True):
+            await trio.sleep(0.05)  # let spectator writers flush the goodbye
             for conn in list(self.server.bots.values()):
                 with trio.move_on_after(1):
                     try:

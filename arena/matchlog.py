@@ -240,7 +240,8 @@ def describe(line: dict[str, Any], names: list[str]) -> str:
         return names[seat] if isinstance(seat, int) and 0 <= seat < len(names) else str(seat)
 
     if kind == "match":
-        return f"match {line['match_id']}: {line['game']}, {who(0)} (seat 0) v {who(1)} (seat 1), seed {line['seed']}"
+        seed = line.get("seed", "hidden")
+        return f"match {line['match_id']}: {line['game']}, {who(0)} (seat 0) v {who(1)} (seat 1), seed {seed}"
     if kind == "action":
         auto = " (played by the referee)" if line.get("auto") else ""
         return f"  {who(line['seat'])} -> {line['decision']}: {line['action']}{auto}"

@@ -199,6 +199,7 @@ class ArenaServer:
                         await stream.send_all(data)
             if sub.dropped:
                 await send(Error(code="too_slow", message="the feed overflowed: read faster", fatal=True))
+                await stream.aclose()  # fatal means it: the reader then ends the session
 
         try:
             await send(Welcome(name=name, server=f"arena {__version__}"))
@@ -233,11 +234,11 @@ class ArenaServer:
                     elif isinstance(msg, PlaceBet):
                         await send(self._bet(name, bettor, msg))
                     else:
-                        text = "a spectator can only list, subscribe and unsubscribe"
+                        text = "a spectator can only list, subscribe, unsubscribe and bet"
                         await send(Error(code="wrong_role", message=text))
                 nursery.cancel_scope.cancel()
-        except (trio.BrokenResourceError, trio.ClosedResourceError, trio.TooSlowError, OSError):
-            pass
+        except* (trio.BrokenResourceError, trio.ClosedResourceError, trio.TooSlowError, OSError):
+            pass  # the spectator went away or stopped reading: nothing to report
         finally:
             METRICS.connections.labels("spectator").dec()
             self.hub.remove(sub)

@@ -25,7 +25,7 @@ import trio
 
 from arena.metrics import METRICS
 from protocol.framing import encode
-from protocol.messages import DealEnd, LiveMatch, Reveal, Rules, Spectate, TimeControl, Watch, WatchEnd
+from protocol.messages import DealEnd, Exchange, LiveMatch, Reveal, Rules, Spectate, TimeControl, Watch, WatchEnd
 
 BOTH = (0, 1)
 
@@ -111,6 +111,8 @@ class SpectatorHub:
         for an unknown match id."""
         if match_id != "*" and match_id not in self.live:
             return False
+        if sub.wants(match_id):
+            return True  # already followed: no second catch-up
         sub.matches.add(match_id)
         for mid, live in self.live.items():
             if match_id in ("*", mid) and not live.over:
@@ -160,7 +162,10 @@ class SpectatorHub:
             return
         if tuple(seen_by) != BOTH:
             live.hidden.append((event, tuple(seen_by)))
-            return
+            if not (isinstance(event, Exchange) and event.discarded is None):
+                return
+            # the opponent's copy of an exchange (count and stock, no card) is known to both
+            # seats, so it goes out live; the cards come with the reveal
         live.seq += 1
         msg = Spectate(match_id=match_id, seq=live.seq, event=event)
         live.public.append(msg)

@@ -30,6 +30,7 @@ from arena.formats import Auction, Format, StaticFormat, Step, derive_seed, make
 from arena.formats.chouette import Chouette, Reign, legal_bids
 from arena.launcher import BotProcess, Limits, Manifest, launch
 from arena.matchlog import MatchLog
+from arena.metrics import METRICS
 from arena.rating import Fit, Rating, fit, fit_pairs
 from arena.referee import MatchConfig, MatchResult, Referee
 from arena.seat import Seat, SeatFault
@@ -330,6 +331,7 @@ async def play_match(
     on_result: OnResult | None = None,
     hub: SpectatorHub | None = None,
     pair: str | None = None,
+    abort_on_cancel: bool = False,
 ) -> MatchResult:
     """Referee one scheduled match, commit its result, then announce it. A bot not connected
     loses by ``forfeit_disconnect`` (both absent: ``aborted``)."""
@@ -349,6 +351,8 @@ async def play_match(
 
     absent = [i for i, c in enumerate(conns) if c is None or c.closed.is_set()]
     if absent:
+        METRICS.matches_finished.labels(match_config.game, "aborted" if len(absent) == 2 else "win",
+                                        "aborted" if len(absent) == 2 else "forfeit_disconnect").inc()
         result = MatchResult(
             match_id=row.match_key,
             winner=None if len(absent) == 2 else 1 - absent[0],
@@ -370,8 +374,9 @@ async def play_match(
         try:
             result = await referee.run()
         except trio.Cancelled:
-            # shutdown in the middle of a match: recorded as aborted (no rating change), never lost
-            if referee.result is None:
+            # cancelled mid-match: a tournament leaves it pending (``--resume`` replays it from
+            # its first deal); a contest server shutting down records it as aborted
+            if abort_on_cancel and referee.result is None:
                 with trio.CancelScope(shield=True):
                     aborted = MatchResult(match_id=row.match_key, winner=None, reason="aborted",
                                           scores=referee.engine.scores, manches=referee.engine.manches,

@@ -64,16 +64,13 @@ def card_text(card: str) -> Text:
     return Text(card[0] + SUIT_SYMBOL.get(card[1], card[1]), style="red" if card[1] in RED else "bold")
 
 
-def cards_text(cards: list[str], *, dim: set[str] | frozenset[str] = frozenset(), sep: str = " ") -> Text:
-    """Several cards; those in ``dim`` (already played) are dimmed."""
+def cards_text(cards: list[str]) -> Text:
+    """Several cards, separated by spaces."""
     out = Text()
     for i, card in enumerate(cards):
         if i:
-            out.append(sep)
-        t = card_text(card)
-        if card in dim:
-            t.stylize("dim strike")
-        out.append_text(t)
+            out.append(" ")
+        out.append_text(card_text(card))
     return out
 
 
@@ -92,6 +89,7 @@ class Deal:
     number: int
     dealer: int
     elder: int
+    manche: int = 1
     turn_up: str | None = None
     trump: str | None = None
     stock: int = 0
@@ -117,8 +115,6 @@ class Reveal:
     deal: int
     dealt: list[list[str] | None] = field(default_factory=lambda: [None, None])
     exchanges: list[list[tuple[list[str], list[str]]]] = field(default_factory=lambda: [[], []])
-    exchanged: list[int] = field(default_factory=lambda: [0, 0])
-    """Cards exchanged per seat (counts are known even from the opponent's copy)."""
     declined_king: list[str | None] = field(default_factory=lambda: [None, None])
     looked: list[list[str] | None] = field(default_factory=lambda: [None, None])
 
@@ -148,7 +144,6 @@ class MatchView:
     pair: str | None = None
     rules: dict[str, Any] = field(default_factory=dict)
     time: dict[str, Any] = field(default_factory=dict)
-    has_watch: bool = False
     scores: list[int] = field(default_factory=lambda: [0, 0])
     manches: list[int] = field(default_factory=lambda: [0, 0])
     target: int | str | None = None
@@ -200,6 +195,8 @@ class WatchState:
         self.listing: list[dict[str, Any]] = []
         """The last ``matches`` answer (the matches in play when we asked)."""
         self.listed = False
+        self.betting: dict[str, tuple[list[str], float]] = {}
+        """Matches open for bets: bot names and the clock reading when betting closes."""
 
     # ------------------------------------------------------------------ feed
 
@@ -215,7 +212,6 @@ class WatchState:
             m = self._match(msg["match"])
             m.rules = dict(msg.get("rules") or {})
             m.time = dict(msg.get("time") or {})
-            m.has_watch = True
             if m.target is None and m.game == "ecarte":
                 m.target = m.rules.get("target")
             m.since = self.clock()
@@ -232,6 +228,9 @@ class WatchState:
             m = self.matches.get(msg.get("match_id", ""))
             if m is not None:
                 self._end(m, msg)
+        elif kind == "betting":  # gallery wagers: a match is about to start
+            self.betting[str(msg.get("match_id"))] = (list(msg.get("bots") or []),
+                                                      self.clock() + (msg.get("closes_ms") or 0) / 1000)
         elif kind == "error":
             self.error = msg
         elif kind == "goodbye":
@@ -298,8 +297,10 @@ class WatchState:
             line = f"draw for dealer: {drawn}; " + ("tie, again" if dealer is None else f"{who(dealer)} deals")
             m.to_act = None
         elif k == "deal_start":
-            m.deal = d = Deal(number=ev["deal"], dealer=ev["dealer"], elder=ev["elder"], turn_up=ev.get("turn_up"),
-                              trump=ev.get("trump"), stock=ev.get("stock", 0))
+            if d is not None and ev.get("manche", 1) != d.manche:
+                m.scores = [0, 0]  # a new manche of a partie liée starts from zero
+            m.deal = d = Deal(number=ev["deal"], dealer=ev["dealer"], elder=ev["elder"], manche=ev.get("manche", 1),
+                              turn_up=ev.get("turn_up"), trump=ev.get("trump"), stock=ev.get("stock", 0))
             turn = ""
             if d.turn_up:
                 turn = f", turn-up {card_text(d.turn_up).plain} ({SUIT_NAME.get(d.trump or '', d.trump)} are trumps)"
@@ -403,7 +404,6 @@ class WatchState:
             elif k == "exchange" and seat in (0, 1):
                 if ev.get("discarded") is not None:  # the owner's copy; the other copy has nulls
                     r.exchanges[seat].append((list(ev["discarded"]), list(ev.get("drawn") or [])))
-                    r.exchanged[seat] += ev.get("count", 0)
             elif k == "king" and seat in (0, 1) and not ev.get("announced", True):
                 r.declined_king[seat] = ev["card"]
             elif k == "look" and seat in (0, 1):
@@ -437,6 +437,12 @@ class WatchState:
                     line.append(" · ", style="dim")
                 line.append(f"{o.match_id} {o.bots[0]} {_pair(o.scores)} {o.bots[1]}")
             parts.append(line)
+        now = self.clock()
+        for bmid, (bots, closes) in self.betting.items():
+            if closes <= now or bmid in self.matches:
+                continue
+            parts.append(Text(f"betting open on {bmid}: {' v '.join(bots)} (closes in {closes - now:.0f} s)",
+                              style="magenta"))
         if self.error:
             parts.append(Text(f"server error {self.error.get('code')}: {self.error.get('message')}", style="red"))
         return Group(*parts)
@@ -483,7 +489,7 @@ class WatchState:
             t.append("before the first deal")
         else:
             t.append(f"deal {d.number}")
-            if m.game == "piquet" and m.rules.get("scoring") == "rubicon":
+            if m.game == "piquet" and m.rules.get("scoring") == "rubicon" and d.number <= 6:
                 t.append(" of 6")
             t.append(f" · {m.who(d.dealer)} deals, {m.who(d.elder)} is elder")
             if d.turn_up:
@@ -512,7 +518,7 @@ class WatchState:
             table.add_column("manches", justify="right")
         table.add_column("tricks", justify="right")
         table.add_column("clock", justify="right")
-        table.add_column("hand (dimmed: played)" if d is not None and d.revealed else "cards seen this deal")
+        table.add_column("cards this deal (revealed)" if d is not None and d.revealed else "cards seen this deal")
         now = self.clock()
         for s in (0, 1):
             name = Text(m.who(s), style="bold")
@@ -539,12 +545,18 @@ class WatchState:
         d = m.deal
         if d is None:
             return Text("")
-        if d.revealed is not None:
-            hand = d.revealed.final_hand(s, m.order)
-            if hand is not None:
-                return cards_text(hand, dim=set(d.played[s]))
         size = TRICKS_PER_DEAL.get(m.game, 5)
         t = Text()
+        hand = d.revealed.final_hand(s, m.order) if d.revealed is not None else None
+        if hand is not None:
+            if d.played[s]:
+                t.append("played ", style="dim")
+                t.append_text(cards_text(d.played[s]))
+            kept = [c for c in hand if c not in d.played[s]]
+            if kept:
+                t.append("  held " if t else "held ", style="dim")
+                t.append_text(cards_text(kept))
+            return t
         if d.played[s]:
             t.append("played ", style="dim")
             t.append_text(cards_text(d.played[s]))
@@ -571,7 +583,11 @@ class WatchState:
             trick = Text(f"deal over: tricks {_pair(d.tricks)}, points {_pair(d.points or [0, 0])}")
         out.append(trick)
         if d.calls and m.game == "ecarte":
-            out.append(Text("talk: " + ", ".join(d.calls), style="dim"))
+            talk = ", ".join(d.calls[-4:])
+            if len(d.calls) > 4:
+                accepted = sum(c.endswith(": accept") for c in d.calls)
+                talk = f"{accepted} exchange{'s' if accepted != 1 else ''} accepted in all; … {talk}"
+            out.append(Text("talk: " + talk, style="dim"))
         for dec in d.declarations:
             out.append(Text(_declaration(dec, m.who, d)))
         for note in d.notes:
@@ -583,7 +599,10 @@ class WatchState:
                 if r.dealt[s] is not None:
                     bits.append(f"dealt {plain_cards(r.dealt[s])}")
                 for discarded, drawn in r.exchanges[s]:
-                    bits.append(f"discarded {plain_cards(discarded)}, drew {plain_cards(drawn) or '-'}")
+                    if discarded:
+                        bits.append(f"discarded {plain_cards(discarded)}, drew {plain_cards(drawn)}")
+                    else:
+                        bits.append("kept the hand")
                 if r.declined_king[s]:
                     bits.append(f"declined to announce {plain_cards([r.declined_king[s]])}")
                 if r.looked[s]:

@@ -3,9 +3,12 @@
 One JSON object per line; every object has a ``"type"`` field that selects the struct.
 Two tagged unions, one per direction:
 
-* :data:`ClientMessage` - what a bot (or spectator) sends: ``hello``, ``action``.
+* :data:`ClientMessage` - what a client sends: ``hello``, ``action`` (bots); ``list``,
+  ``subscribe``, ``unsubscribe``, ``bet`` (spectators).
 * :data:`ServerMessage` - what the server sends: ``welcome``, ``match_start``, ``event``,
-  ``request``, ``match_end``, ``error``, ``goodbye``.
+  ``request``, ``match_end``, ``error``, ``goodbye`` (bots); ``matches``, ``watch``,
+  ``spectate``, ``reveal``, ``watch_end``, ``betting``, ``bet_placed``, ``bet_settled``
+  (spectators).
 
 Game events travel inside an ``event`` message and form their own union, tagged by
 ``"kind"`` (:data:`GameEvent`). The rules engines emit these structs directly, so what the
@@ -41,8 +44,8 @@ class _Msg(msgspec.Struct, tag_field="type"):
 
 
 class Hello(_Msg, tag="hello"):
-    """First line a client sends. ``role`` is ``"bot"`` (``"spectator"`` is reserved and
-    refused with ``unsupported_role`` for now).
+    """First line a client sends. ``role`` is ``"bot"`` (``token`` required) or
+    ``"spectator"`` (no token to watch; a spectator account's token to bet).
 
     Answered by ``welcome``, or by a fatal ``error`` (``auth_failed``, ``bad_version``,
     ``name_in_use``, ``unsupported_role``, ...) and a close.
@@ -130,7 +133,7 @@ class DeckOrder(_Ev, tag="deck"):
 
 
 class HandDealt(_Ev, tag="hand"):
-    """The five cards dealt to ``seat``; sent to that seat only."""
+    """The cards dealt to ``seat`` (5 in Écarté, 12 in Piquet); sent to that seat only."""
 
     seat: int
     cards: list[Card]
@@ -179,7 +182,7 @@ class Score(_Ev, tag="score"):
 
 
 class CardPlayed(_Ev, tag="play"):
-    """``seat`` plays ``card`` to trick ``trick`` (1-5). Public."""
+    """``seat`` plays ``card`` to trick ``trick`` (1-5 in Écarté, 1-12 in Piquet). Public."""
 
     seat: int
     card: Card
@@ -187,7 +190,7 @@ class CardPlayed(_Ev, tag="play"):
 
 
 class TrickWon(_Ev, tag="trick"):
-    """Trick ``trick`` (1-5) is complete: ``cards`` in play order, led by ``leader``."""
+    """Trick ``trick`` is complete: ``cards`` in play order, led by ``leader``."""
 
     trick: int
     leader: int
@@ -434,9 +437,10 @@ class Request(_Msg, tag="request"):
 
 
 class MatchEnd(_Msg, tag="match_end"):
-    """The match is over. ``winner`` is a seat or None (aborted). ``reason``: ``target``
-    (reached the target), ``forfeit_timeout``, ``forfeit_disconnect``, ``forfeit_illegal``,
-    ``forfeit_protocol`` or ``aborted``. ``you`` is ``win``, ``loss`` or ``none``."""
+    """The match is over. ``winner`` is a seat or None (a draw or an abort). ``reason``:
+    ``target`` (Écarté), ``rubicon``, ``cent`` or ``draw`` (Piquet) for a match played out;
+    ``forfeit_timeout``, ``forfeit_disconnect``, ``forfeit_illegal``, ``forfeit_protocol``;
+    or ``aborted``. ``you`` is ``win``, ``loss`` or ``none``."""
 
     match_id: str
     winner: int | None

@@ -5,13 +5,16 @@
 * every JSON example in ``docs/protocol.md`` decodes into a message (or event, or state view)
   struct and uses no field the struct lacks;
 * every error code the server can send is in the doc's error table, and nothing else is;
-* every match-end reason, event kind and decision kind is documented;
-* the annotated transcript in the doc is what ``tools/transcript.py`` captures from a real run.
+* every match-end reason (the games' own included), event kind and decision kind is documented;
+* every field of every state view, and every rule option, has a row in the doc's tables;
+* the annotated transcripts in the doc (one Écarté, one Piquet) are what ``tools/transcript.py``
+  captures from a real run.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import inspect
 import json
 import re
 import sys
@@ -21,7 +24,8 @@ from typing import Any, get_args
 import msgspec
 import pytest
 
-from protocol.messages import ClientMessage, GameEvent, GameView, Request, ServerMessage
+from arena.games import GAMES
+from protocol.messages import ClientMessage, GameEvent, GameView, Request, Rules, ServerMessage
 from protocol.schema import schema_text
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -33,8 +37,12 @@ ERROR_SOURCES = [
     "arena/server.py",
     "arena/referee.py",
     "arena/games/base.py",
+    "arena/tournament.py",  # a chouette bid that is not in legal
+    "arena/spectate.py",
+    "arena/contest.py",
+    "arena/wagers.py",  # WagerError subclasses: their code goes into a bettor's error
 ]
-REASON_SOURCES = ["arena/seat.py", "arena/referee.py", "arena/tournament.py"]
+REASON_SOURCES = ["arena/seat.py", "arena/referee.py", "arena/tournament.py", "arena/contest.py"]
 
 ERROR_CODE_PATTERNS = [
     re.compile(r'ProtocolError\(\s*"([a-z_]+)"'),
@@ -43,8 +51,10 @@ ERROR_CODE_PATTERNS = [
     re.compile(r'^\s*code\s*(?::[^=\n]*)?=\s*"([a-z_]+)"', re.M),  # class attribute
     re.compile(r'_fault\(\s*"([a-z_]+)"'),
     re.compile(r'SeatFault\(\s*"[a-z_]+"\s*,\s*"([a-z_]+)"'),  # second argument: the code
+    re.compile(r'Error\(\s*code\s*=\s*"([a-z_]+)"'),  # an Error message built directly
 ]
 JSON_FENCE = re.compile(r"^```json[^\n]*\n(.*?)^```", re.M | re.S)
+JSON_FENCE_INFO = re.compile(r"^```json([^\n]*)\n(.*?)^```", re.M | re.S)
 TABLE_CODE = re.compile(r"^\|\s*`([a-z_]+)`\s*\|", re.M)
 
 REGENERATE = "docs/protocol.schema.json is out of date: run `make schema` and commit the result"
@@ -191,6 +201,7 @@ def test_error_codes_are_collected():
     codes = codes_in_code()
     # a sample from each source file, so that a broken pattern cannot pass silently
     assert {"bad_json", "line_too_long", "late_answer", "auth_failed", "timeout", "illegal_action"} <= codes
+    assert {"wrong_role", "unknown_match", "too_slow", "not_authenticated", "betting_closed", "unknown_book"} <= codes
 
 
 def test_every_error_code_is_in_the_doc_table_and_only_those():
@@ -200,13 +211,32 @@ def test_every_error_code_is_in_the_doc_table_and_only_those():
     assert not documented - used, f"docs/protocol.md documents unused error codes: {sorted(documented - used)}"
 
 
-def test_every_match_end_reason_is_documented():
+def game_end_reasons() -> set[str]:
+    """The ``end_reason`` of every game engine: a class attribute (Écarté's ``target``), or a
+    property whose string literals are reasons, and which may name the ``scoring`` option
+    (Piquet: ``draw``, or the scoring in force, ``rubicon`` or ``cent``)."""
     reasons: set[str] = set()
+    for engine in GAMES.values():
+        attr = inspect.getattr_static(engine, "end_reason")
+        if isinstance(attr, str):
+            reasons.add(attr)
+            continue
+        source = inspect.getsource(attr.fget)
+        reasons.update(re.findall(r'"([a-z_]+)"', source))
+        if "rules.scoring" in source:
+            scoring = next(f for f in msgspec.inspect.type_info(Rules).fields if f.name == "scoring")
+            reasons.update(scoring.type.values)
+    return reasons
+
+
+def test_every_match_end_reason_is_documented():
+    reasons: set[str] = game_end_reasons()
+    assert {"target", "rubicon", "cent", "draw"} <= reasons
     for rel in REASON_SOURCES:
         source = (ROOT / rel).read_text(encoding="utf-8")
         reasons.update(re.findall(r'"(forfeit_[a-z_]+)"', source))
         reasons.update(re.findall(r'(?<![\w.])reason\s*=\s*"([a-z_]+)"', source))
-    assert {"target", "forfeit_timeout", "forfeit_illegal"} <= reasons
+    assert {"target", "forfeit_timeout", "forfeit_illegal", "aborted"} <= reasons
     documented = set(TABLE_CODE.findall(section(doc_text(), "Match end")))
     assert not reasons - documented, f"match_end reasons missing from docs/protocol.md: {sorted(reasons - documented)}"
 
@@ -218,6 +248,16 @@ def test_every_event_kind_and_decision_is_documented():
     decisions = set(field.type.values)
     documented = set(TABLE_CODE.findall(section(doc_text(), "Decisions")))
     assert decisions and decisions <= documented, sorted(decisions - documented)
+
+
+def test_every_state_view_field_and_rule_option_is_documented():
+    views = section(doc_text(), "The state view")
+    documented = set(TABLE_CODE.findall(views))
+    for view in get_args(GameView):
+        missing = set(view.__struct_fields__) - documented
+        assert not missing, f"{view.__name__} fields missing from docs/protocol.md §9: {sorted(missing)}"
+    rules = set(re.findall(r"^\|\s*`rules\.([a-z_]+)`\s*\|", section(doc_text(), "Messages"), re.M))
+    assert set(Rules.__struct_fields__) <= rules, sorted(set(Rules.__struct_fields__) - rules)
 
 
 # --------------------------------------------------------------------------- the transcript
@@ -232,26 +272,93 @@ def load_transcript_tool() -> Any:
     return module
 
 
-def doc_transcript(text: str) -> tuple[int, int, list[str], list[str]]:
-    """(seed, seat, lines before the gap, lines after it) of the doc's annotated transcript."""
-    begin = re.search(r"<!-- transcript: seed=(\d+) seat=(\d) .*?-->", text)
-    assert begin, "docs/protocol.md has no '<!-- transcript: seed=N seat=S ... -->' marker"
-    end = text.index("<!-- transcript: end -->", begin.end())
-    body = text[begin.end() : end]
-    head, _, tail = body.partition("<!-- transcript: gap -->")
-
-    def lines(part: str) -> list[str]:
-        return [ln for block in JSON_FENCE.findall(part) for ln in block.splitlines() if ln.strip()]
-
-    return int(begin.group(1)), int(begin.group(2)), lines(head), lines(tail)
+TRANSCRIPT_BEGIN = re.compile(
+    r"<!-- transcript: seed=(?P<seed>\d+) seat=(?P<seat>\d)"
+    r"(?: game=(?P<game>[a-z]+))?(?: abridge=(?P<abridge>\d+))? .*?-->"
+)
 
 
-async def test_the_annotated_transcript_is_a_real_capture():
-    seed, seat, head, tail = doc_transcript(doc_text())
+class Transcript(msgspec.Struct):
+    """One annotated transcript of the doc: how to capture it again, and its lines before and
+    after the ``gap`` marker, each as ``(line, abridged)`` (``abridged``: shown in a
+    ```` ```json abridged ```` block, i.e. cut by ``tools/transcript.py``'s ``abridge``)."""
+
+    seed: int
+    seat: int
+    game: str
+    abridge: int
+    head: list[tuple[str, bool]]
+    tail: list[tuple[str, bool]]
+
+
+def doc_transcripts(text: str) -> list[Transcript]:
+    """Every ``<!-- transcript: seed=N seat=S [game=G] [abridge=K] ... -->`` ... ``<!-- transcript:
+    end -->`` section of the doc."""
+    out = []
+    for begin in TRANSCRIPT_BEGIN.finditer(text):
+        end = text.index("<!-- transcript: end -->", begin.end())
+        body = text[begin.end() : end]
+        head, _, tail = body.partition("<!-- transcript: gap -->")
+
+        def lines(part: str) -> list[tuple[str, bool]]:
+            return [
+                (ln, "abridged" in info.split())
+                for info, block in JSON_FENCE_INFO.findall(part)
+                for ln in block.splitlines()
+                if ln.strip()
+            ]
+
+        out.append(
+            Transcript(
+                seed=int(begin["seed"]),
+                seat=int(begin["seat"]),
+                game=begin["game"] or "ecarte",
+                abridge=int(begin["abridge"] or 0),
+                head=lines(head),
+                tail=lines(tail),
+            )
+        )
+    return out
+
+
+def test_the_doc_has_a_transcript_of_each_game():
+    transcripts = doc_transcripts(doc_text())
+    assert sorted(t.game for t in transcripts) == sorted(GAMES), "one annotated transcript per game"
+
+
+def test_abridging_only_cuts_legal_lists():
     tool = load_transcript_tool()
-    captured = [line[3:] for line in (await tool.capture(seed))[seat]]
-    hint = f"regenerate with `python tools/transcript.py --seed {seed} --seat {seat} --all` and re-annotate"
-    assert head and captured[: len(head)] == head, f"the transcript in docs/protocol.md is stale: {hint}"
-    assert not tail or captured[-len(tail) :] == tail, f"the transcript's ending is stale: {hint}"
+    legal = [[c] for c in ("7c", "8c", "9c", "Tc", "Jc")]
+    line = json.dumps({"type": "request", "id": 1, "legal": legal, "state": {}}, separators=(",", ":"))
+    cut = json.loads(tool.abridge(line, 2))
+    assert cut["legal"] == legal[:2] + legal[-1:] and cut["state"] == {} and cut["id"] == 1
+    assert tool.abridge(line, 4) == line == tool.abridge(line, 0)
+    event = '{"type":"event","match_id":"t1-m0001","seq":1,"event":{"kind":"hand","seat":0,"cards":["7c"]}}'
+    assert tool.abridge(event, 1) == event
+
+
+@pytest.mark.parametrize("index", range(len(doc_transcripts(doc_text()))))
+async def test_the_annotated_transcript_is_a_real_capture(index):
+    t = doc_transcripts(doc_text())[index]
+    tool = load_transcript_tool()
+    captured = [line[3:] for line in (await tool.capture(t.seed, tool.config_for(t.game)))[t.seat]]
+    hint = (
+        f"regenerate with `python tools/transcript.py --game {t.game} --seed {t.seed} --seat {t.seat} --all"
+        + (f" --abridge {t.abridge}`" if t.abridge else "`")
+        + " and re-annotate"
+    )
+
+    def same(doc_lines: list[tuple[str, bool]], real: list[str]) -> bool:
+        if len(doc_lines) != len(real):
+            return False
+        for (shown, abridged), line in zip(doc_lines, real, strict=True):
+            expected = tool.abridge(line, t.abridge) if abridged else line
+            if shown != expected or (abridged and expected == line):  # "abridged" must cut something
+                return False
+        return True
+
+    stale = f"the {t.game} transcript in docs/protocol.md is stale: {hint}"
+    assert t.head and same(t.head, captured[: len(t.head)]), stale
+    assert not t.tail or same(t.tail, captured[-len(t.tail) :]), f"the {t.game} transcript's ending is stale: {hint}"
     first_deal_end = next(i for i, ln in enumerate(captured) if '"kind":"deal_end"' in ln)
-    assert len(head) > first_deal_end, "the transcript must run at least to the end of the first deal"
+    assert len(t.head) > first_deal_end, "a transcript must run at least to the end of the first deal"
