@@ -3,14 +3,20 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+TESTS  := $(VENV)/.installed-test
 
 .PHONY: run run-piquet test bench lint schema clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/pip install --quiet -e .
 	touch $(STAMP)
+
+# the test extras (pytest, hypothesis, playwright, ...) only for the targets that need them
+$(TESTS): $(STAMP)
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $(TESTS)
 
 ## make run: the demo round-robin of the four quick sample bots over real TCP, Elo table at the end
 ## (the search bot thinks for up to 40% of each decision's time: see docs/contests.md to include it)
@@ -22,14 +28,14 @@ run-piquet: $(STAMP)
 	$(BIN)/arena tournament --game piquet --bots sample_bots/random.toml sample_bots/greedy.toml sample_bots/highcard.toml sample_bots/cautious.toml --games 40 --seed 2026 --db arena.db
 
 ## make test: the whole test suite
-test: $(STAMP)
+test: $(TESTS)
 	$(BIN)/python -m pytest -q
 
 ## make bench: engine deals/s and referee decisions/s next to a raw loopback ping-pong
 bench: $(STAMP)
 	$(BIN)/arena bench
 
-lint: $(STAMP)
+lint: $(TESTS)
 	$(BIN)/ruff check arena protocol tests sample_bots
 
 ## regenerate docs/protocol.schema.json from the message structs
