@@ -13,6 +13,11 @@
 // discards every card that is neither a trump nor a king (at least one card, and only a set
 // that "legal" allows); always announces the king of trumps; when following it plays the lowest
 // card that wins the trick, else its lowest card; when leading it plays its lowest card.
+//
+// Piquet (state.game === "piquet"): throws its cards below the ten, lowest first (at least one
+// as elder, at most what the talon allows); always looks at the talon cards it left; keeps the
+// rest of the talon hidden; following, plays the lowest card of the suit led that wins the
+// trick, else its lowest legal card; leading, its lowest card.
 
 "use strict";
 const net = require("net");
@@ -62,9 +67,74 @@ function choosePlay(state, legal) {
   return lowest(winners.length > 0 ? winners : cards, trump);
 }
 
+// --------------------------------------------------------------------------- Piquet
+// piquet.md: high to low A K Q J T 9 8 7 (6), no trumps; follow suit if able, no need to win.
+
+const PQ_RANKS = "6789TJQKA"; // low to high
+const PQ_SUITS = "cdhs";
+
+function pqPower(card) {
+  return PQ_RANKS.indexOf(card[0]) * 4 + PQ_SUITS.indexOf(card[1]); // rank, then suit: a total order
+}
+
+function pqLowest(cards) {
+  return cards.reduce((a, b) => (pqPower(b) < pqPower(a) ? b : a));
+}
+
+// The element of `legal` holding exactly the cards of `want` (legal lists them in hand order).
+function pqDiscardOption(want, legal) {
+  const key = (cards) => [...cards].sort().join(" ");
+  const wanted = key(want);
+  return legal.find((opt) => Array.isArray(opt) && key(opt) === wanted);
+}
+
+// Discard sizes `legal` allows: elder 1..his maximum, younger 0..the talon.
+function pqSizes(legal) {
+  const sizes = legal.filter(Array.isArray).map((opt) => opt.length);
+  return [Math.min(...sizes), Math.max(...sizes)];
+}
+
+// Cautious throws only its low cards (below the ten), lowest first, as few as it must and as
+// many as it may.
+function pqDiscard(state, legal) {
+  const [least, most] = pqSizes(legal);
+  const hand = [...(state.hand || [])].sort((a, b) => pqPower(a) - pqPower(b));
+  const low = hand.filter((c) => PQ_RANKS.indexOf(c[0]) < PQ_RANKS.indexOf("T")).length;
+  return pqDiscardOption(hand.slice(0, Math.max(least, Math.min(low, most))), legal);
+}
+
+// Following: the lowest card of the suit led that wins the trick, else the lowest card it may
+// play; leading: its lowest card.
+function pqPlay(state, legal) {
+  const cards = legal.filter((c) => typeof c === "string");
+  const table = (state.trick || []).map((t) => (t && typeof t === "object" ? t.card : t));
+  if (table.length === 0) return pqLowest(cards);
+  const lead = table[0];
+  const winners = cards.filter((c) => c[1] === lead[1] && PQ_RANKS.indexOf(c[0]) > PQ_RANKS.indexOf(lead[0]));
+  return pqLowest(winners.length > 0 ? winners : cards);
+}
+
+function decidePiquet(msg) {
+  const legal = msg.legal;
+  const state = msg.state || {};
+  switch (msg.decision) {
+    case "discard":
+      return pqDiscard(state, legal);
+    case "look":
+      return "look";
+    case "expose":
+      return "keep";
+    case "play":
+      return pqPlay(state, legal);
+    default:
+      return legal[0];
+  }
+}
+
 function decide(msg) {
   const legal = msg.legal;
   const state = msg.state || {};
+  if (state.game === "piquet") return decidePiquet(msg);
   switch (msg.decision) {
     case "propose":
       return "propose";

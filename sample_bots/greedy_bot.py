@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Greedy sample bot for the Écarté arena (Python standard library only, deterministic).
+"""Greedy sample bot for the Écarté arena, Écarté and Piquet (Python standard library only,
+deterministic).
 
 Protocol handling
     Reads ARENA_HOST, ARENA_PORT, ARENA_NAME and ARENA_TOKEN from the environment, connects over
@@ -28,6 +29,26 @@ Strategy (card order in every suit, high to low: K Q J A T 9 8 7)
         Following: the lowest card that wins the trick, else the lowest card. Leading: the highest
         trump when holding 2+ trumps and that trump is the best one still unseen; otherwise a side
         king, or the highest card of the longest side suit.
+
+Piquet strategy (``state.game == "piquet"``; high to low A K Q J T 9 8 7 (6), no trumps)
+    discard
+        Every card gets a keep score: its rank (aces and kings first), the length of its suit and
+        whether that suit is the point, the sequence (tierce, quart, quint...) and the set (trio,
+        quatorze of A K Q J T) it belongs to. The weakest card goes, scores are recomputed on the
+        rest, and so on. Elder throws at least one card and goes on to his maximum unless the
+        next card to go is valuable (a strong hand draws fewer); younger throws only the low
+        cards of short suits, up to the talon's size (possibly none). The exact set is sent as
+        the legal list spells it.
+    look / expose
+        Always looks (free information); keeps the rest of the talon hidden.
+    play
+        Tracks the cards played, its own discards, the exposed and the looked-at talon cards
+        still in the talon, and the suits the opponent has shown void. Leading: a sure winner
+        if it holds one (the top card of its longest such suit: aces first, then cashed
+        winners); otherwise, from its longest suit, the top card if it is an honour, else the
+        lowest. Following: the lowest card of the suit that wins the trick, else the lowest card
+        of the suit; void: the lowest card (of the shortest suit on a tie), keeping sure
+        winners.
 """
 
 import json
@@ -147,6 +168,8 @@ def choose_play(state, legal, gone):
 
 def decide(decision, legal, state, gone):
     """Pick an action for one request. ``gone`` holds the cards known to be out of play."""
+    if state.get("game") == "piquet":
+        return decide_piquet(decision, legal, state, gone)
     hand = state.get("hand") or []
     trump = state.get("trump") or ""
     if decision == "propose":
@@ -159,6 +182,180 @@ def decide(decision, legal, state, gone):
         action = "announce"
     elif decision == "play":
         action = choose_play(state, legal, gone | {state.get("turn_up")})
+    else:
+        action = None
+    return action if action in legal else legal[0]
+
+
+# --------------------------------------------------------------------------- Piquet
+
+PQ_RANKS = "6789TJQKA"  # Piquet, low to high: (6) 7 8 9 T J Q K A; no trumps
+PQ_SUITS = "cdhs"
+PQ_VALUE = {"A": 11, "K": 10, "Q": 10, "J": 10, "T": 10, "9": 9, "8": 8, "7": 7, "6": 6}
+PQ_HONOURS = "AKQJT"  # score when led, or when winning a trick as second player
+PQ_CARD_KEEP = {"A": 10, "K": 8, "Q": 6, "J": 5, "T": 4, "9": 2, "8": 1, "7": 0, "6": 0}
+PQ_RUN_KEEP = {2: 1.5, 3: 5, 4: 6}  # a run of 5+ (quint: 15 points and more) is worth 12
+PQ_SET_KEEP = {2: 1.5, 3: 5, 4: 12}  # two, three (trio) or four (quatorze) of A K Q J T
+ELDER_KEEP = 12  # elder draws fewer than his maximum only to keep cards scoring this much
+YOUNGER_KEEP = 10  # younger throws only cards scoring less than this
+
+
+def pq_rank(card):
+    return PQ_RANKS.index(card[0])
+
+
+def pq_point_suit(hand):
+    """The suit that would be declared for the point: longest, then the higher total."""
+    best, best_key = "", (0, 0)
+    for s in PQ_SUITS:
+        cards = [c for c in hand if c[1] == s]
+        key = (len(cards), sum(PQ_VALUE[c[0]] for c in cards))
+        if cards and key > best_key:
+            best, best_key = s, key
+    return best
+
+
+def pq_run_length(card, hand):
+    """Length of the run of consecutive ranks of ``card``'s suit in ``hand`` holding ``card``."""
+    ranks = {pq_rank(c) for c in hand if c[1] == card[1]}
+    lo = hi = pq_rank(card)
+    while lo - 1 in ranks:
+        lo -= 1
+    while hi + 1 in ranks:
+        hi += 1
+    return hi - lo + 1
+
+
+def pq_keep_score(card, hand):
+    """How much ``card`` is worth keeping in ``hand``: its rank, the length of its suit (the
+    point, and tricks late in the play), the sequence and the set it belongs to."""
+    length = sum(1 for c in hand if c[1] == card[1])
+    score = PQ_CARD_KEEP[card[0]] + 1.5 * (length - 1)
+    if card[1] == pq_point_suit(hand):
+        score += 3
+    run = pq_run_length(card, hand)
+    score += 12 if run >= 5 else PQ_RUN_KEEP.get(run, 0)
+    if card[0] in PQ_HONOURS:
+        same = sum(1 for c in hand if c[0] == card[0])
+        score += PQ_SET_KEEP.get(same, 0)
+    return score
+
+
+def pq_weakest(hand):
+    """The card of ``hand`` least worth keeping (ties: the lower rank, then the suit order)."""
+    return min(hand, key=lambda c: (pq_keep_score(c, hand), pq_rank(c), PQ_SUITS.index(c[1])))
+
+
+def pq_plan_discard(hand, smallest, largest, keep_above):
+    """Throw the weakest card again and again (scores are recomputed on what is left) until
+    ``largest`` cards are gone or, once ``smallest`` are, the weakest left scores at least
+    ``keep_above``."""
+    kept, out = list(hand), []
+    while len(out) < largest and kept:
+        card = pq_weakest(kept)
+        if len(out) >= smallest and pq_keep_score(card, kept) >= keep_above:
+            break
+        kept.remove(card)
+        out.append(card)
+    return out
+
+
+def pq_choose_discard(state, legal):
+    """Elder takes his maximum unless the cards he would throw are worth keeping (at least
+    one card goes); younger throws only the low cards of short suits, up to the talon's size."""
+    hand = [c for c in state.get("hand") or [] if isinstance(c, str)]
+    options = [opt for opt in legal if isinstance(opt, list)]
+    sizes = [len(opt) for opt in options]
+    elder = state.get("seat") == state.get("elder")
+    keep_above = ELDER_KEEP if elder else YOUNGER_KEEP
+    want = set(pq_plan_discard(hand, min(sizes), max(sizes), keep_above))
+    for opt in options:
+        if len(opt) == len(want) and set(opt) == want:
+            return opt
+    # not offered (odd input): the legal set closest to the plan, throwing weaker cards
+    return min(options, key=lambda opt: (len(want ^ set(opt)), sum(pq_keep_score(c, hand) for c in opt)))
+
+
+class PiquetTable:
+    """What greedy knows of the cards during the play of a Piquet deal."""
+
+    def __init__(self, state, gone):
+        self.hand = [c for c in state.get("hand") or [] if isinstance(c, str)]
+        self.seat = state.get("seat")
+        self.opponent = 1 - self.seat if self.seat in (0, 1) else None
+        exchanged = state.get("exchanged") or [0, 0]
+        younger = state.get("dealer")
+        talon_at_deal = (state.get("talon") or 0) + sum(n for n in exchanged if isinstance(n, int))
+        ranks = PQ_RANKS if talon_at_deal >= 12 else PQ_RANKS[1:]  # the 36-card pack has sixes
+        out = {c for c in gone if isinstance(c, str)}
+        out.update(state.get("discards") or [])
+        out.update(state.get("exposed") or [])
+        if self.seat == state.get("elder") and younger in (0, 1):
+            taken = exchanged[younger] if isinstance(exchanged[younger], int) else 0
+            out.update((state.get("seen") or [])[taken:])  # seen cards younger did not draw
+        mine = set(self.hand)
+        self.unknown = {r + s for s in PQ_SUITS for r in ranks} - mine - out
+        self.void = {s for s in PQ_SUITS if ("void", self.opponent, s) in gone}
+
+    def sure(self, card):
+        """True if ``card`` led now wins the trick: the opponent has no card of its suit, or
+        none of the unknown cards of the suit is higher."""
+        if card[1] in self.void:
+            return True
+        return not any(c[1] == card[1] and pq_rank(c) > pq_rank(card) for c in self.unknown)
+
+    def length(self, s):
+        return sum(1 for c in self.hand if c[1] == s)
+
+    def suit_key(self, s):
+        """Longest suit first, then the higher total."""
+        return (self.length(s), sum(PQ_VALUE[c[0]] for c in self.hand if c[1] == s), s)
+
+
+def pq_choose_lead(table, cards):
+    winners = [c for c in cards if table.sure(c)]
+    if winners:  # cash a winner, from the longest suit, its top card first
+        s = max({c[1] for c in winners}, key=table.suit_key)
+        return max((c for c in winners if c[1] == s), key=pq_rank)
+    # no sure winner: from the longest suit, an honour on top is led (1 point for the lead,
+    # and it drives out the card above it), otherwise the lowest card
+    s = max({c[1] for c in cards}, key=table.suit_key)
+    suit_cards = sorted((c for c in cards if c[1] == s), key=pq_rank)
+    return suit_cards[-1] if suit_cards[-1][0] in PQ_HONOURS else suit_cards[0]
+
+
+def pq_choose_follow(table, cards, lead):
+    same = [c for c in cards if c[1] == lead[1]]
+    if same:
+        higher = [c for c in same if pq_rank(c) > pq_rank(lead)]
+        if higher:  # every trick counts toward the cards (10); an honour scores 1 more
+            return min(higher, key=pq_rank)
+        return min(same, key=pq_rank)
+    # void in the suit led: throw the lowest card (of the shortest suit on a tie), keeping
+    # sure winners (measured better than always emptying the shortest suit: that unguards honours)
+    spare = [c for c in cards if not table.sure(c)] or cards
+    return min(spare, key=lambda c: (pq_rank(c), table.length(c[1]), PQ_SUITS.index(c[1])))
+
+
+def pq_choose_play(state, legal, gone):
+    cards = [c for c in legal if isinstance(c, str)]
+    table = PiquetTable(state, gone)
+    on_table = table_cards(state)
+    if on_table:
+        return pq_choose_follow(table, cards, on_table[0])
+    return pq_choose_lead(table, cards)
+
+
+def decide_piquet(decision, legal, state, gone):
+    """Pick an action for one Piquet request (piquet.md); always an element of ``legal``."""
+    if decision == "discard":
+        return pq_choose_discard(state, legal)
+    if decision == "look":
+        action = "look"  # free information: the cards the opponent may draw
+    elif decision == "expose":
+        action = "keep"  # turning the rest of the talon up tells elder cards we do not hold
+    elif decision == "play":
+        action = pq_choose_play(state, legal, gone)
     else:
         action = None
     return action if action in legal else legal[0]
@@ -224,7 +421,8 @@ def messages(sock):
 
 
 def note_event(gone, event):
-    """Remember the cards of this deal that are out of play (played or discarded by us)."""
+    """Remember the cards of this deal that are out of play (played or discarded by us) and,
+    as ``("void", seat, suit)`` entries, the suits a seat has shown it lacks (Piquet)."""
     kind = event.get("kind")
     if kind == "deal_start":
         gone.clear()
@@ -232,6 +430,10 @@ def note_event(gone, event):
         gone.add(event["card"])
     elif kind == "exchange" and isinstance(event.get("discarded"), list):
         gone.update(c for c in event["discarded"] if isinstance(c, str))
+    elif kind == "trick" and isinstance(event.get("cards"), list) and event.get("leader") in (0, 1):
+        led, followed = (event["cards"] + [None, None])[:2]
+        if isinstance(led, str) and isinstance(followed, str) and led[1:] != followed[1:]:
+            gone.add(("void", 1 - event["leader"], led[1:]))
 
 
 def main():

@@ -13,6 +13,10 @@
 // fewer it proposes and accepts, throwing its lowest non-trump card (or else the smallest legal
 // discard); always announces the king of trumps; always plays its highest legal card, any trump
 // counting above any plain card.
+//
+// Piquet (state.game === "piquet"): throws its lowest cards, as many as it may; always looks at
+// the talon cards it left; keeps the rest of the talon hidden; always plays its highest legal
+// card (A K Q J T 9 8 7 6).
 
 "use strict";
 const net = require("net");
@@ -43,9 +47,63 @@ function chooseDiscard(state, legal) {
   return options.reduce((a, b) => (b.length < a.length ? b : a));
 }
 
+// --------------------------------------------------------------------------- Piquet
+// piquet.md: high to low A K Q J T 9 8 7 (6), no trumps; follow suit if able, no need to win.
+
+const PQ_RANKS = "6789TJQKA"; // low to high
+const PQ_SUITS = "cdhs";
+
+function pqPower(card) {
+  return PQ_RANKS.indexOf(card[0]) * 4 + PQ_SUITS.indexOf(card[1]); // rank, then suit: a total order
+}
+
+function pqLowest(cards) {
+  return cards.reduce((a, b) => (pqPower(b) < pqPower(a) ? b : a));
+}
+
+// The element of `legal` holding exactly the cards of `want` (legal lists them in hand order).
+function pqDiscardOption(want, legal) {
+  const key = (cards) => [...cards].sort().join(" ");
+  const wanted = key(want);
+  return legal.find((opt) => Array.isArray(opt) && key(opt) === wanted);
+}
+
+// Discard sizes `legal` allows: elder 1..his maximum, younger 0..the talon.
+function pqSizes(legal) {
+  const sizes = legal.filter(Array.isArray).map((opt) => opt.length);
+  return [Math.min(...sizes), Math.max(...sizes)];
+}
+
+// Highcard throws its lowest cards, as many as it may: it wants new (higher) cards.
+function pqDiscard(state, legal) {
+  const [, most] = pqSizes(legal);
+  const hand = [...(state.hand || [])].sort((a, b) => pqPower(a) - pqPower(b));
+  return pqDiscardOption(hand.slice(0, most), legal);
+}
+
+function decidePiquet(msg) {
+  const legal = msg.legal;
+  const state = msg.state || {};
+  switch (msg.decision) {
+    case "discard":
+      return pqDiscard(state, legal);
+    case "look":
+      return "look";
+    case "expose":
+      return "keep";
+    case "play": {
+      const cards = legal.filter((c) => typeof c === "string");
+      return cards.reduce((a, b) => (pqPower(b) > pqPower(a) ? b : a));
+    }
+    default:
+      return legal[0];
+  }
+}
+
 function decide(msg) {
   const legal = msg.legal;
   const state = msg.state || {};
+  if (state.game === "piquet") return decidePiquet(msg);
   switch (msg.decision) {
     case "propose":
       return trumps(state) >= 2 ? "play" : "propose";

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Random sample bot for the Écarté arena (Python standard library only).
+"""Random sample bot for the Écarté arena, Écarté and Piquet (Python standard library only).
 
 Protocol handling
     Reads ARENA_HOST, ARENA_PORT, ARENA_NAME, ARENA_TOKEN and ARENA_BOT_SEED (default "0") from
@@ -12,7 +12,9 @@ Protocol handling
     is not valid JSON is reported on stderr and skipped.
 
 Strategy
-    Picks a uniformly random element of ``legal``. The random generator of each match is seeded
+    Picks a uniformly random element of ``legal``, whatever the game and the decision kind (a
+    Piquet discard list may hold a few thousand subsets of the hand; ``look``, ``expose`` and the
+    rest are words or cards). The random generator of each match is seeded
     with "<ARENA_BOT_SEED>:<match_id>", so the choices depend only on the seed and the match,
     never on the order in which the server schedules matches.
 """
