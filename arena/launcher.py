@@ -24,7 +24,7 @@ Containment:
 * the bot's output relayed to a per-bot log file capped at ``Limits.log_bytes``.
 
 Sandbox (``sandbox=True``, needs ``bwrap`` from Debian's ``bubblewrap``): the bot runs with no
-network, a read-only view of the filesystem (a private ``/tmp``), its own PID namespace (no
+network, a read-only view of the whole filesystem, its own PID namespace (no
 process it forks survives it) and dies with the arena. Without a network it speaks the very same
 protocol over stdin/stdout (``ARENA_TRANSPORT=stdio``): the launcher opens the TCP connection to
 the server on its behalf and relays bytes both ways, so the server cannot tell the transports
@@ -79,11 +79,12 @@ def sandbox_available() -> bool:
 
 
 def sandbox_command(command: list[str], directory: str) -> list[str]:
-    """Wrap ``command`` in bubblewrap: read-only root, private /tmp and /dev, no network, own
-    PID namespace, killed when the arena dies; run in ``directory``."""
+    """Wrap ``command`` in bubblewrap: the whole filesystem read-only, a private /dev and /proc,
+    no network, its own PID namespace, killed when the arena dies; run in ``directory``."""
     return [
-        "bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
-        "--ro-bind", directory, directory,  # after the tmpfs, so a bot under /tmp stays visible
+        # the whole filesystem read-only, /tmp included: a private writable /tmp would hide a bot
+        # or an interpreter (a venv) that lives under /tmp
+        "bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
         "--unshare-net", "--unshare-pid", "--unshare-ipc", "--die-with-parent", "--new-session",
         "--chdir", directory, "--", *command,
     ]  # fmt: skip
