@@ -79,11 +79,12 @@ class MatchLog:
     def write(self, obj: Any) -> None:
         """Append one line (any msgspec-encodable object that encodes to a JSON object),
         chained to the previous line by its ``hash``."""
+        if self._fh is None:
+            return  # no file, no chain to keep
         body = _encoder.encode(obj)
         digest = hashlib.sha256(self.last_hash.encode() + body).hexdigest()
         self.last_hash = digest
-        if self._fh is not None:
-            self._fh.write(body[:-1] + b',"hash":"' + digest.encode() + b'"}\n')
+        self._fh.write(body[:-1] + b',"hash":"' + digest.encode() + b'"}\n')
 
     def event(self, event: GameEvent, seen_by: SeenBy) -> None:
         """Append an engine event with its visibility."""

@@ -114,6 +114,9 @@ class Referee:
         self.illegal = [0, 0]
         self.decisions = 0
         self.result: MatchResult | None = None
+        # metric children looked up once, not on every decision
+        self._m_decisions = METRICS.decisions.labels(config.game)
+        self._m_latency = [METRICS.latency.labels(c.name) for c in conns]
 
     def _send_events(self, events: list[Seen]) -> None:
         log = self.log
@@ -245,8 +248,8 @@ class Referee:
                         raise SeatFault("forfeit_illegal", exc.code, str(exc), s) from None
                     continue
                 self.decisions += 1
-                METRICS.decisions.labels(cfg.game).inc()
-                METRICS.latency.labels(seat.name).observe(answer.elapsed_ms / 1000)
+                self._m_decisions.inc()
+                self._m_latency[s].observe(answer.elapsed_ms / 1000)
                 self.log.action(s, decision, answer.action)
                 self._send_events(events)
             for seat in seats:  # a fault right behind the last answer is still charged
