@@ -173,12 +173,17 @@ class Store:
     def add_bot(self, name: str, token: str | None = None) -> str:
         """Register ``name`` (or replace its token) and return the token, which is stored only
         as a salted scrypt hash. Raises ``ValueError`` for an empty or over-long name."""
+        return self._set_secret("bots", "bot", name, token)
+
+    def _set_secret(self, table: str, what: str, name: str, token: str | None) -> str:
+        """Store a salted scrypt hash of ``token`` (a fresh one if None) for ``name`` in
+        ``table`` (``bots`` or ``spectators``); return the token."""
         if not name or len(name) > 64 or not name.isprintable():
-            raise ValueError("a bot name is 1-64 printable characters")
+            raise ValueError(f"a {what} name is 1-64 printable characters")
         token = token or secrets.token_urlsafe(24)
         salt = secrets.token_bytes(16)
         self.db.execute(
-            "INSERT INTO bots(name, salt, token_hash, created_at) VALUES (?,?,?,?) "
+            f"INSERT INTO {table}(name, salt, token_hash, created_at) VALUES (?,?,?,?) "
             "ON CONFLICT(name) DO UPDATE SET salt=excluded.salt, token_hash=excluded.token_hash",
             (name, salt, hash_token(token, salt), time.time()),
         )
@@ -201,16 +206,7 @@ class Store:
     def add_spectator(self, name: str, token: str | None = None) -> str:
         """Register a betting spectator (or replace its token); return the token, stored only
         as a salted scrypt hash."""
-        if not name or len(name) > 64 or not name.isprintable():
-            raise ValueError("a spectator name is 1-64 printable characters")
-        token = token or secrets.token_urlsafe(24)
-        salt = secrets.token_bytes(16)
-        self.db.execute(
-            "INSERT INTO spectators(name, salt, token_hash, created_at) VALUES (?,?,?,?) "
-            "ON CONFLICT(name) DO UPDATE SET salt=excluded.salt, token_hash=excluded.token_hash",
-            (name, salt, hash_token(token, salt), time.time()),
-        )
-        return token
+        return self._set_secret("spectators", "spectator", name, token)
 
     def spectator_secret(self, name: str) -> tuple[bytes, bytes] | None:
         """``(salt, token hash)`` of a betting spectator, or None."""

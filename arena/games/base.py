@@ -46,6 +46,45 @@ class WrongDecision(IllegalAction):
     code: ClassVar[str] = "wrong_decision"
 
 
+def check_discard(action: Any, hand: list[str], rule: str) -> list[str]:
+    """Validate the shape of a discard (a list of distinct cards of ``hand``) and return it as
+    a list. Raises :class:`WrongDecision` if it is not a list of card strings and
+    :class:`IllegalAction` (citing ``rule``) for a card named twice or not in the hand. The
+    size limits are each game's own."""
+    if not isinstance(action, (list, tuple)) or not all(isinstance(c, str) for c in action):
+        raise WrongDecision(f"decision 'discard' takes a list of cards; got {action!r}")
+    cards = list(action)
+    if len(set(cards)) != len(cards):
+        raise IllegalAction(f"discard names a card twice: {cards}", rule)
+    missing = [c for c in cards if c not in hand]
+    if missing:
+        raise IllegalAction(f"discard of cards not in hand: {missing}", rule)
+    return cards
+
+
+def exchange(seat: int, hand: list[str], cards: list[str], stock: list[str], discards: list[str],
+             order: Any) -> list[Seen]:
+    """Discard ``cards`` from ``hand`` face down (onto ``discards``) and draw as many from the
+    top of ``stock``, keeping ``hand`` sorted by ``order``. Returns the two events: the owner's
+    copy with the cards, the opponent's with the count only (ecarte.md §E4.5, piquet.md §P4.3).
+    The caller has checked the discard (:func:`check_discard` and its own size rules)."""
+    from protocol.messages import Exchange
+
+    n = len(cards)
+    drawn = stock[:n]
+    del stock[:n]
+    for c in cards:
+        hand.remove(c)
+    hand.extend(drawn)
+    hand.sort(key=order)
+    discards.extend(cards)
+    left = len(stock)
+    return [
+        (Exchange(seat=seat, count=n, stock=left, discarded=cards, drawn=drawn), ONLY[seat]),
+        (Exchange(seat=seat, count=n, stock=left), ONLY[1 - seat]),
+    ]
+
+
 class GameMatch(Protocol):
     """One match of a game, from the first deal to the result.
 

@@ -29,7 +29,7 @@ from itertools import combinations
 from typing import Any, ClassVar
 
 from arena.cards import PACK_32, Card, shuffled
-from arena.games.base import BOTH, NOBODY, ONLY, IllegalAction, Seen, WrongDecision
+from arena.games.base import BOTH, NOBODY, ONLY, IllegalAction, Seen, WrongDecision, check_discard, exchange
 from protocol.messages import (
     Call,
     CardPlayed,
@@ -38,7 +38,6 @@ from protocol.messages import (
     DealStart,
     DeckOrder,
     EcarteView,
-    Exchange,
     HandDealt,
     KingAnnounced,
     MancheEnd,
@@ -434,15 +433,8 @@ class EcarteMatch:
     def _discard(self, action: Any) -> list[Seen]:
         """§E4.3-§E4.5: discard face down and draw as many from the top of the stock."""
         seat = self.to_act
-        if not isinstance(action, (list, tuple)) or not all(isinstance(c, str) for c in action):
-            raise WrongDecision(f"decision 'discard' takes a list of cards; got {action!r}")
         hand = self.hands[seat]
-        cards = list(action)
-        if len(set(cards)) != len(cards):
-            raise IllegalAction(f"discard names a card twice: {cards}", "ecarte.md §E4.3")
-        missing = [c for c in cards if c not in hand]
-        if missing:
-            raise IllegalAction(f"discard of cards not in hand: {missing}", "ecarte.md §E4.3")
+        cards = check_discard(action, hand, "ecarte.md §E4.3")
         n = len(cards)
         if seat == self.elder and n < 1:
             raise IllegalAction("elder must discard at least one card", "ecarte.md §E4.3")
@@ -452,18 +444,8 @@ class EcarteMatch:
             raise IllegalAction(
                 f"cannot discard {n}: the stock holds only {len(self.stock)}", "ecarte.md §E4.3"
             )
-        drawn = self.stock[:n]
-        del self.stock[:n]
-        for c in cards:
-            hand.remove(c)
-        hand.extend(drawn)
-        hand.sort(key=_HAND_ORDER)
-        self.discards[seat].extend(cards)
+        out = exchange(seat, hand, cards, self.stock, self.discards[seat], _HAND_ORDER)
         left = len(self.stock)
-        out: list[Seen] = [
-            (Exchange(seat=seat, count=n, stock=left, discarded=cards, drawn=drawn), ONLY[seat]),
-            (Exchange(seat=seat, count=n, stock=left), ONLY[1 - seat]),
-        ]
         if seat == self.elder:
             if left > 0:
                 self.to_act, self.decision = self.dealer, "discard"

@@ -37,7 +37,7 @@ from itertools import combinations
 from typing import Any, ClassVar
 
 from arena.cards import RANKS_32, RANKS_36, Card, make_pack, shuffled
-from arena.games.base import BOTH, NOBODY, ONLY, IllegalAction, Seen, WrongDecision
+from arena.games.base import BOTH, NOBODY, ONLY, IllegalAction, Seen, WrongDecision, check_discard, exchange
 from protocol.messages import (
     CardPlayed,
     CarteBlanche,
@@ -46,7 +46,6 @@ from protocol.messages import (
     DealStart,
     DeckOrder,
     Declaration,
-    Exchange,
     HandDealt,
     LookedAt,
     MatchScore,
@@ -358,15 +357,8 @@ class PiquetMatch:
     def _discard(self, action: Any) -> list[Seen]:
         """§P4.1-§P4.2: discard face down, draw as many from the top of the talon."""
         seat = self.to_act
-        if not isinstance(action, (list, tuple)) or not all(isinstance(c, str) for c in action):
-            raise WrongDecision(f"decision 'discard' takes a list of cards; got {action!r}")
         hand = self.hands[seat]
-        cards = list(action)
-        if len(set(cards)) != len(cards):
-            raise IllegalAction(f"discard names a card twice: {cards}", "piquet.md §P4")
-        missing = [c for c in cards if c not in hand]
-        if missing:
-            raise IllegalAction(f"discard of cards not in hand: {missing}", "piquet.md §P4")
+        cards = check_discard(action, hand, "piquet.md §P4")
         n = len(cards)
         is_elder = seat == self.elder
         most = min(self.elder_max, len(self.talon)) if is_elder else len(self.talon)
@@ -375,19 +367,9 @@ class PiquetMatch:
         if n > most:
             rule = "piquet.md §P4.1" if is_elder else "piquet.md §P4.2"
             raise IllegalAction(f"cannot discard {n}: at most {most}", rule)
-        drawn = self.talon[:n]
-        del self.talon[:n]
-        for c in cards:
-            hand.remove(c)
-        hand.extend(drawn)
-        hand.sort(key=_HAND_ORDER)
-        self.discards[seat].extend(cards)
+        out = exchange(seat, hand, cards, self.talon, self.discards[seat], _HAND_ORDER)
         self.exchanged[seat] = n
         left = len(self.talon)
-        out: list[Seen] = [
-            (Exchange(seat=seat, count=n, stock=left, discarded=cards, drawn=drawn), ONLY[seat]),
-            (Exchange(seat=seat, count=n, stock=left), ONLY[1 - seat]),
-        ]
         if is_elder:
             if n < min(self.elder_max, left + n):
                 self.decision = "look"  # §P4.1: he may look at the cards he left
