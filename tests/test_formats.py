@@ -29,7 +29,7 @@ def drain(fmt, winner_of):
     return steps
 
 
-def test_round_robin_duplicate_pairs_share_a_seed_with_seats_swapped():
+def test_E8_2_round_robin_duplicate_pairs_share_a_seed_with_seats_swapped():
     plan = schedule(BOTS, 4, seed=1)
     assert len(plan) == 6 * 4
     by_pair: dict[str, list[Pairing]] = {}
@@ -76,7 +76,7 @@ def test_gauntlet_pits_the_hero_against_every_other_bot_only():
         make_format("gauntlet", BOTS, 2, 1, hero="zz")
 
 
-def test_rotation_head_two_play_then_go_to_the_back():
+def test_E9_2_rotation_head_two_play_then_go_to_the_back():
     fmt = make_format("rotation", ["a", "b", "c"], 6, 1)
     steps = drain(fmt, lambda p: sorted((p.bot0, p.bot1))[0])  # alphabetical winner
     pairs = [frozenset((p.bot0, p.bot1)) for p in steps]
@@ -86,7 +86,7 @@ def test_rotation_head_two_play_then_go_to_the_back():
     assert all(p.pair is None for p in steps)
 
 
-def test_chouette_challengers_auction_and_reigns():
+def test_E9_3_chouette_challengers_auction_and_reigns():
     fmt = make_format("chouette", BOTS, 7, 5)
     bids = {"a": 10, "b": 30, "c": 30, "d": 0}  # b and c tie: b is nearer the head of the queue
 
@@ -109,7 +109,7 @@ def test_chouette_challengers_auction_and_reigns():
     assert len(auctions) == len(fmt.reigns)
 
 
-def test_chouette_beaten_challenger_is_replaced_and_winner_stays():
+def test_E9_3_chouette_beaten_challenger_is_replaced_and_winner_stays():
     fmt = make_format("chouette", ["a", "b", "c"], 4, 1)
     auction = fmt.ready(set())[0]
     assert fmt.record_auction(auction, {"a": 50}) == "a"
@@ -127,7 +127,7 @@ def test_chouette_beaten_challenger_is_replaced_and_winner_stays():
     assert fmt.reigns[0].beaten == 1 and fmt.reigns[0].losses == 2
 
 
-def test_illegal_or_missing_bids_count_as_zero():
+def test_E9_3_illegal_or_missing_bids_count_as_zero():
     fmt = make_format("chouette", ["a", "b"], 1, 1)
     auction = fmt.ready(set())[0]
     assert fmt.record_auction(auction, {"a": 7, "b": 10**9}) == "a"  # both illegal: tie at 0 -> head

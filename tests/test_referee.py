@@ -64,7 +64,7 @@ async def test_every_request_carries_the_full_legal_list_and_time(server, store,
     assert {r["decision"] for r in reqs} >= {"propose", "play"} or {r["decision"] for r in reqs} >= {"respond", "play"}
 
 
-async def test_timeout_forfeits_and_the_opponent_is_told(server, store, tmp_path):
+async def test_E8_1_timeout_forfeits_and_the_opponent_is_told(server, store, tmp_path):
     cfg = MatchConfig(time=TimeControl(move_ms=100, grace_ms=20))
     silent = lambda req: None  # noqa: E731 - never answers
     a, b, res, row = await _run(server, store, tmp_path, cfg, policy_a=silent)
@@ -77,7 +77,7 @@ async def test_timeout_forfeits_and_the_opponent_is_told(server, store, tmp_path
     assert incidents[0]["seat"] == 0 and incidents[0]["code"] == "timeout"
 
 
-async def test_auto_on_timeout_plays_first_legal_then_forfeits_after_max_strikes(server, store, tmp_path):
+async def test_E8_1_auto_on_timeout_plays_first_legal_then_forfeits_after_max_strikes(server, store, tmp_path):
     cfg = MatchConfig(time=TimeControl(move_ms=60, grace_ms=10), on_timeout="auto", max_strikes=2)
     a, b, res, row = await _run(server, store, tmp_path, cfg, policy_a=lambda req: None)
     assert res["result"].reason == "forfeit_timeout"
@@ -112,7 +112,7 @@ async def test_late_answer_is_ignored_not_applied_to_the_next_request(server, st
     assert first_seat0.get("auto") is True
 
 
-async def test_illegal_action_forfeits_with_its_rule(server, store, tmp_path):
+async def test_E8_1_illegal_action_forfeits_with_its_rule(server, store, tmp_path):
     def cheat(req):
         if req["decision"] == "play":
             mine = set(req["state"]["hand"])
@@ -126,7 +126,7 @@ async def test_illegal_action_forfeits_with_its_rule(server, store, tmp_path):
     assert row["reason"] == "forfeit_illegal"
 
 
-async def test_illegal_action_within_allowance_is_asked_again(server, store, tmp_path):
+async def test_E8_1_illegal_action_within_allowance_is_asked_again(server, store, tmp_path):
     tried = {"n": 0}
 
     def once_wrong(req):
@@ -142,7 +142,7 @@ async def test_illegal_action_within_allowance_is_asked_again(server, store, tmp
     assert res["result"].reason == "target"
 
 
-async def test_disconnect_mid_match_forfeits(server, store, tmp_path):
+async def test_E8_1_disconnect_mid_match_forfeits(server, store, tmp_path):
     async def quitter(client: Client):
         for _ in range(2):
             req = await client.recv_type("request")

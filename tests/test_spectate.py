@@ -15,7 +15,7 @@ from arena.server import ArenaServer, ServerConfig
 from arena.spectate import SpectatorHub
 from arena.tournament import play_match
 from tests.conftest import Client, connect_bot
-from tests.hidden import SeatKnowledge, cards_in
+from tests.hidden import SeatKnowledge
 
 
 @pytest.fixture
@@ -171,4 +171,3 @@ async def test_unknown_match_and_bot_messages_get_errors(live, store, tmp_path):
     await bot.send({"type": "list"})
     msg = await bot.recv()
     assert msg["code"] == "wrong_role" and msg["fatal"] is False
-    assert cards_in({"x": "Ks"}) == {"Ks"}

@@ -57,7 +57,7 @@ def conserved(ledger: Ledger) -> bool:
 # --- hand-computed examples -------------------------------------------------------------------
 
 
-def test_balancing_returns_the_newest_bets_first_with_one_partial_refund():
+def test_E9_1_balancing_returns_the_newest_bets_first_with_one_partial_refund():
     ledger = funded(alice=1000, bob=1000, carol=1000, dave=1000)
     book = ledger.open_book("m1")
     book.place("alice", 0, 100)  # seq 0
@@ -99,7 +99,7 @@ def test_balancing_returns_the_newest_bets_first_with_one_partial_refund():
 
 @pytest.mark.parametrize(("stake", "levy", "payout"), [(30, 1, 59), (10, 0, 20), (1000, 50, 1950), (19, 0, 38),
                                                       (20, 1, 39), (39, 1, 77), (40, 2, 78)])
-def test_payout_is_twice_the_stake_less_five_percent_rounded_down(stake, levy, payout):
+def test_E9_1_payout_is_twice_the_stake_less_five_percent_rounded_down(stake, levy, payout):
     assert levy_on(stake) == levy and payout_on(stake) == payout
     ledger = funded(w=stake, l=stake)
     book = ledger.open_book("m")
@@ -113,7 +113,7 @@ def test_payout_is_twice_the_stake_less_five_percent_rounded_down(stake, levy, p
     assert ledger.balance("w") == payout and ledger.balance("l") == 0 and ledger.house == levy == s.levy
 
 
-def test_the_loser_loses_the_stake_and_only_the_stake():
+def test_E9_1_the_loser_loses_the_stake_and_only_the_stake():
     ledger = funded(a=500, b=500)
     book = ledger.open_book("m")
     book.place("a", 0, 200)
@@ -126,7 +126,7 @@ def test_the_loser_loses_the_stake_and_only_the_stake():
 
 @pytest.mark.parametrize(("winner", "reason"), [(0, r) for r in FORFEITS] + [(1, r) for r in FORFEITS]
                          + [(None, "aborted"), (0, "aborted"), (None, "draw"), (None, "target")])
-def test_forfeit_abort_and_draw_return_every_stake(winner, reason):
+def test_E9_1_forfeit_abort_and_draw_return_every_stake(winner, reason):
     ledger = funded(a=500, b=500, c=500)
     book = ledger.open_book("m")
     book.place("a", 0, 120)
@@ -317,7 +317,7 @@ def check_balanced_close(before: list[Bet], after: list[Bet], refunds: list[Refu
 
 @settings(max_examples=150, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 1), st.integers(MIN_STAKE, 500)), max_size=12))
-def test_after_the_close_the_sides_are_equal(bets):
+def test_E9_1_after_the_close_the_sides_are_equal(bets):
     ledger = funded(p=10**6)
     book = ledger.open_book("m")
     for seat, cents in bets:
