@@ -43,21 +43,12 @@ Strategy
              simple keep-trumps-and-kings policy when he still has to, solve the play.
     propose / respond
              Playing now (with the refusal penalty if it is the first decision) is compared with
-             exchanging (best of the top discards, as above); for "propose" the dealer's answer
-             is modelled too (he refuses a strong hand and accepts a weak one).
-
-    Sampled opponent hands are weighted by what he did: a proposal or an acceptance hints at a weak
-    hand, playing or refusing at a strong one (the greedy bot's strength test), and the cards he
-    kept at his last exchange were most likely trumps and kings. How much his calls say is learnt
-    during the match: an opponent who stands pat far more often than strong hands come (a random
-    player) is taken to call at random, so his calls then weigh little and, for "propose", he is
-    expected to refuse often.
+             exchanging (best of the top discards, as above). Opponent hands are weighted by what
+             his own calls suggest (a proposal hints at a weak hand, playing or refusing at a strong
+             one); for "propose" the dealer's answer is modelled by the same strength test.
 
 Deterministic given ARENA_BOT_SEED and the match_id: each match has its own random.Random, and the
-number of samples is fixed (the clock only cuts a search short on a very slow machine). Every
-search stops at min(40% of the request's ``time_ms``, 80% of it minus 100 ms), never under 20 ms
-(so 800 ms at the default 2000), and typically takes 10-70 ms. The bot plays Écarté only: in
-another game (``state.game`` is not "ecarte") it answers the first legal action.
+number of samples is fixed (the clock only cuts a search short on a very slow machine).
 """
 
 import json
@@ -498,20 +489,14 @@ class Context:
         raise ValueError("not enough unseen cards for the opponent's hand")
 
 
-def time_budget(time_ms):
-    """Seconds a decision may search: 40% of the clock, keeping 100 ms spare on a short one."""
-    return max(0.02, min(0.4 * time_ms / 1000.0, 0.8 * time_ms / 1000.0 - 0.1))
-
-
 class SearchBot:
     PLAY_SAMPLES = 300
     DISCARD_SAMPLES = 80
     TALK_SAMPLES = 80
     MIN_SAMPLES = 4
-    MIN_WEIGHT = 0.1  # least likelihood of a hand contradicting the opponent's call
-    STRONG_RATE = 0.1  # how often a hand is strong enough to stand pat (see erratic())
-    PRIOR_RATE = 0.2
-    PRIOR_CALLS = 4
+    WEAK_WEIGHT = 0.35  # likelihood of a hand contradicting the opponent's call
+    PROPOSE_BIAS = 0.0  # added to the value of exchanging (win-probability units)
+    ACCEPT_BIAS = 0.0
     KEEP_WEIGHT = 0.3  # likelihood of a hand holding fewer trumps and kings than he kept
 
     def __init__(self, seed="0"):
@@ -520,7 +505,6 @@ class SearchBot:
         self.rngs = {}
         self.trackers = {}
         self.seats = {}
-        self.talk_stats = {}  # match_id -> [opponent's calls that stood pat, all his calls]
         self.timing = {}  # decision -> [count, total seconds, max seconds]
         self.samples_used = 0
 
@@ -530,23 +514,16 @@ class SearchBot:
         self.rngs[match_id] = random.Random(f"{self.seed}:{match_id}")
         self.trackers[match_id] = DealTracker()
         self.seats[match_id] = seat
-        self.talk_stats[match_id] = [0, 0]
 
     def end_match(self, match_id):
         self.rngs.pop(match_id, None)
         self.trackers.pop(match_id, None)
         self.seats.pop(match_id, None)
-        self.talk_stats.pop(match_id, None)
 
     def note_event(self, match_id, event):
         try:
             tracker = self.trackers.setdefault(match_id, DealTracker())
-            me = self.seats.get(match_id)
-            tracker.note(event, me)
-            if event.get("kind") == "call" and me in (0, 1) and event.get("seat") == 1 - me:
-                stats = self.talk_stats.setdefault(match_id, [0, 0])
-                stats[0] += event.get("call") in ("play", "refuse")
-                stats[1] += 1
+            tracker.note(event, self.seats.get(match_id))
         except Exception as exc:  # noqa: BLE001 - a strange event must not kill the bot
             print(f"search_bot: event not understood: {event!r}: {exc!r}", file=sys.stderr)
 
@@ -579,7 +556,7 @@ class SearchBot:
             total_n += n
             total_t += t
         if total_n:
-            parts.append(f"all: n={total_n} avg={1000 * total_t / total_n:.1f}ms samples={self.samples_used}")
+            parts.append(f"all: n={total_n} avg={1000 * total_t / total_n:.1f}ms")
         return "; ".join(parts)
 
     # ---------------------------------------------------------------- decisions
@@ -595,8 +572,8 @@ class SearchBot:
         tracker = self.trackers.setdefault(match_id, DealTracker())
         rng = self.rngs.setdefault(match_id, random.Random(f"{self.seed}:{match_id}"))
         ctx = Context(state, tracker, me)
-        ctx.erratic = self.erratic(match_id)
-        deadline = t0 + time_budget(time_ms)
+        budget = max(0.02, min(0.4 * time_ms / 1000.0, 0.8 * time_ms / 1000.0 - 0.1))
+        deadline = t0 + budget
         if decision == "play":
             return self.choose_play(ctx, legal, rng, deadline)
         if decision == "discard":
@@ -606,19 +583,6 @@ class SearchBot:
         if decision == "respond":
             return self.choose_talk(ctx, rng, deadline, proposing=False)
         return legal[0]
-
-    def erratic(self, match_id):
-        """How often the opponent seems to stand pat (play, refuse) against his hand's strength.
-
-        Model: with a strong hand (by :func:`strong_hand`) he stands pat with probability 1 - e,
-        with a weak one with probability e. A sensible player has e near 0; a random one 0.5.
-        Estimated from how often he stood pat in this match: a strong hand comes about once in
-        ``STRONG_RATE`` calls, so a rate ``r`` of standing pat means e = (r - STRONG_RATE) / (1 -
-        2 STRONG_RATE); a prior of ``PRIOR_CALLS`` calls at rate ``PRIOR_RATE`` steadies it."""
-        stands, calls = self.talk_stats.get(match_id) or (0, 0)
-        rate = (stands + self.PRIOR_RATE * self.PRIOR_CALLS) / (calls + self.PRIOR_CALLS)
-        e = (rate - self.STRONG_RATE) / (1 - 2 * self.STRONG_RATE)
-        return min(0.5, max(0.02, e))
 
     def _weight(self, ctx, opp_hand, signal):
         """Likelihood of a sampled opponent hand (as it was at the end of his last exchange) given
@@ -630,8 +594,7 @@ class SearchBot:
             if keepers < ctx.opp_keep_min:
                 w *= self.KEEP_WEIGHT
         if signal and (signal > 0) != strong_hand(opp_hand, ctx.trump):
-            e = ctx.erratic
-            w *= max(self.MIN_WEIGHT, e / (1 - e))
+            w *= self.WEAK_WEIGHT
         return w
 
     def choose_play(self, ctx, legal, rng, deadline):
@@ -725,12 +688,12 @@ class SearchBot:
         totals = [0.0] * len(cands)
         pools = ctx.pools()
         # elder discarding: the dealer accepted, so his hand (before his own exchange) looks weak
-        hint = -1 if ctx.i_am_elder else 0
+        signal = -1 if ctx.i_am_elder else 0
         for i in range(self.DISCARD_SAMPLES):
             if i >= self.MIN_SAMPLES and time.monotonic() > deadline:
                 break
             opp, stock = self._sample_deal(ctx, rng, pools)
-            w = self._weight(ctx, opp, hint)
+            w = self._weight(ctx, opp, signal)
             for j, d in enumerate(cands):
                 totals[j] += w * self._exchange_value(ctx, ctx.hand, opp, stock, d, False)
             self.samples_used += 1
@@ -757,13 +720,13 @@ class SearchBot:
             if proposing:
                 w = self._weight(ctx, opp, 0)
                 play_total += w * self._deal_value(ctx, ctx.hand, opp, "me" if first else None)
-                # the dealer's answer (model): refuse a strong hand, accept a weak one, except
-                # for an erratic opponent
-                p_refuse = 1 - ctx.erratic if strong_hand(opp, trump) else ctx.erratic
-                refused = w * p_refuse * self._deal_value(ctx, ctx.hand, opp, "opp" if first else None)
-                for j, d in enumerate(cands):
-                    v = self._exchange_value(ctx, ctx.hand, opp, stock, d, False)
-                    ex_totals[j] += refused + w * (1 - p_refuse) * v
+                if strong_hand(opp, trump):  # the dealer refuses (model)
+                    v = w * self._deal_value(ctx, ctx.hand, opp, "opp" if first else None)
+                    for j in range(len(cands)):
+                        ex_totals[j] += v
+                else:
+                    for j, d in enumerate(cands):
+                        ex_totals[j] += w * self._exchange_value(ctx, ctx.hand, opp, stock, d, False)
             else:
                 w = self._weight(ctx, opp, -1)  # he proposed: a weak hand is likelier
                 play_total += w * self._deal_value(ctx, ctx.hand, opp, "me" if first else None)
@@ -775,8 +738,8 @@ class SearchBot:
         exchange = max(ex_totals) / wsum
         play_now = play_total / wsum
         if proposing:
-            return "propose" if exchange > play_now else "play"
-        return "accept" if exchange > play_now else "refuse"
+            return "propose" if exchange + self.PROPOSE_BIAS > play_now else "play"
+        return "accept" if exchange + self.ACCEPT_BIAS > play_now else "refuse"
 
 
 # --------------------------------------------------------------------------- connection
