@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 TESTS  := $(VENV)/.installed-test
 
-.PHONY: run run-piquet test bench lint schema clean
+.PHONY: run run-piquet test bench study lint schema clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,10 @@ test: $(TESTS)
 ## make bench: engine deals/s and referee decisions/s next to a raw loopback ping-pong
 bench: $(STAMP)
 	$(BIN)/arena bench
+
+## make study: the seeded simulation studies of the ladder and the SPRT (arena/studies.py)
+study: $(STAMP)
+	$(BIN)/python -m arena.studies
 
 lint: $(TESTS)
 	$(BIN)/ruff check arena protocol tests sample_bots

@@ -356,10 +356,11 @@ def cmd_bots(args: argparse.Namespace) -> int:
         print(f"removed {args.name} (its results stay in the database)")
     else:
         table = Table(title=f"bots ({args.game} ladder)")
-        for col in ("bot", "kind", "Elo", "games"):
+        for col in ("bot", "kind", "Elo", "±95%", "games"):
             table.add_column(col, justify="left" if col in ("bot", "kind") else "right")
-        for name, kind, elo, games in store.bots_overview(args.game):
-            table.add_row(name, kind, "-" if elo is None else f"{elo:.0f}", str(games))
+        for name, kind, elo, games, ci95 in store.bots_overview(args.game):
+            table.add_row(name, kind, "-" if elo is None else f"{elo:.0f}",
+                          "-" if ci95 is None else f"{ci95:.0f}", str(games))
         make_console().print(table)
     return 0
 

@@ -10,7 +10,11 @@
 * :func:`fit_pairs` - the same fit for results grouped in duplicate pairs (two matches on one
   deal seed with the seats swapped), with intervals that take the pair as the unit of variance
   (see its docstring).
-* :func:`elo_update` - the classic incremental Elo step with K-factor :data:`K_FACTOR`.
+* :func:`fit_units` - the general form: any units of ``g`` games (a match, a duplicate pair,
+  or the ``g`` twin deals of a duplicate-deals pair), optionally warm-started from earlier
+  ratings (the persistent ladder, :mod:`arena.ladder`, refits this way after every result).
+* :func:`elo_update` - the classic incremental Elo step with K-factor :data:`K_FACTOR` (kept
+  for comparison in the studies of :mod:`arena.studies`; the ladder no longer uses it).
 
 Elo scale: an advantage of ``d`` points means an expected score of ``1 / (1 + 10**(-d/400))``.
 
@@ -43,7 +47,7 @@ https://www.remi-coulom.fr/Bayesian-Elo/).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 import msgspec
 
@@ -52,6 +56,8 @@ ANCHOR = 1500.0
 K_FACTOR = 20.0
 """K-factor of :func:`elo_update` (points per unit of surprise)."""
 _SCALE = 400.0 / math.log(10.0)  # Elo points per natural-log unit of strength
+Z95 = 1.959963984540054
+"""The two-sided 95% normal quantile: intervals are ``± Z95 * sd``."""
 
 
 class Rating(msgspec.Struct):
@@ -129,6 +135,43 @@ def fit_pairs(pairs: Iterable[tuple[str, str, float]], names: Iterable[str] = ()
     return _fit(units, tallies, names, variance)
 
 
+def fit_units(
+    units: Iterable[tuple[str, str, float, int]],
+    names: Iterable[str] = (),
+    variance: str = "robust",
+    start: Mapping[str, float] | None = None,
+    tallies: Iterable[tuple[str, str, int, int, int]] | None = None,
+) -> Fit:
+    """Fit Elo ratings to units ``(a, b, score_of_a, g)``: ``g`` games (``g >= 1``) in which
+    ``a`` scored ``score_of_a`` points (0 to ``g``, a draw counting ½).
+
+    A unit is what varies together: one unpaired match (``g = 1``), a duplicate pair (``g =
+    2``), or the ``g`` twin deals of a duplicate-deals pair. With the default
+    ``variance="robust"`` the intervals are clustered by unit (the sandwich of the module
+    docstring), ``"model"`` gives the inverse information. ``start`` maps bot names to Elo
+    ratings to start Newton's method from (a warm start: the maximum is the same, it is only
+    reached in fewer steps). ``tallies`` gives ``(a, b, wins of a, losses of a, draws)`` per
+    unit for the win/loss/draw counts; by default each unit is split with the fewest draws
+    (``floor(score)`` wins, one draw for a half point, the rest losses). Raises
+    ``ValueError`` for a score outside ``[0, g]``, ``g < 1`` or a bot playing itself.
+    """
+    out_units = []
+    out_tallies = []
+    for a, b, s, g in units:
+        s, g = float(s), int(g)
+        if g < 1:
+            raise ValueError(f"unit of {a!r} vs {b!r} has {g} games")
+        if not 0.0 <= s <= g:
+            raise ValueError(f"score {s!r} of {a!r} vs {b!r} is not in [0, {g}]")
+        out_units.append((a, b, s, g))
+        wins = math.floor(s)
+        draws = 1 if s - wins >= 0.25 else 0
+        out_tallies.append((a, b, wins, g - wins - draws, draws))
+    if tallies is not None:
+        out_tallies = list(tallies)
+    return _fit(out_units, out_tallies, names, variance, start)
+
+
 def fit_ratings(results: Iterable[tuple[str, str, float]], names: Iterable[str] = ()) -> list[Rating]:
     """Fit Elo ratings to ``(a, b, score_of_a)`` results; return them best first.
 
@@ -178,9 +221,22 @@ class Fit:
         return {(a, b): self.los(a, b) for a in self.names for b in self.names if a != b}
 
     def overlapping(self, a: str, b: str) -> bool:
-        """Whether the 95% intervals ``elo ± ci95`` of ``a`` and ``b`` overlap."""
+        """Whether the 95% intervals ``elo ± ci95`` of ``a`` and ``b`` overlap. Far stricter
+        than a test of the difference (two intervals can overlap while the difference is
+        clearly non-zero): the tables use :meth:`separated` instead."""
         ra, rb = self._by_name[a], self._by_name[b]
         return abs(ra.elo - rb.elo) <= ra.ci95 + rb.ci95
+
+    def diff_ci95(self, a: str, b: str) -> float:
+        """Half-width (Elo) of the 95% interval of ``elo_a - elo_b``, from the covariance."""
+        return Z95 * self.sd_diff(a, b)
+
+    def separated(self, a: str, b: str) -> bool:
+        """Whether ``a`` and ``b`` are separated at 95%: the interval of the difference
+        ``elo_a - elo_b ± diff_ci95`` excludes 0. Exactly when :meth:`los` is above 97.5% or
+        below 2.5% (the same normal approximation), so the marks agree with the LOS matrix."""
+        diff = self._by_name[a].elo - self._by_name[b].elo
+        return abs(diff) > self.diff_ci95(a, b)
 
 
 ROBUST_PRIOR_UNITS = 1.0
@@ -192,8 +248,10 @@ def _fit(
     tallies: list[tuple[str, str, int, int, int]],
     names: Iterable[str],
     variance: str,
+    start: Mapping[str, float] | None = None,
 ) -> Fit:
-    """Shared core: ``units`` are ``(a, b, score of a, games)``."""
+    """Shared core: ``units`` are ``(a, b, score of a, games)``; ``start`` Elo ratings to
+    start from (see :func:`fit_units`)."""
     if variance not in ("model", "robust"):
         raise ValueError(f"variance must be 'model' or 'robust', not {variance!r}")
     bots = sorted(set(names) | {u[0] for u in units} | {u[1] for u in units})
@@ -212,7 +270,8 @@ def _fit(
         games[j][i] += g
         score[i] += s
         score[j] += g - s
-    theta = [0.0] * n  # natural-log strengths; prior opponent at 0
+    # natural-log strengths; prior opponent at 0
+    theta = [((start or {}).get(b, ANCHOR) - ANCHOR) / _SCALE for b in bots]
     for _ in range(100):
         grad, info = _gradient_and_information(theta, games, score)
         step = _solve(info, grad)
@@ -328,6 +387,18 @@ def _solve(a: list[list[float]], b: list[float]) -> list[float]:
 
 
 def _inverse(a: list[list[float]]) -> list[list[float]]:
+    """Inverse by Gauss-Jordan elimination with partial pivoting (one ``O(n^3)`` pass)."""
     n = len(a)
-    cols = [_solve(a, [1.0 if i == j else 0.0 for i in range(n)]) for j in range(n)]
-    return [[cols[j][i] for j in range(n)] for i in range(n)]
+    m = [row[:] + [1.0 if i == j else 0.0 for j in range(n)] for i, row in enumerate(a)]
+    for c in range(n):
+        p = max(range(c, n), key=lambda r: abs(m[r][c]))
+        m[c], m[p] = m[p], m[c]
+        pivot = m[c][c]
+        m[c] = [x / pivot for x in m[c]]
+        pc = m[c]
+        for r in range(n):
+            f = m[r][c]
+            if r != c and f:
+                row = m[r]
+                m[r] = [x - f * y for x, y in zip(row, pc)]
+    return [row[n:] for row in m]

@@ -114,6 +114,7 @@ CREATE TABLE IF NOT EXISTS ladder (
     elo         REAL NOT NULL,
     games       INTEGER NOT NULL,
     updated_at  REAL NOT NULL,
+    ci95        REAL,
     PRIMARY KEY (game, bot)
 );
 """
@@ -163,6 +164,8 @@ class Store:
         for column, kind in (("margin", "INTEGER"), ("pair_key", "TEXT"), ("log_hash", "TEXT")):
             if column not in have:
                 self.db.execute(f"ALTER TABLE matches ADD COLUMN {column} {kind}")
+        if "ci95" not in {r[1] for r in self.db.execute("PRAGMA table_info(ladder)")}:
+            self.db.execute("ALTER TABLE ladder ADD COLUMN ci95 REAL")
 
     def close(self) -> None:
         """Close the database."""
@@ -252,15 +255,16 @@ class Store:
             cur = self.db.execute("DELETE FROM bots WHERE name=?", (name,))
         return cur.rowcount > 0
 
-    def bots_overview(self, game: str) -> list[tuple[str, str, float | None, int]]:
-        """Every registered bot: ``(name, kind, ladder Elo or None, ladder games)``; kind is
-        ``submitted`` (launched by the server) or ``remote`` (connects with its token)."""
+    def bots_overview(self, game: str) -> list[tuple[str, str, float | None, int, float | None]]:
+        """Every registered bot: ``(name, kind, ladder Elo or None, ladder games, half-width of
+        the 95% interval or None)``; kind is ``submitted`` (launched by the server) or
+        ``remote`` (connects with its token)."""
         rows = self.db.execute(
-            "SELECT b.name, s.name IS NOT NULL, l.elo, COALESCE(l.games, 0) FROM bots b "
+            "SELECT b.name, s.name IS NOT NULL, l.elo, COALESCE(l.games, 0), l.ci95 FROM bots b "
             "LEFT JOIN submissions s ON s.name=b.name LEFT JOIN ladder l ON l.bot=b.name AND l.game=? ORDER BY b.name",
             (game,),
         )
-        return [(r[0], "submitted" if r[1] else "remote", r[2], r[3]) for r in rows]
+        return [(r[0], "submitted" if r[1] else "remote", r[2], r[3], r[4]) for r in rows]
 
     # ------------------------------------------------------------------ tournaments
 
@@ -355,30 +359,40 @@ class Store:
                 out.append((a, b, sa + (s0 if b0 == a else 1.0 - s0)))
         return out
 
-    def _ladder_step(self, game: str, bot0: str, bot1: str, score0: float) -> tuple[float, float]:
-        """Incremental Elo for the persistent ladder (per bot, per game; K-factor and starting
-        rating from ``arena.rating``), inside the caller's transaction."""
-        from arena.rating import ANCHOR, elo_update
+    def _ladder_refit(self, game: str) -> None:
+        """Refit the persistent ladder of ``game`` over all its finished matches
+        (:mod:`arena.ladder`: maximum likelihood, warm-started from the stored ratings, 95%
+        intervals clustered by duplicate pair), inside the caller's transaction."""
+        from arena.ladder import ladder_units, refit
 
-        def current(bot: str) -> tuple[float, int]:
-            row = self.db.execute("SELECT elo, games FROM ladder WHERE game=? AND bot=?", (game, bot)).fetchone()
-            return (row[0], row[1]) if row else (ANCHOR, 0)
-
-        (r0, g0), (r1, g1) = current(bot0), current(bot1)
-        n0, n1 = elo_update(r0, r1, score0)
+        rows = self.db.execute(
+            "SELECT tournament_id, bot0, bot1, winner_seat, pair_key FROM matches WHERE game=? AND status='done' "
+            "ORDER BY id",
+            (game,),
+        ).fetchall()
+        start = {r[0]: r[1] for r in self.db.execute("SELECT bot, elo FROM ladder WHERE game=?", (game,))}
+        fitted = refit(ladder_units(tuple(r) for r in rows), start=start)
         now = time.time()
-        for bot, r, g in ((bot0, n0, g0 + 1), (bot1, n1, g1 + 1)):
+        for r in fitted.ratings:
             self.db.execute(
-                "INSERT INTO ladder(game, bot, elo, games, updated_at) VALUES (?,?,?,?,?) ON CONFLICT(game, bot) "
-                "DO UPDATE SET elo=excluded.elo, games=excluded.games, updated_at=excluded.updated_at",
-                (game, bot, r, g, now),
+                "INSERT INTO ladder(game, bot, elo, ci95, games, updated_at) VALUES (?,?,?,?,?,?) "
+                "ON CONFLICT(game, bot) DO UPDATE SET elo=excluded.elo, ci95=excluded.ci95, games=excluded.games, "
+                "updated_at=excluded.updated_at",
+                (game, r.name, r.elo, r.ci95, r.games, now),
             )
-        return n0, n1
 
     def ladder(self, game: str) -> list[tuple[str, float, int]]:
         """The persistent ladder of ``game``: ``(bot, elo, games)``, best first."""
-        rows = self.db.execute("SELECT bot, elo, games FROM ladder WHERE game=? ORDER BY elo DESC, bot", (game,))
-        return [(r[0], r[1], r[2]) for r in rows]
+        return [(bot, elo, games) for bot, elo, _, games in self.ladder_intervals(game)]
+
+    def ladder_intervals(self, game: str) -> list[tuple[str, float, float, int]]:
+        """The persistent ladder of ``game`` with intervals: ``(bot, elo, ci95, games)``, best
+        first; ``ci95`` is the half-width of the 95% interval in Elo points (``inf`` for a
+        row written by a version without intervals, until the next result refits it)."""
+        rows = self.db.execute(
+            "SELECT bot, elo, ci95, games FROM ladder WHERE game=? ORDER BY elo DESC, bot", (game,)
+        )
+        return [(r[0], r[1], float("inf") if r[2] is None else r[2], r[3]) for r in rows]
 
     def tournament(self, tournament_id: int | None = None) -> dict[str, Any] | None:
         """A tournament row as a dict (``config`` and ``bots`` decoded from JSON): the given id,
@@ -441,9 +455,8 @@ class Store:
                     match_key,
                 ),
             )
-            if result.reason != "aborted":  # the persistent ladder moves in the same commit
-                score0 = 1.0 if result.winner == 0 else 0.0 if result.winner == 1 else 0.5
-                self._ladder_step(row["game"], row["bot0"], row["bot1"], score0)
+            if result.reason != "aborted":  # the persistent ladder is refitted in the same commit
+                self._ladder_refit(row["game"])
 
     def finish_tournament(self, tournament_id: int) -> None:
         """Mark a tournament finished."""

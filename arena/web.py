@@ -16,6 +16,7 @@ Routes:
 
 from __future__ import annotations
 
+import math
 from html import escape
 from importlib import resources
 from typing import TYPE_CHECKING, Any
@@ -39,7 +40,10 @@ LEADERBOARD_CHANGED = b'{"type":"leaderboard"}\n'
 
 
 def leaderboard(contest: Contest) -> list[dict[str, Any]]:
-    """The ladder of the contest's game: rank, bot, Elo, games, wins, losses, draws."""
+    """The ladder of the contest's game, best first: ``rank``, ``bot``, ``elo`` (maximum
+    likelihood, :mod:`arena.ladder`), ``interval`` (half-width of its 95% interval, Elo points;
+    ``None`` until the bot's ladder row has been refitted), ``games`` (matches), ``wins``,
+    ``losses``, ``draws``, ``connected``."""
     store, game = contest.store, contest.config.game
     tally: dict[str, list[int]] = {}
     for b0, b1, w in store.db.execute(
@@ -49,10 +53,11 @@ def leaderboard(contest: Contest) -> list[dict[str, Any]]:
             t = tally.setdefault(bot, [0, 0, 0])
             t[0 if w == seat else 2 if w is None else 1] += 1
     out = []
-    for rank, (bot, elo, games) in enumerate(store.ladder(game), 1):
+    for rank, (bot, elo, ci95, games) in enumerate(store.ladder_intervals(game), 1):
         w, lo, d = tally.get(bot, [0, 0, 0])
-        out.append({"rank": rank, "bot": bot, "elo": round(elo, 1), "games": games, "wins": w, "losses": lo,
-                    "draws": d, "connected": bot in contest.server.bots})
+        out.append({"rank": rank, "bot": bot, "elo": round(elo, 1),
+                    "interval": round(ci95, 1) if math.isfinite(ci95) else None, "games": games, "wins": w,
+                    "losses": lo, "draws": d, "connected": bot in contest.server.bots})
     return out
 
 

@@ -71,6 +71,8 @@ async def test_ladder_api_metrics_and_a_remote_bot(tmp_path):
     assert names == {"greedy", "random", "remote"}  # the remote bot got into the ladder
     assert sum(row["games"] for row in board) == 2 * 16
     assert board[0]["bot"] == "greedy"
+    # each bot's rating carries the half-width of its 95% interval (the ladder's fit, arena/ladder.py)
+    assert all(0 < row["interval"] < 2000 and row["games"] > 0 and "elo" in row for row in board)
     assert page.status_code == 200 and "EventSource" in page.text
     families = list(text_string_to_metric_families(scrape))
     assert metric(families, "arena_matches_finished_total", game="ecarte", reason="target") >= 16

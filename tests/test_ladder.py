@@ -1,0 +1,81 @@
+"""The persistent ladder (arena/ladder.py): the maximum-likelihood fit over all results,
+refitted after each one. Seeded simulations pin its targets against the incremental Elo it
+replaced (arena/studies.py): a newcomer places fast, the order of results does not matter,
+the error shrinks as games grow; and the store keeps the ladder with its intervals."""
+
+from __future__ import annotations
+
+import random
+import statistics
+
+from arena.formats import Pairing
+from arena.ladder import ladder_units, refit
+from arena.referee import MatchResult
+from arena.store import Store
+from arena.studies import Fitted, Incremental, error_curve, order_dependence, placement_games
+
+
+def test_a_newcomer_200_above_the_field_places_within_50_elo_in_10_games_median():
+    fit = [placement_games(Fitted, s, cap=60) for s in range(31)]
+    k20 = [placement_games(Incremental, s, cap=60) for s in range(31)]
+    assert statistics.median(fit) <= 10
+    assert statistics.median(k20) > 10  # what the ladder was: K = 20 needs dozens of games
+
+
+def test_the_same_results_in_another_order_give_the_same_ratings():
+    sd, changed = order_dependence(Fitted, 3, games=300, orders=4)
+    assert sd < 1e-6 and changed == 0
+    sd_k, _ = order_dependence(Incremental, 3, games=300, orders=4)
+    assert sd_k > 5  # incremental Elo moves with the order
+
+
+def test_error_shrinks_as_games_grow():
+    curves = [error_curve(Fitted, s) for s in range(3)]
+    mean = [statistics.fmean(c[i] for c in curves) for i in range(3)]
+    assert mean[0] > mean[1] > mean[2]
+    k20 = [error_curve(Incremental, s)[-1] for s in range(3)]
+    assert mean[2] < statistics.fmean(k20)  # K = 20 stalls at the size of its steps
+
+
+def test_units_pair_the_two_halves_of_a_duplicate_pair_within_a_tournament():
+    rows = [
+        (1, "a", "b", 0, "a|b|0"),   # a wins seat 0
+        (1, "c", "a", 1, None),      # unpaired: a wins
+        (1, "b", "a", 0, "a|b|0"),   # b wins its half: the pair is 1-1
+        (2, "a", "b", None, "a|b|0"),  # another tournament, same key: not the same pair
+    ]
+    assert ladder_units(rows) == [("a", "b", 1.0, 2), ("c", "a", 0.0, 1), ("a", "b", 0.5, 1)]
+
+
+def _record_all(results, order_seed):
+    store = Store(":memory:")
+    order = list(range(len(results)))
+    random.Random(order_seed).shuffle(order)
+    tid = store.create_tournament("ecarte", "test", 1, {}, ["a", "b", "c", "d"],
+                                  [Pairing(index=i, bot0=a, bot1=b, seed=i, pair=None)
+                                   for i, (a, b, _) in enumerate(results)])
+    for i in order:
+        a, b, w = results[i]
+        key = f"t{tid}-m{i + 1:04d}"
+        store.record_result(key, MatchResult(match_id=key, winner=w, reason="target", scores=[0, 0], manches=[0, 0]),
+                            None)
+    return store.ladder_intervals("ecarte")
+
+
+def test_the_store_refits_after_each_result_and_the_order_does_not_matter():
+    true = {"a": 150.0, "b": 50.0, "c": 0.0, "d": -200.0}
+    rng = random.Random(7)
+    results = []
+    for _ in range(60):
+        a, b = rng.sample(sorted(true), 2)
+        p = 1 / (1 + 10 ** ((true[b] - true[a]) / 400))
+        results.append((a, b, 0 if rng.random() < p else 1))
+    one, two = _record_all(results, 1), _record_all(results, 2)
+    assert [r[0] for r in one] == [r[0] for r in two]
+    for x, y in zip(one, two):
+        assert abs(x[1] - y[1]) < 1e-6 and abs(x[2] - y[2]) < 1e-6 and x[3] == y[3]
+    # what the store holds is the fit over all the results, intervals included
+    fitted = refit([(a, b, 1.0 - w, 1) for a, b, w in results])
+    assert [(r.name, round(r.elo, 6), round(r.ci95, 6), r.games) for r in fitted.ratings] == \
+        [(n, round(e, 6), round(c, 6), g) for n, e, c, g in one]
+    assert all(10 < r[2] < 1000 for r in one) and sum(r[3] for r in one) == 2 * len(results)
