@@ -151,18 +151,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 def print_report(console: Console, report: TournamentReport) -> None:
     """Print the leaderboard (rank, bot, Elo ± 95%, games, wins, losses, draws, score %, and the
-    bots whose intervals overlap), the likelihood-of-superiority matrix, and for a chouette
-    its reigns and bankrolls."""
+    ranks not separated from it at 95%: the interval of the rating difference, from the
+    covariance, contains 0, i.e. the likelihood of superiority is between 2.5% and 97.5%), the
+    likelihood-of-superiority matrix, and for a chouette its reigns and bankrolls."""
     fit = report.fit
-    unit = "duplicate pairs, robust intervals" if report.paired else "single matches"
+    unit = "duplicate pairs, robust intervals" if report.paired else "single matches, robust intervals"
     table = Table(title=f"Tournament t{report.tournament_id}: Elo (maximum likelihood, mean 1500; {unit})")
     for col, just in (("rank", "right"), ("bot", "left"), ("Elo", "right"), ("±95%", "right"),
                       ("games", "right"), ("wins", "right"), ("losses", "right"), ("draws", "right"),
-                      ("score %", "right"), ("overlaps rank", "left")):
+                      ("score %", "right"), ("not separated from", "left")):
         table.add_column(col, justify=just)  # type: ignore[arg-type]
     for i, r in enumerate(fit.ratings, 1):
         overlaps = [
-            str(j) for j, o in enumerate(fit.ratings, 1) if o.name != r.name and fit.overlapping(r.name, o.name)
+            str(j) for j, o in enumerate(fit.ratings, 1) if o.name != r.name and not fit.separated(r.name, o.name)
         ]
         table.add_row(str(i), r.name, f"{r.elo:.0f}", f"{r.ci95:.0f}", str(r.games), str(r.wins),
                       str(r.losses), str(r.draws), f"{100 * r.score:.1f}", ",".join(overlaps) or "-")

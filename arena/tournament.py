@@ -18,7 +18,6 @@ exactly the matches still pending, with their stored seeds: none is lost, none c
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from pathlib import Path
 
@@ -28,10 +27,11 @@ import trio
 from arena.clock import Clock
 from arena.formats import Auction, Format, StaticFormat, Step, derive_seed, make_format
 from arena.formats.chouette import Chouette, Reign, legal_bids
+from arena.ladder import ladder_units
 from arena.launcher import BotProcess, Limits, Manifest, launch
 from arena.matchlog import MatchLog
 from arena.metrics import METRICS
-from arena.rating import Fit, Rating, fit, fit_pairs
+from arena.rating import Fit, Rating, fit_units
 from arena.referee import MatchConfig, MatchResult, Referee
 from arena.seat import Seat, SeatFault
 from arena.server import ArenaServer, ServerConfig
@@ -181,12 +181,10 @@ async def run_tournament(
     reasons: dict[str, int] = {}
     for row in matches:
         reasons[row["reason"] or "unplayed"] = reasons.get(row["reason"] or "unplayed", 0) + 1
-    results = store.results(tid)
-    pairs = store.pair_results(tid)
-    paired = bool(pairs) and 2 * len(pairs) == len(results)
+    fitted, paired = rate_tournament(store, tid, names, config)
     report = TournamentReport(
         tournament_id=tid,
-        fit=fit_pairs(pairs, names) if paired else fit(results, names),
+        fit=fitted,
         matches=len(matches),
         reasons=reasons,
         seconds=trio.current_time() - t0,
@@ -195,6 +193,19 @@ async def run_tournament(
     if isinstance(fmt, Chouette):
         report.reigns, report.bankrolls, report.house = fmt.reigns, dict(fmt.bankrolls), fmt.house
     return report
+
+
+def rate_tournament(store: Store, tid: int, names: list[str], config: TournamentConfig) -> tuple[Fit, bool]:
+    """The rating fit of a tournament and whether it was played in duplicate pairs.
+
+    Every format gets robust intervals (the sandwich of :mod:`arena.rating`), clustered by the
+    unit that varies together: the duplicate pair when the two matches of a pair are both
+    finished, else the match (:func:`arena.ladder.ladder_units`). ``paired`` is True when at
+    least one pair is complete."""
+    rows = [(tid, m["bot0"], m["bot1"], m["winner_seat"], m["pair_key"])
+            for m in store.matches(tid) if m["status"] == "done"]
+    units = ladder_units(rows)
+    return fit_units(units, names, variance="robust"), any(u[3] == 2 for u in units)
 
 
 def settle_stored(store: Store, tid: int, fmt: Format, steps: list[Step]) -> list[Step]:
@@ -391,11 +402,3 @@ async def play_match(
                                 r.scores if r else [0, 0])
         return result
 
-
-def stable_order(report: TournamentReport) -> bool:
-    """True if adjacent bots in the ranking are separated by more than their intervals
-    overlap (a rough check that the order is settled)."""
-    r = report.ratings
-    return all(
-        (a.elo - b.elo) > math.hypot(a.ci95, b.ci95) for a, b in zip(r, r[1:])
-    )

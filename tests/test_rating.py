@@ -10,7 +10,7 @@ import statistics
 
 import pytest
 
-from arena.rating import ANCHOR, elo_update, expected_score, fit, fit_pairs, fit_ratings
+from arena.rating import ANCHOR, elo_update, expected_score, fit, fit_pairs, fit_ratings, fit_units
 
 TRUE = {"a": 1700.0, "b": 1550.0, "c": 1450.0, "d": 1300.0}
 
@@ -253,3 +253,58 @@ def test_invalid_input_is_rejected():
     with pytest.raises(ValueError):
         fit([("a", "b", 1.0)], variance="sandwich")
     assert fit([]).ratings == [] and fit_ratings([]) == []
+
+
+def _draw_game(rng, a, b, draw=0.4):
+    """A game with draws: P(draw) = ``draw`` (less in a lopsided matchup, so that the expected
+    score stays logistic in Elo)."""
+    e = expected_score(TRUE[a] - TRUE[b])
+    draw = min(draw, 1.8 * min(e, 1.0 - e))
+    u = rng.random()
+    return 1.0 if u < e - draw / 2 else 0.5 if u < e + draw / 2 else 0.0
+
+
+def _coverage(variance: str, reps: int = 300, games: int = 240) -> float:
+    rng = random.Random(99)
+    names = sorted(TRUE)
+    hit = total = 0
+    for _ in range(reps):
+        units = []
+        for _ in range(games):
+            a, b = rng.sample(names, 2)
+            units.append((a, b, _draw_game(rng, a, b), 1))
+        f = fit_units(units, variance=variance)
+        for i, a in enumerate(names):
+            for b in names[i + 1:]:
+                est = f[a].elo - f[b].elo
+                hit += abs(est - (TRUE[a] - TRUE[b])) <= f.diff_ci95(a, b)
+                total += 1
+    return hit / total
+
+
+def test_robust_intervals_of_unpaired_matches_with_draws_cover_95_percent():
+    """Clustered by match, the robust interval is honest when draws occur; the model's, which
+    assumes the binomial variance of win-or-lose games, is too wide (over-covers)."""
+    robust, model = _coverage("robust"), _coverage("model")
+    assert 0.93 <= robust <= 0.97, robust
+    assert model > 0.975 and model > robust + 0.02, model
+
+
+def test_separation_marks_agree_with_the_likelihood_of_superiority():
+    """A pair is marked separated exactly when its LOS is above 97.5% or below 2.5%, including
+    neighbours whose individual intervals overlap (the old, stricter mark)."""
+    rng = random.Random(4)
+    strict = 0
+    for seed in range(40):
+        n = rng.choice((30, 80, 300))
+        f = fit_units([(a, b, s, 1) for a, b, s in _results(n, seed)])
+        for a in f.names:
+            for b in f.names:
+                if a == b:
+                    continue
+                los = f.los(a, b)
+                if abs(los - 0.975) < 1e-9 or abs(los - 0.025) < 1e-9:
+                    continue  # on the boundary either answer is right
+                assert f.separated(a, b) == (los > 0.975 or los < 0.025), (a, b, los)
+                strict += f.separated(a, b) and f.overlapping(a, b)
+    assert strict > 0  # the difference's interval separates pairs whose intervals still overlap
