@@ -21,6 +21,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from arena.formats import FORMATS
+from arena.formats.duplicate_deals import DEFAULT_DEALS
 from arena.launcher import load_manifest, sandbox_available
 from arena.referee import MatchConfig
 from arena.store import Store
@@ -60,7 +61,11 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--db", default="arena.db", help="SQLite database (default arena.db)")
     t.add_argument("--logs", default="logs", help="match log directory (default logs/)")
     t.add_argument("--format", default="round-robin", choices=list(FORMATS),
-                   help="round-robin (default), gauntlet, rotation (écarté simple) or chouette")
+                   help="round-robin (default), gauntlet, rotation (écarté simple), chouette, or duplicate-deals "
+                        "(duplicate pairs of fixed-length matches, rated on twin deals)")
+    t.add_argument("--deals", type=int, default=0,
+                   help="every match is exactly this many deals, no target (default: the rules' own match; "
+                        "duplicate-deals: 6)")
     t.add_argument("--hero", help="gauntlet: the bot that plays all the others (default: the first)")
     t.add_argument("--no-duplicate", dest="duplicate", action="store_false",
                    help="do not play pairs of matches with the same deals and seats swapped")
@@ -156,6 +161,9 @@ def print_report(console: Console, report: TournamentReport) -> None:
     likelihood-of-superiority matrix, and for a chouette its reigns and bankrolls."""
     fit = report.fit
     unit = "duplicate pairs, robust intervals" if report.paired else "single matches, robust intervals"
+    if report.twin_deals:
+        unit = (f"duplicate deals: pairs of {report.twin_deals}-deal matches scored deal by deal, Elo per twin deal, "
+                "games = twin deals, robust intervals")
     table = Table(title=f"Tournament t{report.tournament_id}: Elo (maximum likelihood, mean 1500; {unit})")
     for col, just in (("rank", "right"), ("bot", "left"), ("Elo", "right"), ("±95%", "right"),
                       ("games", "right"), ("wins", "right"), ("losses", "right"), ("draws", "right"),
@@ -223,7 +231,8 @@ def cmd_tournament(args: argparse.Namespace) -> int:
                 match=MatchConfig(
                     game=args.game,
                     rules=Rules(deal_pattern=args.deal_pattern, target=args.target, manches=args.manches,
-                                pack=args.pack, packets=args.packets, scoring=args.scoring),
+                                pack=args.pack, packets=args.packets, scoring=args.scoring,
+                                deals=args.deals or (DEFAULT_DEALS if args.format == "duplicate-deals" else 0)),
                     time=TimeControl(move_ms=args.move_ms, bank_ms=args.bank_ms, grace_ms=args.grace_ms),
                     on_timeout=args.on_timeout,
                     max_strikes=args.max_strikes,

@@ -24,6 +24,19 @@ Method - the generalized SPRT (GSPRT) of the multinomial model of pair outcomes:
   J. Liu et al., GSPRT, http://stat.columbia.edu/~jcliu/paper/GSPRT_SQA3.pdf).
 * Wald's bounds (A. Wald, "Sequential tests of statistical hypotheses", 1945): accept H0 when
   ``LLR <= log(beta / (1 - alpha))``, H1 when ``LLR >= log((1 - beta) / alpha)``.
+* Overshoot correction (on by default, as in fishtest since 2020): the LLR does not land on a
+  bound but jumps past it, so Wald's bounds give error rates below the nominal ones and tests
+  longer than needed. For a random walk, the expected overshoot over a far boundary is
+  ``E[H^2] / (2 E[H])`` where ``H`` is a *ladder height*, the amount by which the walk beats
+  its previous record (D. Siegmund, "Sequential Analysis: Tests and Confidence Intervals",
+  Springer 1985, ch. VIII, corrected random walks). The test estimates it from its own path:
+  each time the LLR sets a new maximum (minimum), the excess over the previous record is one
+  ladder height; with ``m1, sq1`` the sum and the sum of squares of the upward ones (``m0,
+  sq0`` downward, starting from 0) it stops at ``upper - sq1 / (2 m1)`` and ``lower + sq0 /
+  (2 |m0|)``. This is fishtest's dynamic overshoot correction (fishtest
+  ``server/fishtest/stats/stat_util.py``, ``update_SPRT``). Simulations (``make study``,
+  ``tests/test_sprt.py``) show the error rates stay at or below the nominal ones while fewer
+  pairs are needed.
 * Before the maximum likelihood step, every possible outcome with no observation gets a
   pseudo-count of :data:`EPSILON` (fishtest's regularisation). The possible outcomes always
   include 0 and 2, so any ``s`` strictly between 0 and 1 has a maximum-likelihood distribution,
@@ -156,6 +169,7 @@ class SPRT:
         alpha: float = 0.05,
         beta: float = 0.05,
         outcomes: Iterable[float] = PAIR_SCORES,
+        overshoot: bool = True,
     ) -> None:
         if not elo0 < elo1:
             raise ValueError("elo0 must be below elo1")
@@ -167,11 +181,30 @@ class SPRT:
         if values[0] < 0.0 or values[-1] > 2.0:
             raise ValueError("pair scores must lie in [0, 2]")
         self._counts: dict[float, int] = {v: 0 for v in values}
+        self.overshoot = overshoot
+        self._llr = 0.0
+        # ladder heights of the LLR path (module docstring): record, sum, sum of squares,
+        # downward (0) and upward (1)
+        self._ref0 = self._m0 = self._sq0 = 0.0
+        self._ref1 = self._m1 = self._sq1 = 0.0
 
     @property
     def bounds(self) -> tuple[float, float]:
         """Wald's decision bounds ``(log(beta/(1-alpha)), log((1-beta)/alpha))`` on the LLR."""
         return math.log(self.beta / (1.0 - self.alpha)), math.log((1.0 - self.beta) / self.alpha)
+
+    @property
+    def stop_bounds(self) -> tuple[float, float]:
+        """The LLR bounds the test stops at: Wald's :attr:`bounds`, moved inward by the
+        estimated overshoot ``(sq0 / (2 |m0|), sq1 / (2 m1))`` when ``overshoot`` is on."""
+        lower, upper = self.bounds
+        if not self.overshoot:
+            return lower, upper
+        o0 = -self._sq0 / self._m0 / 2.0 if self._m0 else 0.0
+        o1 = self._sq1 / self._m1 / 2.0 if self._m1 else 0.0
+        if lower + o0 >= upper - o1:  # cannot happen with sane bounds; never cross them
+            return lower, upper
+        return lower + o0, upper - o1
 
     @property
     def counts(self) -> dict[float, int]:
@@ -191,17 +224,32 @@ class SPRT:
         if n < 0:
             raise ValueError("n must be non-negative")
         self._counts[key] += n
+        self._llr = self._compute_llr()
+        if self._llr < self._ref0:  # a new minimum: one downward ladder height
+            delta = self._llr - self._ref0
+            self._m0 += delta
+            self._sq0 += delta * delta
+            self._ref0 = self._llr
+        if self._llr > self._ref1:  # a new maximum: one upward ladder height
+            delta = self._llr - self._ref1
+            self._m1 += delta
+            self._sq1 += delta * delta
+            self._ref1 = self._llr
 
     def llr(self) -> float:
         """The regularised GSPRT log-likelihood ratio of H1 against H0 (0 with no pairs)."""
+        return self._llr
+
+    def _compute_llr(self) -> float:
         if self.pairs == 0:
             return 0.0
         reg = {v / 2.0: (n if n > 0 else EPSILON) for v, n in self._counts.items()}
         return llr(reg, self.s0, self.s1)
 
     def status(self) -> str:
-        """``"H1"`` (A is ``elo1`` better), ``"H0"`` (at most ``elo0``) or ``"continue"``."""
-        lower, upper = self.bounds
+        """``"H1"`` (A is ``elo1`` better), ``"H0"`` (at most ``elo0``) or ``"continue"``, by
+        :attr:`stop_bounds`."""
+        lower, upper = self.stop_bounds
         value = self.llr()
         if value >= upper:
             return "H1"
@@ -240,6 +288,9 @@ class SPRT:
         lost = sum(k for v, k in c.items() if v < 1.0)
         dist = " ".join(f"{_fmt_points(v)}:{k}" for v, k in c.items() if k)
         lower, upper = self.bounds
+        stop = ""
+        if self.stop_bounds != (lower, upper):
+            stop = " stop at [{:.2f}, {:.2f}]".format(*self.stop_bounds)
         elo, ci = self.elo_estimate()
         if math.isnan(elo):
             elo_txt = "elo n/a"
@@ -249,7 +300,7 @@ class SPRT:
             elo_txt = f"elo {round(elo)} ± {round(ci) if math.isfinite(ci) else 'inf'}"
         return (
             f"pairs {self.pairs}  W-D-L {won}-{drawn}-{lost}  [{dist}]  "
-            f"LLR {self.llr():.2f} [{lower:.2f}, {upper:.2f}]  {elo_txt}"
+            f"LLR {self.llr():.2f} [{lower:.2f}, {upper:.2f}]{stop}  {elo_txt}"
         )
 
 

@@ -163,5 +163,82 @@ def ladder_study(seeds: int = 101) -> str:
     return "\n".join(lines)
 
 
+# ---------------------------------------------------------------------- the SPRT
+
+
+def pair_score(rng: random.Random, elo: float, luck: float = 1.0) -> int:
+    """The tested bot's score (0, 1 or 2) over a duplicate pair: ``elo`` its advantage; the deal
+    gives the seat holding the good cards ``luck`` extra natural-log strength (sign random per
+    deal, flipped by the seat swap), so the two matches of a pair are negatively correlated.
+    The strength is set so that the expected score of a match is the logistic one of ``elo``."""
+    theta = _strength(elo, luck)
+    u = luck if rng.random() < 0.5 else -luck
+    return sum(rng.random() < 1.0 / (1.0 + math.exp(-(theta + sign * u))) for sign in (1, -1))
+
+
+def _strength(elo: float, luck: float) -> float:
+    """``theta`` with ``(sigma(theta + luck) + sigma(theta - luck)) / 2 = expected_score(elo)``
+    (bisection; the mean of the two is increasing in ``theta``)."""
+    target = expected_score(elo)
+    lo, hi = -20.0, 20.0
+    for _ in range(80):
+        mid = 0.5 * (lo + hi)
+        mean = 0.5 * sum(1.0 / (1.0 + math.exp(-(mid + u))) for u in (luck, -luck))
+        lo, hi = (mid, hi) if mean < target else (lo, mid)
+    return 0.5 * (lo + hi)
+
+
+def sprt_runs(true_elo: float, runs: int, seed: int, elo0: float = 0.0, elo1: float = 60.0,
+              alpha: float = 0.05, beta: float = 0.05, luck: float = 1.0,
+              cap: int = 100_000) -> list[tuple[str, int, str, int]]:
+    """``runs`` SPRTs of ``elo0`` against ``elo1`` on pairs of a bot ``true_elo`` better, each
+    judged on one and the same LLR path by both stopping rules: ``(status with the overshoot
+    correction, pairs, status with Wald's plain bounds, pairs)``. The corrected bounds lie
+    inside Wald's, so the corrected test stops first; the path goes on until Wald's stops."""
+    from arena.sprt import SPRT
+
+    rng = random.Random(seed)
+    out = []
+    for _ in range(runs):
+        t = SPRT(elo0, elo1, alpha, beta, outcomes=(0, 1, 2), overshoot=True)
+        first: tuple[str, int] | None = None
+        lower, upper = t.bounds
+        for n in range(1, cap + 1):
+            t.add(pair_score(rng, true_elo, luck))
+            if first is None and t.status() != "continue":
+                first = (t.status(), n)
+            value = t.llr()
+            if value >= upper or value <= lower:
+                out.append((*(first or ("continue", cap)), "H1" if value >= upper else "H0", n))
+                break
+        else:
+            out.append((*(first or ("continue", cap)), "continue", cap))
+    return out
+
+
+def sprt_summary(runs: list[tuple[str, int, str, int]], wrong: str) -> tuple[float, float, float, float]:
+    """``(error rate corrected, mean pairs corrected, error rate Wald, mean pairs Wald)``;
+    ``wrong`` is the status that is an error at this true Elo."""
+    n = len(runs)
+    return (sum(r[0] == wrong for r in runs) / n, statistics.fmean(r[1] for r in runs),
+            sum(r[2] == wrong for r in runs) / n, statistics.fmean(r[3] for r in runs))
+
+
+def sprt_study(runs: int = 1000) -> str:
+    """The larger SPRT study, as text: error rates and average pairs at elo0 and elo1, with and
+    without the overshoot correction, for two widths of the test."""
+    lines = [f"SPRT study (alpha = beta = 0.05, duplicate pairs with deal luck, {runs} runs per line)"]
+    for elo0, elo1 in ((0.0, 60.0), (0.0, 20.0)):
+        for true, wrong in ((elo0, "H1"), (elo1, "H0")):
+            k = runs if elo1 - elo0 > 30 else max(runs // 4, 50)
+            e_c, n_c, e_w, n_w = sprt_summary(sprt_runs(true, k, seed=int(true) + 7, elo0=elo0, elo1=elo1), wrong)
+            lines.append(
+                f"  H0 {elo0:g} H1 {elo1:g}, true {true:g} ({k} runs): Wald error {e_w:.3f}, {n_w:.0f} pairs; "
+                f"overshoot-corrected error {e_c:.3f}, {n_c:.0f} pairs ({100 * (1 - n_c / n_w):.1f}% fewer)"
+            )
+    return "\n".join(lines)
+
+
 if __name__ == "__main__":  # pragma: no cover - the printed study
     print(ladder_study())
+    print(sprt_study())

@@ -25,6 +25,7 @@ import msgspec
 import trio
 
 from arena.clock import Clock
+from arena.deal_pairs import fit_twin_deals
 from arena.formats import Auction, Format, StaticFormat, Step, derive_seed, make_format
 from arena.formats.chouette import Chouette, Reign, legal_bids
 from arena.ladder import ladder_units
@@ -74,6 +75,8 @@ class TournamentReport(msgspec.Struct):
     reasons: dict[str, int]
     seconds: float
     paired: bool = False
+    twin_deals: int = 0
+    """Duplicate-deals: the deals per match, the ratings being on the twin-deal scale (else 0)."""
     reigns: list[Reign] = msgspec.field(default_factory=list)
     bankrolls: dict[str, int] = msgspec.field(default_factory=dict)
     house: int = 0
@@ -109,6 +112,8 @@ async def run_tournament(
         raise ValueError(f"bot names must be unique: {names}")
     if config.concurrency < 1:
         raise ValueError("concurrency must be at least 1")
+    if config.format == "duplicate-deals" and config.match.rules.deals < 1:
+        raise ValueError("duplicate-deals needs matches of a fixed number of deals (rules.deals, --deals N)")
     if fmt is None:
         fmt = make_format(config.format, names, config.games, config.seed, config.duplicate, config.hero)
     tokens = {name: store.add_bot(name) for name in names}
@@ -189,6 +194,7 @@ async def run_tournament(
         reasons=reasons,
         seconds=trio.current_time() - t0,
         paired=paired,
+        twin_deals=config.match.rules.deals if config.format == "duplicate-deals" else 0,
     )
     if isinstance(fmt, Chouette):
         report.reigns, report.bankrolls, report.house = fmt.reigns, dict(fmt.bankrolls), fmt.house
@@ -201,7 +207,10 @@ def rate_tournament(store: Store, tid: int, names: list[str], config: Tournament
     Every format gets robust intervals (the sandwich of :mod:`arena.rating`), clustered by the
     unit that varies together: the duplicate pair when the two matches of a pair are both
     finished, else the match (:func:`arena.ladder.ladder_units`). ``paired`` is True when at
-    least one pair is complete."""
+    least one pair is complete. Duplicate-deals: the fit on twin deals
+    (:func:`arena.deal_pairs.fit_twin_deals`), clustered by pair."""
+    if config.format == "duplicate-deals":
+        return fit_twin_deals(store.matches(tid), config.match.rules.deals, names), True
     rows = [(tid, m["bot0"], m["bot1"], m["winner_seat"], m["pair_key"])
             for m in store.matches(tid) if m["status"] == "done"]
     units = ladder_units(rows)

@@ -379,7 +379,10 @@ class Rules(msgspec.Struct):
     """The rule-set options of a match. Écarté (ecarte.md §E2.4, §E7): ``deal_pattern``,
     ``target``, ``manches``. Piquet (piquet.md §P1, §P2.2, §P8): ``pack`` (32 or 36 cards),
     ``packets`` (deal in packets of 2 or 3), ``scoring`` (``rubicon`` or ``cent``). Each game
-    ignores the other's options."""
+    ignores the other's options. Both games: ``deals`` > 0 makes the match exactly that many
+    deals (the duplicate-deals format, docs/contests.md): points accumulate with no target, no
+    manche and no rubicon, the higher total wins and equal totals are a draw (reason
+    ``deals``); 0 (the default) plays the rules' own match."""
 
     deal_pattern: str = "3-2"
     target: int | Literal["turn-up"] = 5
@@ -387,6 +390,7 @@ class Rules(msgspec.Struct):
     pack: int = 32
     packets: int = 2
     scoring: Literal["rubicon", "cent"] = "rubicon"
+    deals: int = 0
 
 
 class TimeControl(msgspec.Struct):
@@ -438,7 +442,8 @@ class Request(_Msg, tag="request"):
 
 class MatchEnd(_Msg, tag="match_end"):
     """The match is over. ``winner`` is a seat or None (a draw or an abort). ``reason``:
-    ``target`` (Écarté), ``rubicon``, ``cent`` or ``draw`` (Piquet) for a match played out;
+    ``target`` (Écarté), ``rubicon``, ``cent`` or ``draw`` (Piquet), ``deals`` (a match of a
+    fixed number of deals, ``Rules.deals``; a draw when the totals are equal) for a match played out;
     ``forfeit_timeout``, ``forfeit_disconnect``, ``forfeit_illegal``, ``forfeit_protocol``;
     or ``aborted``. ``you`` is ``win``, ``loss`` or ``none``."""
 

@@ -77,9 +77,10 @@ class Format(Protocol):
 def make_format(name: str, bots: list[str], games: int, seed: int, duplicate: bool = True,
                 hero: str | None = None) -> Format:
     """Build a format by name: ``round-robin``, ``gauntlet`` (``hero`` against all others),
-    ``rotation`` or ``chouette``. ``games`` is matches per pair for round-robin and gauntlet,
-    and matches in all for rotation and chouette. Raises ``ValueError`` for a bad name or
-    arguments."""
+    ``rotation``, ``chouette`` or ``duplicate-deals`` (a round-robin of duplicate pairs of
+    fixed-length matches, rated deal by deal: :mod:`arena.formats.duplicate_deals`). ``games``
+    is matches per pair for round-robin, gauntlet and duplicate-deals, and matches in all for
+    rotation and chouette. Raises ``ValueError`` for a bad name or arguments."""
     from arena.formats.chouette import Chouette
     from arena.formats.gauntlet import Gauntlet
     from arena.formats.rotation import Rotation
@@ -97,10 +98,14 @@ def make_format(name: str, bots: list[str], games: int, seed: int, duplicate: bo
         return Rotation(bots, games, seed)
     if name == "chouette":
         return Chouette(bots, games, seed)
-    raise ValueError(f"unknown format {name!r} (known: round-robin, gauntlet, rotation, chouette)")
+    if name == "duplicate-deals":
+        from arena.formats.duplicate_deals import DuplicateDeals
+
+        return DuplicateDeals(bots, games, seed)
+    raise ValueError(f"unknown format {name!r} (known: {', '.join(FORMATS)})")
 
 
-FORMATS = ("round-robin", "gauntlet", "rotation", "chouette")
+FORMATS = ("round-robin", "gauntlet", "rotation", "chouette", "duplicate-deals")
 
 
 class StaticFormat:

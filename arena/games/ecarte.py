@@ -20,6 +20,12 @@ would be to discard nothing). Every other decision is asked even when only one a
 Randomness (all from the ``random.Random`` given): with ``target = "turn-up"`` a pack is
 shuffled and its top card sets the target (§E7.1); then packs are shuffled for the draw for
 first dealer until the two cards differ in rank (§E2.1); then one shuffled pack per deal.
+Whatever the players do, deal ``k`` of a seed is therefore the same pack with the same dealer:
+the two matches of a duplicate pair deal the same cards, deal by deal.
+
+``Rules.deals`` > 0 (the duplicate-deals format, not a rule of the game): the match is exactly
+that many deals, the dealer alternating every deal (§E2.2); points accumulate with no target
+(the king and vole still score as in §E3, §E6), the higher total wins, equal totals draw.
 """
 
 from __future__ import annotations
@@ -103,6 +109,11 @@ def validate_rules(rules: Rules) -> None:
         raise ValueError("target must be 5, 7 or 'turn-up' (ecarte.md §E7.1)")
     if rules.manches not in (1, 3):
         raise ValueError("manches must be 1 (partie sèche) or 3 (partie liée) (§E7.2)")
+    if rules.deals < 0:
+        raise ValueError("deals must be 0 (play to the target) or a positive number of deals")
+    if rules.deals and (rules.manches != 1 or rules.target == "turn-up"):
+        raise ValueError("a match of a fixed number of deals has no target and one manche: "
+                         "use manches 1 and a number target (it is ignored)")
 
 
 class EcarteMatch:
@@ -123,6 +134,11 @@ class EcarteMatch:
         self.rng = rng
         self.packets = DEAL_PATTERNS[rules.deal_pattern]
         self.target: int = rules.target if isinstance(rules.target, int) else 0
+        self.fixed_deals = rules.deals
+        """``Rules.deals``: when > 0 the match is that many deals, scored without a target."""
+        if self.fixed_deals:
+            self.target = 0  # shown in views as "no target"
+            self.end_reason = "deals"
         self.manches_to_win = 2 if rules.manches == 3 else 1
         self._scores = [0, 0]
         self._manches = [0, 0]
@@ -336,7 +352,7 @@ class EcarteMatch:
         self._scores[seat] += points
         self.deal_points[seat] += points
         out.append((Score(seat=seat, points=points, reason=reason, scores=list(self._scores)), BOTH))
-        if self._scores[seat] < self.target:
+        if self.fixed_deals or self._scores[seat] < self.target:
             return False
         if reason in ("king", "king_turn_up"):
             out.append(
@@ -548,7 +564,13 @@ class EcarteMatch:
                 BOTH,
             )
         )
-        if self._scores[taker] >= self.target:
+        if self.fixed_deals:
+            if self.deal_no >= self.fixed_deals:  # Rules.deals: the last deal ends the match
+                a, b = self._scores
+                self.over = True
+                self.winner = None if a == b else 0 if a > b else 1
+                return
+        elif self._scores[taker] >= self.target:
             self._end_manche(taker, out)
             return
         self.dealer = 1 - self.dealer  # §E2.2

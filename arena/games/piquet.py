@@ -28,6 +28,11 @@ Interpretations where the ruling is silent, written down here so they can be che
 
 Randomness: packs are shuffled for the draw for first dealer until the two cards differ in
 rank (§P2.1, lower deals); then one shuffled pack per deal, all from the ``random.Random`` given.
+Deal ``k`` of a seed is the same pack with the same dealer whatever the players do.
+
+``Rules.deals`` > 0 (the duplicate-deals format, not a rule of the game): the match is exactly
+that many deals, the deal alternating (§P2.1); no rubicon or cent end, the higher total wins
+(margin: the difference), equal totals draw.
 """
 
 from __future__ import annotations
@@ -151,6 +156,8 @@ def validate_rules(rules: Rules) -> None:
         raise ValueError("packets must be 2 or 3 (piquet.md §P2.2)")
     if rules.scoring not in ("rubicon", "cent"):
         raise ValueError("scoring must be rubicon or cent (piquet.md §P8.1)")
+    if rules.deals < 0:
+        raise ValueError("deals must be 0 (the scoring's own match) or a positive number of deals")
 
 
 class PiquetMatch:
@@ -171,7 +178,7 @@ class PiquetMatch:
         self.elder_max = 8 if rules.pack == 36 else 5
         self.totals = [0, 0]
         self.deal_no = 0
-        self.deals_to_play = DEALS_RUBICON if rules.scoring == "rubicon" else 0
+        self.deals_to_play = rules.deals or (DEALS_RUBICON if rules.scoring == "rubicon" else 0)
         self.dealer = 0
         self.over = False
         self.winner: int | None = None
@@ -211,7 +218,10 @@ class PiquetMatch:
 
     @property
     def end_reason(self) -> str:
-        """Why the match ended once played out: ``draw`` (§P8.2), ``rubicon`` or ``cent``."""
+        """Why the match ended once played out: ``draw`` (§P8.2), ``rubicon`` or ``cent``; with
+        ``Rules.deals``, ``deals``."""
+        if self.rules.deals:
+            return "deals"
         return "draw" if self.winner is None else self.rules.scoring
 
     def start(self) -> list[Seen]:
@@ -516,6 +526,8 @@ class PiquetMatch:
 
     def _match_over(self) -> bool:
         a, b = self.totals
+        if self.rules.deals:  # a fixed number of deals (Rules.deals), whatever the totals
+            return self.deal_no >= self.rules.deals
         if self.rules.scoring == "cent":  # §P8.3
             return (a >= 100 or b >= 100) and a != b
         if self.deal_no < self.deals_to_play:
@@ -535,9 +547,9 @@ class PiquetMatch:
         else:
             w = 0 if a > b else 1
             hi, lo = max(a, b), min(a, b)
-            rubicon = self.rules.scoring == "rubicon" and lo < 100
+            rubicon = self.rules.scoring == "rubicon" and lo < 100 and not self.rules.deals
             self.winner = w
-            if self.rules.scoring == "rubicon":
+            if self.rules.scoring == "rubicon" and not self.rules.deals:
                 self.margin = 100 + (hi + lo if rubicon else hi - lo)  # §P8.2
             else:
                 self.margin = hi - lo
