@@ -192,3 +192,36 @@ def test_duplicate_pairs_with_shared_luck_decide_sooner():
     plain = sum(_run(rng, 0, 0.0)[1] for _ in range(100))
     dup = sum(_run(rng, 0, 2.0)[1] for _ in range(100))
     assert dup < 0.75 * plain, (dup, plain)
+
+
+def test_overshoot_correction_moves_the_bounds_inward_by_the_ladder_height_estimate():
+    """fishtest's correction: each new LLR record adds a ladder height ``h``; the upper bound
+    comes down by sum(h^2) / (2 sum h), the lower one up likewise (arena/sprt.py)."""
+    t = SPRT(0, 60, outcomes=(0, 1, 2))
+    plain = SPRT(0, 60, outcomes=(0, 1, 2), overshoot=False)
+    path = [0.0]
+    for score in (2, 2, 0, 1, 2, 0, 0, 0, 2, 1, 0):
+        t.add(score)
+        plain.add(score)
+        path.append(t.llr())
+    up = [b - a for a, b in zip([max(path[:i]) for i in range(1, len(path))], path[1:]) if b - a > 0]
+    down = [b - a for a, b in zip([min(path[:i]) for i in range(1, len(path))], path[1:]) if b - a < 0]
+    lower, upper = t.bounds
+    assert t.stop_bounds == pytest.approx((lower + sum(d * d for d in down) / (2 * -sum(down)),
+                                           upper - sum(h * h for h in up) / (2 * sum(up))))
+    assert lower < t.stop_bounds[0] and t.stop_bounds[1] < upper
+    assert plain.stop_bounds == plain.bounds and plain.llr() == t.llr()
+    assert "stop at" in t.summary() and "stop at" not in plain.summary()
+
+
+@pytest.mark.parametrize("true_elo, wrong", [(0, "H1"), (60, "H0")])
+def test_overshoot_correction_keeps_the_error_rates_with_fewer_pairs(true_elo, wrong):
+    """On the same LLR paths (arena/studies.py), the corrected test stops no later than Wald's
+    and needs fewer pairs on average, its error rate still about the nominal 5%."""
+    from arena.studies import sprt_runs, sprt_summary
+
+    runs = sprt_runs(true_elo, 100, seed=11 + true_elo)
+    err_c, pairs_c, err_w, pairs_w = sprt_summary(runs, wrong)
+    assert all(c <= w for _, c, _, w in runs)
+    assert pairs_c < 0.97 * pairs_w, (pairs_c, pairs_w)
+    assert err_c <= 0.05 + 0.04 and err_w <= err_c
