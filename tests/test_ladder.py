@@ -79,3 +79,27 @@ def test_the_store_refits_after_each_result_and_the_order_does_not_matter():
     assert [(r.name, round(r.elo, 6), round(r.ci95, 6), r.games) for r in fitted.ratings] == \
         [(n, round(e, 6), round(c, 6), g) for n, e, c, g in one]
     assert all(10 < r[2] < 1000 for r in one) and sum(r[3] for r in one) == 2 * len(results)
+
+
+def test_rating_pairing_pairs_the_bots_closest_on_the_fitted_ladder(tmp_path):
+    import trio
+
+    from arena.contest import Contest, ContestConfig
+
+    store = Store(":memory:")
+    results = [("a", "b", 0)] * 6 + [("b", "c", 0), ("c", "b", 0)] * 3 + [("c", "d", 0)] * 6
+    tid = store.create_tournament("ecarte", "test", 1, {}, ["a", "b", "c", "d"],
+                                  [Pairing(index=i, bot0=x, bot1=y, seed=i) for i, (x, y, _) in enumerate(results)])
+    for i, (_, _, w) in enumerate(results):
+        key = f"t{tid}-m{i + 1:04d}"
+        store.record_result(key, MatchResult(match_id=key, winner=w, reason="target", scores=[0, 0], manches=[0, 0]),
+                            None)
+    elo = {bot: e for bot, e, _ in store.ladder("ecarte")}
+    assert elo["a"] > elo["b"] and elo["c"] > elo["d"] and abs(elo["b"] - elo["c"]) < 100
+
+    class Conn:
+        closed = trio.Event()
+
+    contest = Contest(ContestConfig(pairing="rating", db=str(tmp_path / "x.db")), store=store)
+    contest.server.bots = {n: Conn() for n in "abcd"}
+    assert contest.next_pair() == ("b", "c")
