@@ -47,6 +47,7 @@ https://www.remi-coulom.fr/Bayesian-Elo/).
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Iterable, Mapping
 
 import msgspec
@@ -155,21 +156,19 @@ def fit_units(
     (``floor(score)`` wins, one draw for a half point, the rest losses). Raises
     ``ValueError`` for a score outside ``[0, g]``, ``g < 1`` or a bot playing itself.
     """
-    out_units = []
+    distinct = Counter((a, b, float(s), int(g)) for a, b, s, g in units)  # a ladder repeats few units
     out_tallies = []
-    for a, b, s, g in units:
-        s, g = float(s), int(g)
+    for (a, b, s, g), count in distinct.items():
         if g < 1:
             raise ValueError(f"unit of {a!r} vs {b!r} has {g} games")
         if not 0.0 <= s <= g:
             raise ValueError(f"score {s!r} of {a!r} vs {b!r} is not in [0, {g}]")
-        out_units.append((a, b, s, g))
         wins = math.floor(s)
         draws = 1 if s - wins >= 0.25 else 0
-        out_tallies.append((a, b, wins, g - wins - draws, draws))
+        out_tallies.append((a, b, wins * count, (g - wins - draws) * count, draws * count))
     if tallies is not None:
         out_tallies = list(tallies)
-    return _fit(out_units, out_tallies, names, variance, start)
+    return _fit(distinct, out_tallies, names, variance, start)
 
 
 def fit_ratings(results: Iterable[tuple[str, str, float]], names: Iterable[str] = ()) -> list[Rating]:
@@ -244,14 +243,17 @@ ROBUST_PRIOR_UNITS = 1.0
 
 
 def _fit(
-    units: list[tuple[str, str, float, int]],
+    units: list[tuple[str, str, float, int]] | Counter,
     tallies: list[tuple[str, str, int, int, int]],
     names: Iterable[str],
     variance: str,
     start: Mapping[str, float] | None = None,
 ) -> Fit:
-    """Shared core: ``units`` are ``(a, b, score of a, games)``; ``start`` Elo ratings to
-    start from (see :func:`fit_units`)."""
+    """Shared core: ``units`` are ``(a, b, score of a, games)`` (a list, or a ``Counter`` of
+    them: each distinct unit with its count); ``start`` Elo ratings to start from (see
+    :func:`fit_units`)."""
+    if not isinstance(units, Counter):
+        units = Counter(units)
     if variance not in ("model", "robust"):
         raise ValueError(f"variance must be 'model' or 'robust', not {variance!r}")
     bots = sorted(set(names) | {u[0] for u in units} | {u[1] for u in units})
@@ -262,14 +264,14 @@ def _fit(
     # aggregate: games and score per pair of bots; squared residuals need the units later
     games = [[0.0] * n for _ in range(n)]
     score = [0.0] * n
-    for a, b, s, g in units:
+    for (a, b, s, g), c in units.items():
         if a == b:
             raise ValueError(f"{a!r} cannot play itself")
         i, j = index[a], index[b]
-        games[i][j] += g
-        games[j][i] += g
-        score[i] += s
-        score[j] += g - s
+        games[i][j] += g * c
+        games[j][i] += g * c
+        score[i] += s * c
+        score[j] += (g - s) * c
     # natural-log strengths; prior opponent at 0
     theta = [((start or {}).get(b, ANCHOR) - ANCHOR) / _SCALE for b in bots]
     for _ in range(100):
@@ -339,18 +341,18 @@ def _gradient_and_information(
     return grad, info
 
 
-def _meat(theta: list[float], units: list[tuple[str, str, float, int]], index: dict[str, int]) -> list[list[float]]:
+def _meat(theta: list[float], units: Counter, index: dict[str, int]) -> list[list[float]]:
     """``M`` of the sandwich: per-matchup sums of squared unit residuals, shrunk toward the
     model's variance, plus the prior's virtual game at its model variance."""
     n = len(theta)
     sq: dict[tuple[int, int], list[float]] = {}  # matchup -> [units, sum r^2, sum g p (1-p)]
-    for a, b, s, g in units:
+    for (a, b, s, g), c in units.items():
         i, j = sorted((index[a], index[b]))
         p = _p(theta[index[a]], theta[index[b]])
         acc = sq.setdefault((i, j), [0.0, 0.0, 0.0])
-        acc[0] += 1
-        acc[1] += (s - g * p) ** 2
-        acc[2] += g * p * (1 - p)
+        acc[0] += c
+        acc[1] += c * (s - g * p) ** 2
+        acc[2] += c * g * p * (1 - p)
     meat = [[0.0] * n for _ in range(n)]
     for i in range(n):
         p0 = _p(theta[i], 0.0)
