@@ -82,11 +82,12 @@ Ladder = Callable[[list[Result]], "Fitted | Incremental"]
 
 
 def placement_games(ladder: Ladder, seed: int, field_games: int = 300, advantage: float = 200.0,
-                    within: float = 50.0, cap: int = 200) -> int:
+                    within: float = 50.0, cap: int = 200, errors: list[float] | None = None) -> int:
     """Games a newcomer ``advantage`` Elo above the field's mean needs before its rating, minus
     the mean rating of the field, first comes within ``within`` Elo of ``advantage`` (``cap + 1``
     if it never does in ``cap`` games). The field of six has played ``field_games`` matches
-    among itself first; the newcomer then plays random members of the field."""
+    among itself first; the newcomer then plays random members of the field. With ``errors``
+    given, the game goes on to ``cap`` and the error after each game is appended to it."""
     rng = random.Random(seed)
     true = field(rng)
     true_mean = statistics.fmean(true.values())
@@ -97,8 +98,12 @@ def placement_games(ladder: Ladder, seed: int, field_games: int = 300, advantage
         opp = rng.choice(names)
         lad.add(_play(rng, true, "new", opp) if rng.random() < 0.5 else _play(rng, true, opp, "new"))
         est = lad.elo["new"] - statistics.fmean(lad.elo[x] for x in names)
-        if abs(est - advantage) <= within:
+        if errors is not None:
+            errors.append(abs(est - advantage))
+        elif abs(est - advantage) <= within:
             return n
+    if errors is not None:
+        return next((i + 1 for i, e in enumerate(errors) if e <= within), cap + 1)
     return cap + 1
 
 
@@ -150,12 +155,18 @@ def ladder_study(seeds: int = 101) -> str:
     lines = ["ladder study (logistic model; see arena/studies.py)"]
     for ladder in (Incremental, Fitted):
         place = [placement_games(ladder, s) for s in range(seeds)]
+        paths: list[list[float]] = [[] for _ in range(seeds)]
+        for s in range(seeds):
+            placement_games(ladder, s, cap=20, errors=paths[s])
+        at10 = statistics.fmean(p[9] <= 50.0 for p in paths)
+        med10 = statistics.median(p[9] for p in paths)
         order = [order_dependence(ladder, s) for s in range(max(seeds // 10, 3))]
         curve = [error_curve(ladder, s) for s in range(max(seeds // 20, 3))]
         rms = [math.sqrt(statistics.fmean(c[i] ** 2 for c in curve)) for i in range(3)]
         lines.append(
             f"  {ladder.name:9}: newcomer +200 within 50 Elo after a median of {statistics.median(place):.0f} games "
-            f"(mean {statistics.fmean(place):.1f}); same results reordered: rating SD "
+            f"(mean {statistics.fmean(place):.1f}), within 50 Elo after its 10th game in {100 * at10:.0f}% of runs "
+            f"(median error then {med10:.0f} Elo); same results reordered: rating SD "
             f"{statistics.fmean(o[0] for o in order):.1f} Elo, ranking changed in "
             f"{100 * statistics.fmean(o[1] for o in order):.0f}% of orders; RMS error after 100/400/1600 games: "
             + "/".join(f"{e:.0f}" for e in rms)
