@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 from collections.abc import Sequence
@@ -368,9 +369,11 @@ def cmd_bots(args: argparse.Namespace) -> int:
         table = Table(title=f"bots ({args.game} ladder)")
         for col in ("bot", "kind", "Elo", "±95%", "games"):
             table.add_column(col, justify="left" if col in ("bot", "kind") else "right")
-        for name, kind, elo, games, ci95 in store.bots_overview(args.game):
+        interval = {bot: ci95 for bot, _, ci95, _ in store.ladder_intervals(args.game)}
+        for name, kind, elo, games in store.bots_overview(args.game):
+            ci95 = interval.get(name, math.inf)
             table.add_row(name, kind, "-" if elo is None else f"{elo:.0f}",
-                          "-" if ci95 is None else f"{ci95:.0f}", str(games))
+                          f"{ci95:.0f}" if math.isfinite(ci95) else "-", str(games))
         make_console().print(table)
     return 0
 

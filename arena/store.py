@@ -255,16 +255,15 @@ class Store:
             cur = self.db.execute("DELETE FROM bots WHERE name=?", (name,))
         return cur.rowcount > 0
 
-    def bots_overview(self, game: str) -> list[tuple[str, str, float | None, int, float | None]]:
-        """Every registered bot: ``(name, kind, ladder Elo or None, ladder games, half-width of
-        the 95% interval or None)``; kind is ``submitted`` (launched by the server) or
-        ``remote`` (connects with its token)."""
+    def bots_overview(self, game: str) -> list[tuple[str, str, float | None, int]]:
+        """Every registered bot: ``(name, kind, ladder Elo or None, ladder games)``; kind is
+        ``submitted`` (launched by the server) or ``remote`` (connects with its token)."""
         rows = self.db.execute(
-            "SELECT b.name, s.name IS NOT NULL, l.elo, COALESCE(l.games, 0), l.ci95 FROM bots b "
+            "SELECT b.name, s.name IS NOT NULL, l.elo, COALESCE(l.games, 0) FROM bots b "
             "LEFT JOIN submissions s ON s.name=b.name LEFT JOIN ladder l ON l.bot=b.name AND l.game=? ORDER BY b.name",
             (game,),
         )
-        return [(r[0], "submitted" if r[1] else "remote", r[2], r[3], r[4]) for r in rows]
+        return [(r[0], "submitted" if r[1] else "remote", r[2], r[3]) for r in rows]
 
     # ------------------------------------------------------------------ tournaments
 

@@ -103,3 +103,27 @@ def test_rating_pairing_pairs_the_bots_closest_on_the_fitted_ladder(tmp_path):
     contest = Contest(ContestConfig(pairing="rating", db=str(tmp_path / "x.db")), store=store)
     contest.server.bots = {n: Conn() for n in "abcd"}
     assert contest.next_pair() == ("b", "c")
+
+
+def test_bots_list_shows_each_ladder_interval(tmp_path):
+    import subprocess
+    import sys
+
+    db = tmp_path / "a.db"
+    store = Store(db)
+    for name in ("a", "b"):
+        store.add_bot(name)
+    tid = store.create_tournament("ecarte", "test", 1, {}, ["a", "b"],
+                                  [Pairing(index=i, bot0="a", bot1="b", seed=i) for i in range(6)])
+    for i in range(6):
+        key = f"t{tid}-m{i + 1:04d}"
+        result = MatchResult(match_id=key, winner=1 if i % 3 == 0 else 0, reason="target", scores=[0, 0],
+                             manches=[0, 0])
+        store.record_result(key, result, None)
+    ci = {bot: c for bot, _, c, _ in store.ladder_intervals("ecarte")}
+    out = subprocess.run([sys.executable, "-m", "arena.cli", "bots", "list", "--db", str(db)],
+                         capture_output=True, text=True, check=True).stdout
+    assert "±95%" in out
+    for bot in ("a", "b"):
+        row = next(line for line in out.splitlines() if f" {bot} " in line)
+        assert f" {ci[bot]:.0f} " in row
