@@ -21,7 +21,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from arena.formats import FORMATS
+from arena.formats import FORMATS, make_format
 from arena.formats.duplicate_deals import DEFAULT_DEALS
 from arena.launcher import load_manifest, sandbox_available
 from arena.referee import MatchConfig
@@ -243,6 +243,8 @@ def cmd_tournament(args: argparse.Namespace) -> int:
         from arena.games import validate_rules
 
         validate_rules(config.match.game, config.match.rules)
+        make_format(config.format, [m.name for m in manifests], config.games, config.seed, config.duplicate,
+                    config.hero)  # a bad format argument is one line here, not a traceback later
         if config.sandbox and not sandbox_available():
             raise ValueError("--sandbox needs bwrap (Debian package bubblewrap)")
     except ValueError as exc:

@@ -109,3 +109,13 @@ def test_cli_duplicate_deals_runs_over_tcp_to_a_table(tmp_path):
     Path(rows[0]["log_path"]).write_bytes(Path(rows[0]["log_path"]).read_bytes().replace(b'"points":[', b'"points": ['))
     with pytest.raises(ChainError):
         fit_twin_deals(rows, 4)
+
+
+def test_cli_odd_games_is_one_clear_line(tmp_path):
+    bots = [str(ROOT / "sample_bots" / f) for f in ("random.toml", "greedy.toml")]
+    out = subprocess.run(
+        [sys.executable, "-m", "arena.cli", "tournament", "--format", "duplicate-deals", "--bots", *bots,
+         "--games", "3", "--db", str(tmp_path / "a.db"), "--quiet"],
+        capture_output=True, text=True, timeout=60, cwd=ROOT,
+    )
+    assert out.returncode == 2 and "must be even" in out.stdout and "Traceback" not in out.stdout + out.stderr
