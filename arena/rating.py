@@ -137,7 +137,7 @@ def fit_pairs(pairs: Iterable[tuple[str, str, float]], names: Iterable[str] = ()
 
 
 def fit_units(
-    units: Iterable[tuple[str, str, float, int]],
+    units: Iterable[tuple[str, str, float, int]] | Mapping[tuple[str, str, float, int], int],
     names: Iterable[str] = (),
     variance: str = "robust",
     start: Mapping[str, float] | None = None,
@@ -147,7 +147,8 @@ def fit_units(
     ``a`` scored ``score_of_a`` points (0 to ``g``, a draw counting ½).
 
     A unit is what varies together: one unpaired match (``g = 1``), a duplicate pair (``g =
-    2``), or the ``g`` twin deals of a duplicate-deals pair. With the default
+    2``), or the ``g`` twin deals of a duplicate-deals pair. ``units`` may also be a mapping
+    from each distinct unit to how many times it occurred. With the default
     ``variance="robust"`` the intervals are clustered by unit (the sandwich of the module
     docstring), ``"model"`` gives the inverse information. ``start`` maps bot names to Elo
     ratings to start Newton's method from (a warm start: the maximum is the same, it is only
@@ -156,7 +157,12 @@ def fit_units(
     (``floor(score)`` wins, one draw for a half point, the rest losses). Raises
     ``ValueError`` for a score outside ``[0, g]``, ``g < 1`` or a bot playing itself.
     """
-    distinct = Counter((a, b, float(s), int(g)) for a, b, s, g in units)  # a ladder repeats few units
+    distinct: Counter = Counter()  # a ladder repeats few distinct units
+    if isinstance(units, Mapping):
+        for (a, b, s, g), count in units.items():
+            distinct[(a, b, float(s), int(g))] += int(count)
+    else:
+        distinct.update((a, b, float(s), int(g)) for a, b, s, g in units)
     out_tallies = []
     for (a, b, s, g), count in distinct.items():
         if g < 1:

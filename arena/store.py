@@ -68,6 +68,7 @@ CREATE TABLE IF NOT EXISTS matches (
     UNIQUE (tournament_id, idx)
 );
 CREATE INDEX IF NOT EXISTS matches_by_status ON matches(tournament_id, status);
+CREATE INDEX IF NOT EXISTS matches_by_game ON matches(game, status);
 CREATE TABLE IF NOT EXISTS auctions (
     tournament_id INTEGER NOT NULL REFERENCES tournaments(id),
     idx           INTEGER NOT NULL,
@@ -164,6 +165,7 @@ class Store:
         for column, kind in (("margin", "INTEGER"), ("pair_key", "TEXT"), ("log_hash", "TEXT")):
             if column not in have:
                 self.db.execute(f"ALTER TABLE matches ADD COLUMN {column} {kind}")
+        self.db.execute("CREATE INDEX IF NOT EXISTS matches_by_pair ON matches(tournament_id, pair_key)")
         if "ci95" not in {r[1] for r in self.db.execute("PRAGMA table_info(ladder)")}:
             self.db.execute("ALTER TABLE ladder ADD COLUMN ci95 REAL")
 
@@ -362,15 +364,10 @@ class Store:
         """Refit the persistent ladder of ``game`` over all its finished matches
         (:mod:`arena.ladder`: maximum likelihood, warm-started from the stored ratings, 95%
         intervals clustered by duplicate pair), inside the caller's transaction."""
-        from arena.ladder import ladder_units, refit
+        from arena.ladder import refit
 
-        rows = self.db.execute(
-            "SELECT tournament_id, bot0, bot1, winner_seat, pair_key FROM matches WHERE game=? AND status='done' "
-            "ORDER BY id",
-            (game,),
-        ).fetchall()
         start = {r[0]: r[1] for r in self.db.execute("SELECT bot, elo FROM ladder WHERE game=?", (game,))}
-        fitted = refit(ladder_units(tuple(r) for r in rows), start=start)
+        fitted = refit(self.ladder_unit_counts(game), start=start)
         now = time.time()
         for r in fitted.ratings:
             self.db.execute(
@@ -379,6 +376,37 @@ class Store:
                 "updated_at=excluded.updated_at",
                 (game, r.name, r.elo, r.ci95, r.games, now),
             )
+
+    def ladder_unit_counts(self, game: str) -> dict[tuple[str, str, float, int], int]:
+        """The ladder's units of ``game`` counted in SQL: ``{(a, b, points of a, games): count}``,
+        exactly what :func:`arena.ladder.ladder_units` makes of the finished matches (the two
+        finished halves of a duplicate pair, same tournament and pair key, are one unit of 2
+        games scored from the first half's seat 0; every other finished match a unit of 1)."""
+        out: dict[tuple[str, str, float, int], int] = {}
+
+        def add(a: str, b: str, s: float, g: int, n: int) -> None:
+            out[(a, b, s, g)] = out.get((a, b, s, g), 0) + n
+
+        def pts(w: int | None) -> float:
+            return 1.0 if w == 0 else 0.0 if w == 1 else 0.5
+
+        twin = ("SELECT 1 FROM matches t WHERE t.tournament_id=m.tournament_id AND t.pair_key=m.pair_key "
+                "AND t.id<>m.id AND t.status='done'")
+        for b0, b1, w, n in self.db.execute(
+            "SELECT bot0, bot1, winner_seat, COUNT(*) FROM matches m WHERE game=? AND status='done' "
+            f"AND (pair_key IS NULL OR NOT EXISTS ({twin})) GROUP BY 1, 2, 3",
+            (game,),
+        ):
+            add(b0, b1, pts(w), 1, n)
+        for b0, b1, w0, c0, w1, n in self.db.execute(
+            "SELECT f.bot0, f.bot1, f.winner_seat, s.bot0, s.winner_seat, COUNT(*) FROM matches f "
+            "JOIN matches s ON s.tournament_id=f.tournament_id AND s.pair_key=f.pair_key AND s.id>f.id "
+            "WHERE f.game=? AND f.status='done' AND s.status='done' GROUP BY 1, 2, 3, 4, 5",
+            (game,),
+        ):
+            s1 = pts(w1)
+            add(b0, b1, pts(w0) + (s1 if c0 == b0 else 1.0 - s1), 2, n)
+        return out
 
     def ladder(self, game: str) -> list[tuple[str, float, int]]:
         """The persistent ladder of ``game``: ``(bot, elo, games)``, best first."""

@@ -127,3 +127,31 @@ def test_bots_list_shows_each_ladder_interval(tmp_path):
     for bot in ("a", "b"):
         row = next(line for line in out.splitlines() if f" {bot} " in line)
         assert f" {ci[bot]:.0f} " in row
+
+
+def test_the_stores_sql_units_are_those_of_ladder_units():
+    """The store counts the ladder's units in SQL; they must be what ladder_units makes of the
+    same rows: pairs (in two tournaments with the same keys), lone halves, unpaired matches."""
+    from collections import Counter
+
+    store = Store(":memory:")
+    rng = random.Random(3)
+    rows = []
+    for t in range(2):
+        plan = []
+        for k in range(12):
+            a, b = rng.sample("abcd", 2)
+            plan += [Pairing(index=len(plan), bot0=a, bot1=b, seed=k, pair=f"{a}|{b}|{k}"),
+                     Pairing(index=len(plan) + 1, bot0=b, bot1=a, seed=k, pair=f"{a}|{b}|{k}")]
+        plan += [Pairing(index=len(plan), bot0="a", bot1="c", seed=99)]
+        tid = store.create_tournament("ecarte", "test", t, {}, list("abcd"), plan)
+        for p in plan:
+            if rng.random() < 0.15:
+                continue  # left pending: its twin, if done, is a lone half
+            key = f"t{tid}-m{p.index + 1:04d}"
+            w = rng.choice((0, 1, None))
+            store.record_result(key, MatchResult(match_id=key, winner=w, reason="target", scores=[0, 0],
+                                                 manches=[0, 0]), None)
+            rows.append((tid, p.bot0, p.bot1, w, p.pair))
+    assert store.ladder_unit_counts("ecarte") == dict(Counter(ladder_units(rows)))
+    assert any(g == 2 for _, _, _, g in store.ladder_unit_counts("ecarte"))
