@@ -14,8 +14,9 @@ Units (what varies together, the clusters of the robust interval, :func:`arena.r
 the two matches of a duplicate pair (same tournament, same ``pair_key``, both finished) form
 one unit of two games; every other match is a unit of one game. Aborted matches do not count.
 
-:func:`refit` is what :meth:`arena.store.Store.record_result` calls inside its transaction;
-:func:`ladder_units` turns stored match rows into units.
+:func:`refit` is what :meth:`arena.store.Store.record_result` calls inside its transaction, on
+the unit counts of :meth:`arena.store.Store.ladder_unit_counts` (the same units, counted in
+SQL); :func:`ladder_units` turns match rows into units (tournaments use it).
 """
 
 from __future__ import annotations
