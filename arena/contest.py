@@ -84,20 +84,44 @@ class ContestConfig(msgspec.Struct, forbid_unknown_fields=True):
 
 
 def load_config(path: str | Path) -> ContestConfig:
-    """Read a contest TOML file; ``ValueError`` naming the file and the bad key."""
+    """Read a contest TOML file. Raises :class:`arena.errors.UserError` (a ``ValueError``)
+    naming the file and the bad key: an unknown key in any section comes with the closest known
+    key (:mod:`arena.strict`)."""
+    from arena.errors import UserError
     from arena.games import validate_rules
+    from arena.strict import convert_strict
 
     try:
         raw = tomllib.loads(Path(path).read_text())
-        if isinstance(raw.get("server"), dict):
-            raw["server"].setdefault("port", 7000)  # the documented default, also with a [server] table
-        cfg = msgspec.convert(raw, ContestConfig)
-    except (OSError, tomllib.TOMLDecodeError, msgspec.ValidationError) as exc:
-        raise ValueError(f"{path}: {exc}") from None
-    validate_rules(cfg.game, cfg.rules)
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such contest file") from None
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise UserError(f"{path}: {exc}") from None
+    if isinstance(raw.get("server"), dict):
+        raw["server"].setdefault("port", 7000)  # the documented default, also with a [server] table
+    cfg = convert_strict(raw, ContestConfig, str(path))
+    try:
+        validate_rules(cfg.game, cfg.rules)
+    except ValueError as exc:
+        raise UserError(f"{path}: [rules] {exc}") from None
     if cfg.concurrency < 1:
-        raise ValueError(f"{path}: concurrency must be at least 1")
+        raise UserError(f"{path}: concurrency must be at least 1")
     return cfg
+
+
+async def _bind(what: str, host: str, port: int, starting) -> int:  # noqa: ANN001 - a coroutine
+    """Await ``starting`` (a listener's ``nursery.start``); a port that cannot be bound becomes
+    :class:`arena.errors.Unavailable` naming ``what``, the address and the fix."""
+    from arena.errors import Unavailable, leaves
+
+    try:
+        return await starting
+    except BaseException as exc:
+        bad = next((e for e in leaves(exc) if isinstance(e, OSError)), None)
+        if bad is None:
+            raise
+        raise Unavailable(f"cannot listen on {what} {host}:{port}: {bad.strerror or bad}; stop the program that "
+                          "uses it or choose another port in the contest file") from None
 
 
 class BettingDesk:
@@ -309,8 +333,10 @@ class Contest:
         self.tournament_id = self.store.create_tournament(cfg.game, "ladder", self.seed, cfg, [], [])
         async with trio.open_nursery() as outer:
             self.hub.nursery = outer
-            self.port = await outer.start(self.server.serve)
-            self.http_port = await outer.start(serve_http, self, cfg.http_host, cfg.http_port)
+            self.port = await _bind("TCP port for bots and spectators ([server] port)", cfg.server.host,
+                                    cfg.server.port, outer.start(self.server.serve))
+            self.http_port = await _bind("HTTP port of the web page (http_port)", cfg.http_host, cfg.http_port,
+                                         outer.start(serve_http, self, cfg.http_host, cfg.http_port))
             outer.start_soon(self._signals)
             outer.start_soon(self._launch_submitted, outer)
             task_status.started((self.port, self.http_port))

@@ -50,7 +50,7 @@ import msgspec
 import trio
 
 
-class Manifest(msgspec.Struct):
+class Manifest(msgspec.Struct, forbid_unknown_fields=True):
     """A bot's manifest; ``directory`` is where the TOML file lives (the bot's cwd)."""
 
     name: str
@@ -60,7 +60,7 @@ class Manifest(msgspec.Struct):
     directory: str = "."
 
 
-class Limits(msgspec.Struct):
+class Limits(msgspec.Struct, forbid_unknown_fields=True):
     """Resource limits per bot process (``setrlimit``): CPU seconds, address space (bytes),
     open files, processes (counted per user by the kernel, and not enforced for root), largest
     file written (bytes); and how much captured output is kept (bytes)."""
@@ -91,15 +91,22 @@ def sandbox_command(command: list[str], directory: str) -> list[str]:
 
 
 def load_manifest(path: str | Path) -> Manifest:
-    """Read a manifest TOML file. Raises ``ValueError`` naming the file if it is invalid."""
+    """Read a manifest TOML file. Raises :class:`arena.errors.UserError` (a ``ValueError``)
+    naming the file if it is missing or invalid, or has a key a manifest does not have (with
+    the closest known key)."""
+    from arena.errors import UserError
+    from arena.strict import convert_strict
+
     path = Path(path)
     try:
         data = tomllib.loads(path.read_text())
-        manifest = msgspec.convert(data, Manifest)
-    except (OSError, tomllib.TOMLDecodeError, msgspec.ValidationError) as exc:
-        raise ValueError(f"{path}: bad bot manifest: {exc}") from None
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such bot manifest") from None
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise UserError(f"{path}: bad bot manifest: {exc}") from None
+    manifest = convert_strict(data, Manifest, f"{path} (bot manifest)")
     if not manifest.command:
-        raise ValueError(f"{path}: bad bot manifest: empty command")
+        raise UserError(f"{path}: bad bot manifest: empty command")
     manifest.directory = str(path.resolve().parent)
     return manifest
 

@@ -26,6 +26,7 @@ import msgspec
 import trio
 
 from arena.clock import Clock
+from arena.errors import Unavailable, UserError
 from arena.formats import Auction, Format, StaticFormat, Step, derive_seed, make_format
 from arena.formats.chouette import Chouette, Reign, legal_bids
 from arena.launcher import BotProcess, Limits, Manifest, launch
@@ -106,9 +107,9 @@ async def run_tournament(
     """
     names = [m.name for m in manifests]
     if len(set(names)) != len(names):
-        raise ValueError(f"bot names must be unique: {names}")
+        raise UserError(f"bot names must be unique: {names}")
     if config.concurrency < 1:
-        raise ValueError("concurrency must be at least 1")
+        raise UserError("concurrency must be at least 1")
     if fmt is None:
         fmt = make_format(config.format, names, config.games, config.seed, config.duplicate, config.hero)
     tokens = {name: store.add_bot(name) for name in names}
@@ -117,7 +118,7 @@ async def run_tournament(
         tid = store.create_tournament(config.match.game, config.format, config.seed, config, names, static)
     else:
         if store.tournament(resume) is None:
-            raise ValueError(f"no tournament {resume} in the database")
+            raise UserError(f"no tournament {resume} in the database")
         tid = resume
     if on_start:
         total = len(store.pending_matches(tid)) if isinstance(fmt, StaticFormat) else config.games
@@ -138,9 +139,13 @@ async def run_tournament(
                 "ARENA_TOKEN": tokens[m.name],
                 "ARENA_BOT_SEED": str(derive_seed(config.seed, "bot", m.name)),
             }
-            procs[m.name] = await launch(
-                nursery, m, env, logs / "bots" / f"{m.name}.log", config.limits, config.sandbox
-            )
+            try:
+                procs[m.name] = await launch(
+                    nursery, m, env, logs / "bots" / f"{m.name}.log", config.limits, config.sandbox
+                )
+            except OSError as exc:  # a missing or non-executable program
+                raise Unavailable(f"bot {m.name}: cannot start {' '.join(m.command)!r} in {m.directory} "
+                                  f"({exc.strerror or exc}): fix `command` in its manifest") from None
 
         try:
             for m in manifests:
