@@ -139,7 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
     dr.add_argument("--verbose", action="store_true", help="print the full transcript (token masked)")
 
     rp = sub.add_parser("replay", help="verify a match log (hash chain, rules engine, result) and print it")
-    rp.add_argument("log", help="a match log (.jsonl)")
+    rp.add_argument("log", help="a match log (.jsonl.gz or .jsonl)")
     rp.add_argument("--db", help="also check the log's last hash against the one recorded in this database")
     rp.add_argument("--public", action="store_true", help="print only what a spectator may see")
     rp.add_argument("--quiet", action="store_true", help="verify only, print the verdict")

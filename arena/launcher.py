@@ -49,6 +49,8 @@ from pathlib import Path
 import msgspec
 import trio
 
+from arena.botlog import rotate
+
 
 class Manifest(msgspec.Struct, forbid_unknown_fields=True):
     """A bot's manifest; ``directory`` is where the TOML file lives (the bot's cwd)."""
@@ -71,6 +73,8 @@ class Limits(msgspec.Struct, forbid_unknown_fields=True):
     processes: int = 256
     file_bytes: int = 64 * 2**20
     log_bytes: int = 2**20
+    log_keep: int = 2
+    """Rotated output logs kept per bot (``<name>.log.1`` ...; :mod:`arena.botlog`)."""
 
 
 def sandbox_available() -> bool:
@@ -104,7 +108,7 @@ def load_manifest(path: str | Path) -> Manifest:
         raise UserError(f"{path}: no such bot manifest") from None
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise UserError(f"{path}: bad bot manifest: {exc}") from None
-    manifest = convert_strict(data, Manifest, f"{path} (bot manifest)")
+    manifest = convert_strict(data, Manifest, f"{path}: bad bot manifest")
     if not manifest.command:
         raise UserError(f"{path}: bad bot manifest: empty command")
     manifest.directory = str(path.resolve().parent)
@@ -267,6 +271,7 @@ async def launch(
     cannot be started, ``RuntimeError`` if ``sandbox`` is asked and ``bwrap`` is missing."""
     limits = limits or Limits()
     log_path.parent.mkdir(parents=True, exist_ok=True)
+    rotate(log_path, limits.log_bytes, limits.log_keep)  # retention: arena.botlog
     log_path.touch()
     full_env = {**os.environ, **env}
     command = resolve_command(manifest)

@@ -30,7 +30,7 @@ from arena.errors import Unavailable, UserError
 from arena.formats import Auction, Format, StaticFormat, Step, derive_seed, make_format
 from arena.formats.chouette import Chouette, Reign, legal_bids
 from arena.launcher import BotProcess, Limits, Manifest, launch
-from arena.matchlog import MatchLog
+from arena.matchlog import MatchLog, write_unplayed
 from arena.metrics import METRICS
 from arena.rating import Fit, Rating, fit, fit_pairs
 from arena.referee import MatchConfig, MatchResult, Referee
@@ -344,7 +344,7 @@ async def play_match(
         for name in (row.bot0, row.bot1):
             await ensure_connected(name)  # type: ignore[misc]
     conns = [server.bots.get(row.bot0), server.bots.get(row.bot1)]
-    log_path = logs / f"{row.match_key}.jsonl"
+    log_path = logs / f"{row.match_key}.jsonl.gz"  # gzip (arena.matchlog): under a third of the bytes
 
     log_ref: list[MatchLog] = []
 
@@ -367,7 +367,19 @@ async def play_match(
             detail="not connected: " + ", ".join((row.bot0, row.bot1)[i] for i in absent),
             faulty=absent[0] if len(absent) == 1 else None,
         )
-        await record(result)
+        # a log for this match too: header, an incident per absent seat, the result
+        last = write_unplayed(
+            log_path,
+            {"match_id": row.match_key, "game": match_config.game, "seed": row.seed, "bots": [row.bot0, row.bot1],
+             "config": msgspec.to_builtins(match_config)},
+            [(i, "not_connected", f"{(row.bot0, row.bot1)[i]} was not connected when the match was due")
+             for i in absent],
+            {"winner": result.winner, "reason": result.reason, "scores": result.scores, "manches": result.manches,
+             "faulty": result.faulty, "margin": result.margin, "decisions": 0, "detail": result.detail},
+        )
+        store.record_result(row.match_key, result, str(log_path), last)
+        if on_result:
+            on_result(row, result)
         return result
     with MatchLog(log_path) as log:
         log_ref.append(log)
