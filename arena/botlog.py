@@ -33,14 +33,16 @@ def rotate(path: Path, max_bytes: int, keep: int) -> bool:
     return True
 
 
-def tail(path: Path, lines: int = 5, max_bytes: int = 4096) -> list[str]:
-    """The last ``lines`` non-empty lines of ``path`` (at most ``max_bytes`` read from its end,
-    each line cut to 200 characters, decoded leniently); ``[]`` if it does not exist."""
+def tail(path: Path, lines: int = 5, max_bytes: int = 4096, start: int = 0) -> list[str]:
+    """The last ``lines`` non-empty lines of ``path`` written at or after byte ``start`` (where
+    the last launch began appending; ignored if the file is now shorter), at most ``max_bytes``
+    read from its end, each line cut to 200 characters, decoded leniently; ``[]`` if it does
+    not exist."""
     try:
         with open(path, "rb") as fh:
             fh.seek(0, 2)
             size = fh.tell()
-            fh.seek(max(0, size - max_bytes))
+            fh.seek(max(0, size - max_bytes, start if start <= size else 0))
             data = fh.read()
     except OSError:
         return []

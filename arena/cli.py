@@ -422,13 +422,39 @@ def cmd_bots(args: argparse.Namespace) -> int:
             raise UserError(f"no bot {args.name!r} in {args.db} (`arena bots list` shows them)", 1)
         print(f"removed {args.name} (its results stay in the database)")
     else:
-        table = Table(title=f"bots ({args.game} ladder)")
-        for col in ("bot", "kind", "Elo", "games"):
-            table.add_column(col, justify="left" if col in ("bot", "kind") else "right")
-        for name, kind, elo, games in store.bots_overview(args.game):
-            table.add_row(name, kind, "-" if elo is None else f"{elo:.0f}", str(games))
-        make_console().print(table)
+        print_bots(store, args.game)
     return 0
+
+
+def print_bots(store: Store, game: str) -> None:
+    """``arena bots list``: every registered bot with its kind, its state as the contest server
+    last published it (:mod:`arena.supervisor`: running, backoff, disabled, stopped; ``-`` if no
+    server has published for 15 s), whether it is connected, its failures in a row, ladder Elo
+    and games; then the last output lines of each bot that is failing."""
+    import time
+
+    status = store.bot_status()
+    fresh = bool(status) and time.time() - max(r["updated_at"] for r in status.values()) < 15
+    console = make_console()
+    table = Table(title=f"bots ({game} ladder)" + ("" if fresh else "; no contest server running"))
+    for col in ("bot", "kind", "state", "connected", "failures", "Elo", "games"):
+        table.add_column(col, justify="left" if col in ("bot", "kind", "state", "connected") else "right")
+    failing = []
+    for name, kind, elo, games in store.bots_overview(game):
+        st = status.get(name) if fresh else None
+        state = st["state"] if st and kind == "submitted" else "-"
+        if st and st["state"] == "backoff" and st["next_launch"]:
+            state += f" (next in {max(0, st['next_launch'] - time.time()):.0f} s)"
+        connected = ("yes" if st and st["connected"] else "no") if fresh else "-"
+        table.add_row(name, kind, state, connected, str(st["failures"]) if st and kind == "submitted" else "-",
+                      "-" if elo is None else f"{elo:.0f}", str(games))
+        if st and st["state"] in ("backoff", "disabled") and st["last_output"]:
+            failing.append((name, st["last_output"].splitlines()))
+    console.print(table)
+    for name, lines in failing:
+        console.print(f"last output of {name}:", markup=False, highlight=False)
+        for line in lines:
+            console.print(f"  | {line}", markup=False, highlight=False)
 
 
 def cmd_spectators(args: argparse.Namespace) -> int:

@@ -42,6 +42,7 @@ from arena.referee import MatchConfig
 from arena.server import ArenaServer, ServerConfig
 from arena.spectate import SpectatorHub, Subscriber
 from arena.store import Store
+from arena.supervisor import Supervisor, publish
 from arena.tournament import play_match
 from arena.wagers import Ledger, LedgerRecord, WagerError
 from protocol.messages import BetPlaced, BetSettled, Betting, Goodbye, Rules, TimeControl
@@ -205,6 +206,9 @@ class Contest:
         self.matches_started = 0
         self.stopping = trio.Event()
         self.procs: dict[str, BotProcess] = {}
+        self.supervisor = Supervisor()
+        self._submitted: dict[str, float] = {}
+        self._log_start: dict[str, int] = {}
         self.port: int | None = None
         self.http_port: int | None = None
         self._changed = trio.Event()
@@ -294,16 +298,29 @@ class Contest:
     # ------------------------------------------------------------------ launched bots
 
     async def _launch_submitted(self, nursery: trio.Nursery) -> None:
-        """Launch every submitted bot and relaunch any that dies (at most once a second)."""
+        """Launch every submitted bot and relaunch any that dies, backing off and disabling one
+        that keeps failing (:mod:`arena.supervisor`); publish their states once a second."""
+        from arena.botlog import tail
+
         rows = self.store.submissions()
         while not self.stopping.is_set():
+            for name, when in self.store.submission_times().items():
+                if self._submitted.setdefault(name, when) != when:  # submitted again: a fresh start
+                    self._submitted[name] = when
+                    self.supervisor.reset(name)
             for name, manifest_path, sandbox in rows:
                 proc = self.procs.get(name)
                 if proc is not None and proc.running:
                     continue
+                if proc is not None:  # died since the last look
+                    del self.procs[name]
+                    self.supervisor.failed(name, tail(proc.log_path, start=self._log_start.get(name, 0)))
+                if not self.supervisor.due(name):
+                    continue
                 try:
                     m = load_manifest(manifest_path)
-                except ValueError:
+                except ValueError as exc:
+                    self.supervisor.failed(name, [str(exc)])
                     continue
                 m.name = name
                 token = self.store.add_bot(name)
@@ -313,8 +330,13 @@ class Contest:
                 try:
                     self.procs[name] = await launch(nursery, m, env, log, self.config.limits,
                                                     bool(sandbox) or self.config.sandbox)
-                except (OSError, RuntimeError):
+                    self.supervisor.launched(name)
+                    self._log_start[name] = log.stat().st_size  # this launch's output starts here
+                except (OSError, RuntimeError) as exc:
+                    self.supervisor.failed(name, [f"cannot start: {exc}"])
                     continue
+            publish(self.store, self.supervisor,
+                    {n for n, c in self.server.bots.items() if not c.closed.is_set()})
             with trio.move_on_after(1.0):
                 await self.stopping.wait()
             rows = self.store.submissions()
@@ -385,3 +407,5 @@ class Contest:
                     await proc.stop()
             for proc in self.procs.values():
                 proc.stop_now()
+            self.supervisor.stopped()
+            publish(self.store, self.supervisor, set())

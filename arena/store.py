@@ -288,13 +288,31 @@ class Store:
         self.add_bot(name)
         self.db.execute(
             "INSERT INTO submissions(name, manifest, sandbox, created_at) VALUES (?,?,?,?) "
-            "ON CONFLICT(name) DO UPDATE SET manifest=excluded.manifest, sandbox=excluded.sandbox",
+            "ON CONFLICT(name) DO UPDATE SET manifest=excluded.manifest, sandbox=excluded.sandbox, "
+            "created_at=excluded.created_at",
             (name, manifest, int(sandbox), time.time()),
         )
 
     def submissions(self) -> list[tuple[str, str, int]]:
         """Submitted bots as ``(name, manifest path, sandbox)``."""
         return [tuple(r) for r in self.db.execute("SELECT name, manifest, sandbox FROM submissions ORDER BY name")]
+
+    def submission_times(self) -> dict[str, float]:
+        """When each submitted bot was last submitted (Unix seconds): a new time means a fresh
+        start for its supervision (:mod:`arena.supervisor`)."""
+        return {r[0]: r[1] for r in self.db.execute("SELECT name, created_at FROM submissions")}
+
+    def save_bot_status(self, rows: list[tuple]) -> None:
+        """Replace the contest server's view of its bots: rows ``(name, state, failures, next
+        launch (Unix seconds) or None, last output lines, connected 0/1)``, stamped now."""
+        now = time.time()
+        with self._tx():
+            self.db.execute("DELETE FROM bot_status")
+            self.db.executemany("INSERT INTO bot_status VALUES (?,?,?,?,?,?,?)", [(*r, now) for r in rows])
+
+    def bot_status(self) -> dict[str, dict[str, Any]]:
+        """The last view saved by :meth:`save_bot_status`, by bot name (with ``updated_at``)."""
+        return {r["name"]: dict(r) for r in self.db.execute("SELECT * FROM bot_status")}
 
     def remove_bot(self, name: str) -> bool:
         """Unregister a bot (token and submission; its matches and ladder history stay).

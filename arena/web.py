@@ -20,8 +20,9 @@ Routes:
   in play;
 * ``GET /match/{match_id}`` - the page, opening that match's replay (a URL per match).
 
-``/api/leaderboard`` also says ``state``: ``"running"``, or ``"over"`` once the contest has
-played its ``max_matches`` (and nothing is in play) or is shutting down.
+``/api/leaderboard`` also gives ``launched`` (:func:`launched_bots`) and ``state``:
+``"running"``, or ``"over"`` once the contest has played its ``max_matches`` (and nothing is in
+play) or is shutting down.
 """
 
 from __future__ import annotations
@@ -66,6 +67,13 @@ def leaderboard(contest: Contest) -> list[dict[str, Any]]:
     return out
 
 
+def launched_bots(contest: Contest) -> list[dict[str, Any]]:
+    """The bots the server launches, with their supervision state (:mod:`arena.supervisor`):
+    ``{"bot", "state", "failures", "last_output" (lines)}``, by name."""
+    return [{"bot": h.name, "state": h.state, "failures": h.failures, "last_output": h.last_output}
+            for h in sorted(contest.supervisor.bots.values(), key=lambda h: h.name)]
+
+
 def contest_state(contest: Contest) -> str:
     """``"over"`` once the contest is stopping, or has started its ``max_matches`` and none is
     in play; else ``"running"``."""
@@ -91,7 +99,8 @@ def make_app(contest: Contest) -> Starlette:
 
     async def api_leaderboard(request: Request) -> Response:
         return JSONResponse({"game": contest.config.game, "contest": contest.config.name,
-                             "leaderboard": leaderboard(contest), "state": contest_state(contest)})
+                             "leaderboard": leaderboard(contest), "state": contest_state(contest),
+                             "launched": launched_bots(contest)})
 
     async def api_history(request: Request) -> Response:
         from arena.history import finished_matches

@@ -31,3 +31,12 @@ def test_tail_gives_the_last_lines_leniently(tmp_path: Path) -> None:
     assert tail(log, 3) == ["line 98", "line 99", "\ufffd bad utf-8"]
     log.write_bytes(b"y" * 10_000)
     assert tail(log, 2) == ["y" * 200]
+
+
+def test_tail_from_where_the_last_launch_began(tmp_path: Path) -> None:
+    log = tmp_path / "bot.log"
+    log.write_bytes(b"first launch\n")
+    start = log.stat().st_size
+    log.write_bytes(log.read_bytes() + b"second launch\n")
+    assert tail(log, start=start) == ["second launch"]
+    assert tail(log, start=10_000) == ["first launch", "second launch"]  # rotated since: the whole file
