@@ -41,23 +41,31 @@ def one_line_error(proc: subprocess.CompletedProcess[str], status: int, *needles
 TOURNAMENT = ("tournament", "--bots", RANDOM, GREEDY, "--db", "t.db", "--quiet")
 
 
-@pytest.mark.parametrize(
-    ("args", "status", "needles"),
-    [
-        (TOURNAMENT + ("--games", "0"), USAGE, ("--games", "at least 1", "not 0")),
-        (TOURNAMENT + ("--move-ms", "0"), USAGE, ("--move-ms", "at least 1")),
-        (TOURNAMENT + ("--concurrency", "0"), USAGE, ("--concurrency", "at least 1")),
-        (TOURNAMENT + ("--format", "gauntlet", "--hero", "nobody"), USAGE, ("--hero 'nobody'", "random, greedy")),
-        (("tournament", "--bots", RANDOM, RANDOM, "--db", "t.db"), USAGE, ("bot name 'random'", "`name`")),
-        (("tournament", "--bots", "missing.toml", RANDOM, "--db", "t.db"), USAGE, ("missing.toml", "no such")),
-        (("tournament", "--resume", "--db", "t.db"), USAGE, ("nothing to resume", "t.db")),
-        (("spectators", "add", "bob", "--deposit", "-500", "--db", "t.db"), USAGE, ("--deposit", "at least 1")),
-        (("bots", "remove", "zed", "--db", "t.db"), 1, ("no bot 'zed'",)),
-        (("serve", "--config", "nothere.toml"), USAGE, ("nothere.toml", "no such contest file")),
-    ],
-)
-def test_bad_command_lines(tmp_path: Path, args: tuple[str, ...], status: int, needles: tuple[str, ...]) -> None:
-    one_line_error(arena(*args, cwd=tmp_path), status, *needles)
+BAD_COMMAND_LINES = [
+    (TOURNAMENT + ("--games", "0"), USAGE, ("--games", "at least 1", "not 0")),
+    (TOURNAMENT + ("--move-ms", "0"), USAGE, ("--move-ms", "at least 1")),
+    (TOURNAMENT + ("--concurrency", "0"), USAGE, ("--concurrency", "at least 1")),
+    (TOURNAMENT + ("--format", "gauntlet", "--hero", "nobody"), USAGE, ("--hero 'nobody'", "random, greedy")),
+    (("tournament", "--bots", RANDOM, RANDOM, "--db", "t.db"), USAGE, ("bot name 'random'", "`name`")),
+    (("tournament", "--bots", "missing.toml", RANDOM, "--db", "t.db"), USAGE, ("missing.toml", "no such")),
+    (("tournament", "--resume", "--db", "t.db"), USAGE, ("nothing to resume", "t.db")),
+    (("spectators", "add", "bob", "--deposit", "-500", "--db", "t.db"), USAGE, ("--deposit", "at least 1")),
+    (("bots", "remove", "zed", "--db", "t.db"), 1, ("no bot 'zed'",)),
+    (("serve", "--config", "nothere.toml"), USAGE, ("nothere.toml", "no such contest file")),
+]
+
+
+def test_bad_command_lines(tmp_path: Path) -> None:
+    """Each bad input in its own ``arena`` process (started together: the imports dominate)."""
+    procs = []
+    for i, (args, _, _) in enumerate(BAD_COMMAND_LINES):
+        (tmp_path / str(i)).mkdir()
+        procs.append(subprocess.Popen([sys.executable, "-m", "arena.cli", *args], cwd=tmp_path / str(i), text=True,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+    for proc, (args, status, needles) in zip(procs, BAD_COMMAND_LINES, strict=True):
+        out, err = proc.communicate(timeout=60)
+        done = subprocess.CompletedProcess(args, proc.returncode, out, err)
+        one_line_error(done, status, *needles)
 
 
 def test_missing_bot_program(tmp_path: Path) -> None:
