@@ -345,6 +345,7 @@ async def play_match(
             await ensure_connected(name)  # type: ignore[misc]
     conns = [server.bots.get(row.bot0), server.bots.get(row.bot1)]
     log_path = logs / f"{row.match_key}.jsonl.gz"  # gzip (arena.matchlog): under a third of the bytes
+    (logs / f"{row.match_key}.jsonl").unlink(missing_ok=True)  # a partial plain log of an older version's run
 
     log_ref: list[MatchLog] = []
 
