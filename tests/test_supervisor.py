@@ -55,6 +55,28 @@ def test_a_bot_that_ran_long_enough_starts_a_fresh_count() -> None:
     assert sup.failed("b", []).failures == 1
 
 
+def page_problems(base: str) -> list[str] | None:
+    """The failing bots' notes under the web page's leaderboard (None without Chromium)."""
+    from tests.test_web import CHROMIUM
+
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        return None
+    if CHROMIUM is None:
+        return None
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        try:
+            page = browser.new_page(viewport={"width": 420, "height": 800})
+            page.goto(base + "/")
+            page.wait_for_selector("#bot-problems .problem")
+            page.screenshot(path="/tmp/arena_bot_problems_420.png")
+            return page.eval_on_selector_all("#bot-problems .problem", "ps => ps.map(p => p.innerText)")
+        finally:
+            browser.close()
+
+
 def get(url: str) -> bytes:
     with urllib.request.urlopen(url, timeout=5) as r:
         return r.read()
@@ -83,7 +105,11 @@ async def test_a_crash_looping_bot_is_shown_and_disabled(tmp_path: Path) -> None
             listing = await trio.to_thread.run_sync(lambda: subprocess.run(
                 [sys.executable, "-m", "arena.cli", "bots", "list", "--db", str(db)],
                 capture_output=True, text=True, timeout=30))
+            problems = await trio.to_thread.run_sync(page_problems, base)
             contest.stop()
+    if problems is not None:
+        assert len(problems) == 1 and "crasher" in problems[0] and "disabled after 3 failures" in problems[0]
+        assert "boom: no model file" in problems[0]
     launched = {b["bot"]: b for b in board["launched"]}
     assert launched["crasher"]["state"] == "disabled" and launched["crasher"]["failures"] == 3
     assert launched["crasher"]["last_output"] == ["boom: no model file"]
