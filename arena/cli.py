@@ -21,7 +21,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from arena.formats import FORMATS, make_format
+from arena.errors import INTERRUPTED, USAGE, Unavailable, UserError, find_user_error, interrupted
+from arena.formats import FORMATS
 from arena.formats.duplicate_deals import DEFAULT_DEALS
 from arena.launcher import load_manifest, sandbox_available
 from arena.referee import MatchConfig
@@ -46,9 +47,34 @@ def _target(text: str) -> int | str:
         raise argparse.ArgumentTypeError("target is 5, 7 or turn-up") from None
 
 
+def _at_least(low: int):  # noqa: ANN202 - an argparse type
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be at least {low}, not {value}")
+        return value
+
+    parse.__name__ = f"int >= {low}"
+    return parse
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with a one-line error (no usage block) and exit status 2 (:data:`USAGE`)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(USAGE, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``arena`` command."""
-    parser = argparse.ArgumentParser(prog="arena", description="Écarté & Piquet bot arena")
+    parser = _Parser(prog="arena", description="Écarté & Piquet bot arena",
+                     epilog="Exit statuses: 0 success, 1 a check failed, 2 bad command line, configuration or "
+                            "manifest, 3 a port, program or bot unavailable, 4 database problem, 130 interrupted "
+                            "(docs/contests.md).")
+    parser.add_argument("--debug", action="store_true", help="show the Python traceback of an error")
     sub = parser.add_subparsers(dest="command", required=True)
 
     t = sub.add_parser("tournament", help="run a tournament of local bots over TCP")
@@ -57,7 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="finish an interrupted tournament of --db (default: the newest unfinished)")
     t.add_argument("--sandbox", action="store_true",
                    help="run each bot under bubblewrap: no network, read-only filesystem (stdin/stdout)")
-    t.add_argument("--games", type=int, default=10, help="matches per pair (default 10)")
+    t.add_argument("--games", type=_at_least(1), default=10, help="matches per pair (default 10)")
     t.add_argument("--seed", type=int, default=1, help="tournament seed (default 1)")
     t.add_argument("--db", default="arena.db", help="SQLite database (default arena.db)")
     t.add_argument("--logs", default="logs", help="match log directory (default logs/)")
@@ -70,12 +96,12 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--hero", help="gauntlet: the bot that plays all the others (default: the first)")
     t.add_argument("--no-duplicate", dest="duplicate", action="store_false",
                    help="do not play pairs of matches with the same deals and seats swapped")
-    t.add_argument("--concurrency", type=int, default=os.cpu_count() or 2,
+    t.add_argument("--concurrency", type=_at_least(1), default=os.cpu_count() or 2,
                    help="matches played at once (default: the number of cores); each bot plays one match at a "
                         "time, so at most half the bots' worth of matches run together")
-    t.add_argument("--move-ms", type=int, default=2000, help="time per decision in ms (default 2000)")
-    t.add_argument("--bank-ms", type=int, default=0, help="time bank per match in ms (default 0)")
-    t.add_argument("--grace-ms", type=int, default=50, help="transport grace in ms (default 50)")
+    t.add_argument("--move-ms", type=_at_least(1), default=2000, help="time per decision in ms (default 2000)")
+    t.add_argument("--bank-ms", type=_at_least(0), default=0, help="time bank per match in ms (default 0)")
+    t.add_argument("--grace-ms", type=_at_least(0), default=50, help="transport grace in ms (default 50)")
     t.add_argument("--on-timeout", choices=["forfeit", "auto"], default="forfeit")
     t.add_argument("--max-strikes", type=int, default=3)
     t.add_argument("--max-illegal", type=int, default=0, help="illegal actions tolerated per match")
@@ -87,6 +113,10 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--packets", type=int, choices=[2, 3], default=2, help="Piquet: deal in packets of 2 or 3")
     t.add_argument("--scoring", choices=["rubicon", "cent"], default="rubicon", help="Piquet: rubicon or cent")
     t.add_argument("--quiet", action="store_true", help="no progress bar")
+    t.add_argument("--progress-every", type=_at_least(1), default=10, metavar="N",
+                   help="when stdout is not a terminal: a score line every N matches or 30 s (default 10)")
+    t.add_argument("--elo-every", type=_at_least(1), default=200, metavar="N",
+                   help="when stdout is not a terminal: the running Elo every N matches (default 200)")
 
     sp = sub.add_parser("sprt", help="sequential test of one bot against another over duplicate pairs")
     sp.add_argument("--bot", required=True, metavar="MANIFEST", help="the bot under test")
@@ -95,10 +125,10 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--elo1", type=float, default=20.0, help="H1: the bot is this many Elo better (default 20)")
     sp.add_argument("--alpha", type=float, default=0.05)
     sp.add_argument("--beta", type=float, default=0.05)
-    sp.add_argument("--max-pairs", type=int, default=5000, help="stop after this many pairs (default 5000)")
+    sp.add_argument("--max-pairs", type=_at_least(1), default=5000, help="stop after this many pairs (default 5000)")
     sp.add_argument("--seed", type=int, default=1)
     sp.add_argument("--game", choices=["ecarte", "piquet"], default="ecarte")
-    sp.add_argument("--move-ms", type=int, default=2000)
+    sp.add_argument("--move-ms", type=_at_least(1), default=2000)
     sp.add_argument("--db", default="arena.db")
     sp.add_argument("--logs", default="logs")
 
@@ -111,11 +141,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     dr = sub.add_parser("doctor", help="conformance check of a bot before you submit it")
     dr.add_argument("manifest", help="the bot's manifest (TOML)")
-    dr.add_argument("--move-ms", type=int, default=2000, help="time per decision in ms (default 2000)")
+    dr.add_argument("--move-ms", type=_at_least(1), default=2000, help="time per decision in ms (default 2000)")
     dr.add_argument("--verbose", action="store_true", help="print the full transcript (token masked)")
 
     rp = sub.add_parser("replay", help="verify a match log (hash chain, rules engine, result) and print it")
-    rp.add_argument("log", help="a match log (.jsonl)")
+    rp.add_argument("log", help="a match log (.jsonl.gz or .jsonl)")
     rp.add_argument("--db", help="also check the log's last hash against the one recorded in this database")
     rp.add_argument("--public", action="store_true", help="print only what a spectator may see")
     rp.add_argument("--quiet", action="store_true", help="verify only, print the verdict")
@@ -145,7 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
     ssub = sp_.add_subparsers(dest="spectators_command", required=True)
     sa = ssub.add_parser("add", help="register a betting spectator, credit a bankroll, print the token once")
     sa.add_argument("name")
-    sa.add_argument("--deposit", type=int, default=10000, help="bankroll in cents (default 10000 = 100.00)")
+    sa.add_argument("--deposit", type=_at_least(1), default=10000, help="bankroll in cents (default 10000 = 100.00)")
     sa.add_argument("--db", default="arena.db")
     sl = ssub.add_parser("list", help="bankrolls and the house")
     sl.add_argument("--db", default="arena.db")
@@ -201,80 +231,119 @@ def print_report(console: Console, report: TournamentReport) -> None:
     )
 
 
+def check_tournament(config: TournamentConfig, manifests: list) -> None:
+    """Refuse a tournament that cannot be played, before any bot is launched: duplicate bot
+    names, an unknown ``--hero``, too few bots for the format, rule options the game does not
+    have, a bad time control, ``--sandbox`` without bwrap. Raises :class:`UserError`."""
+    from arena.clock import Clock
+    from arena.formats import make_format
+    from arena.games import validate_rules
+
+    names = [m.name for m in manifests]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise UserError(f"two manifests use the bot name {', '.join(map(repr, twice))}: give each bot its own "
+                        "`name` in its manifest")
+    if config.format == "gauntlet" and config.hero is not None and config.hero not in names:
+        raise UserError(f"--hero {config.hero!r} is not one of the bots ({', '.join(names)}): "
+                        "pass the name of one of them")
+    try:
+        make_format(config.format, names, config.games, config.seed, config.duplicate, config.hero)
+    except ValueError as exc:
+        raise UserError(f"--format {config.format}: {exc}") from None
+    try:
+        validate_rules(config.match.game, config.match.rules)
+    except ValueError as exc:
+        raise UserError(f"{config.match.game} rules: {exc}") from None
+    try:
+        Clock(config.match.time)
+    except ValueError as exc:
+        raise UserError(f"time control: {exc}") from None
+    if config.sandbox and not sandbox_available():
+        raise Unavailable("--sandbox needs bwrap: install the Debian package bubblewrap")
+
+
 def cmd_tournament(args: argparse.Namespace) -> int:
-    """``arena tournament``: run it, show progress, print the Elo table."""
+    """``arena tournament``: run it, show progress, print the Elo table. Ctrl-C stops it with
+    the ``--resume`` command that finishes it (exit 130)."""
     console = make_console()
     store = Store(args.db)
     resume = None
-    try:
-        if args.resume is not None:
-            row = store.tournament(args.resume or None)
-            if row is None:
-                raise ValueError(f"nothing to resume in {args.db}")
-            resume = row["id"]
+    if args.resume is not None:
+        row = store.tournament(args.resume or None)
+        if row is None:
+            what = f"no tournament t{args.resume}" if args.resume else "no unfinished tournament"
+            raise UserError(f"nothing to resume: {what} in {args.db}")
+        resume = row["id"]
+        try:
             config = msgspec.convert(row["config"], TournamentConfig)
-            manifests = [load_manifest(p) for p in config.manifests]
-            console.print(f"resuming tournament t{resume}: {len(store.pending_matches(resume))} matches left")
-        else:
-            if not args.bots:
-                raise ValueError("--bots is required (or --resume)")
-            manifests = [load_manifest(p) for p in args.bots]
-            config = TournamentConfig(
-                format=args.format,
-                games=args.games,
-                duplicate=args.duplicate,
-                hero=args.hero,
-                seed=args.seed,
-                concurrency=args.concurrency,
-                logs_dir=args.logs,
-                sandbox=args.sandbox,
-                manifests=[str(Path(p).resolve()) for p in args.bots],
-                match=MatchConfig(
-                    game=args.game,
-                    rules=Rules(deal_pattern=args.deal_pattern, target=args.target, manches=args.manches,
-                                pack=args.pack, packets=args.packets, scoring=args.scoring,
-                                deals=args.deals or (DEFAULT_DEALS if args.format == "duplicate-deals" else 0)),
-                    time=TimeControl(move_ms=args.move_ms, bank_ms=args.bank_ms, grace_ms=args.grace_ms),
-                    on_timeout=args.on_timeout,
-                    max_strikes=args.max_strikes,
-                    max_illegal=args.max_illegal,
-                ),
-            )
-        from arena.games import validate_rules
+        except msgspec.ValidationError as exc:
+            raise UserError(f"tournament t{resume} in {args.db} was made by another version of arena and cannot be "
+                            f"resumed by this one ({exc}); start a new tournament") from None
+        manifests = [load_manifest(p) for p in config.manifests]
+        console.print(f"resuming tournament t{resume}: {len(store.pending_matches(resume))} matches left")
+    else:
+        if not args.bots:
+            raise UserError("--bots is required (or --resume to finish an interrupted tournament)")
+        manifests = [load_manifest(p) for p in args.bots]
+        config = TournamentConfig(
+            format=args.format,
+            games=args.games,
+            duplicate=args.duplicate,
+            hero=args.hero,
+            seed=args.seed,
+            concurrency=args.concurrency,
+            logs_dir=args.logs,
+            sandbox=args.sandbox,
+            manifests=[str(Path(p).resolve()) for p in args.bots],
+            match=MatchConfig(
+                game=args.game,
+                rules=Rules(deal_pattern=args.deal_pattern, target=args.target, manches=args.manches,
+                            pack=args.pack, packets=args.packets, scoring=args.scoring,
+                            deals=args.deals or (DEFAULT_DEALS if args.format == "duplicate-deals" else 0)),
+                time=TimeControl(move_ms=args.move_ms, bank_ms=args.bank_ms, grace_ms=args.grace_ms),
+                on_timeout=args.on_timeout,
+                max_strikes=args.max_strikes,
+                max_illegal=args.max_illegal,
+            ),
+        )
+    check_tournament(config, manifests)
+    plain = None
+    if not console.is_terminal and not args.quiet:  # a log file: plain lines, not a redrawn bar
+        from arena.progress import PlainProgress
 
-        validate_rules(config.match.game, config.match.rules)
-        make_format(config.format, [m.name for m in manifests], config.games, config.seed, config.duplicate,
-                    config.hero)  # a bad format argument is one line here, not a traceback later
-        if config.sandbox and not sandbox_available():
-            raise ValueError("--sandbox needs bwrap (Debian package bubblewrap)")
-    except ValueError as exc:
-        console.print(f"[red]error:[/red] {exc}")
-        return 2
-    store = Store(args.db)
+        plain = PlainProgress(args.progress_every, 30.0, args.elo_every, out=lambda text: print(text, flush=True))
     progress = Progress(
         TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        TextColumn("{task.fields[last]}"), console=console, disable=args.quiet,
+        TextColumn("{task.fields[last]}"), console=console, disable=args.quiet or plain is not None,
     )
     task = None
 
     def on_start(tid: int, n: int) -> None:
         nonlocal task
         task = progress.add_task(f"t{tid} {config.format}", total=n, last="")
+        if plain is not None:
+            plain.start(n)
+            print(f"tournament t{tid}: {n} matches to play", flush=True)
 
     def on_result(row, result) -> None:  # type: ignore[no-untyped-def]
         winner = (row.bot0, row.bot1)[result.winner] if result.winner is not None else "nobody"
         progress.update(task, advance=1, last=f"{row.bot0} v {row.bot1}: {winner} ({result.reason})")
+        if plain is not None:
+            plain.on_result(row, result)
 
     console.print(f"[bold]{len(manifests)} bots[/bold]: " + ", ".join(
         f"{m.name} ({m.language})" for m in manifests))
     try:
         with progress:
             report = trio.run(run_tournament, store, manifests, config, on_start, on_result, resume)
-    except KeyboardInterrupt:
+    except BaseException as exc:
+        if getattr(args, "debug", False) or not interrupted(exc) or find_user_error(exc) is not None:
+            raise
         row = store.db.execute("SELECT MAX(id) FROM tournaments").fetchone()
         console.print(f"interrupted: every finished match is in {args.db}; the rest (including the one in play) "
-                      f"is played by `arena tournament --resume --db {args.db}` (tournament t{row[0]})")
-        return 130
+                      f"is played by `arena tournament --resume --db {args.db}` (tournament t{row[0]})", soft_wrap=True)
+        return INTERRUPTED
     print_report(console, report)
     console.print(f"results in {args.db}, match logs in {args.logs}/t{report.tournament_id}/")
     store.close()
@@ -287,14 +356,13 @@ def cmd_sprt(args: argparse.Namespace) -> int:
     from arena.sprt import SPRT, SprtFormat
 
     console = make_console()
+    bot, vs = load_manifest(args.bot), load_manifest(args.vs)
+    if bot.name == vs.name:
+        raise UserError(f"--bot and --vs are both {bot.name!r}: test a bot against a different one")
     try:
-        bot, vs = load_manifest(args.bot), load_manifest(args.vs)
-        if bot.name == vs.name:
-            raise ValueError("--bot and --vs must be different bots")
         test = SPRT(args.elo0, args.elo1, args.alpha, args.beta, outcomes=(0, 0.5, 1, 1.5, 2))
     except ValueError as exc:
-        console.print(f"[red]error:[/red] {exc}")
-        return 2
+        raise UserError(f"sprt: {exc}") from None
     lo, hi = test.bounds
     console.print(f"SPRT {bot.name} vs {vs.name}: H0 elo={args.elo0:g}, H1 elo={args.elo1:g}, "
                   f"alpha={args.alpha:g}, beta={args.beta:g}; bounds [{lo:.2f}, {hi:.2f}]")
@@ -349,35 +417,58 @@ def cmd_bots(args: argparse.Namespace) -> int:
     if args.bots_command == "add":
         try:
             token = store.add_bot(args.name)
-        except ValueError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 2
+        except ValueError as exc:  # a bad name (Store.add_bot's documented error)
+            raise UserError(str(exc)) from None
         print(f"registered {args.name}; its token (shown once, store it now):\n{token}")
     elif args.bots_command == "submit":
+        manifest = load_manifest(args.manifest)
+        name = args.name or manifest.name
         try:
-            manifest = load_manifest(args.manifest)
-            name = args.name or manifest.name
             store.submit_bot(name, str(Path(args.manifest).resolve()), args.sandbox)
         except ValueError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 2
+            raise UserError(str(exc)) from None
         print(f"submitted {name}: the contest server launches {args.manifest} and enters it in the ladder")
     elif args.bots_command == "remove":
         if not store.remove_bot(args.name):
-            print(f"error: no bot {args.name!r}", file=sys.stderr)
-            return 1
+            raise UserError(f"no bot {args.name!r} in {args.db} (`arena bots list` shows them)", 1)
         print(f"removed {args.name} (its results stay in the database)")
     else:
-        table = Table(title=f"bots ({args.game} ladder)")
-        for col in ("bot", "kind", "Elo", "±95%", "games"):
-            table.add_column(col, justify="left" if col in ("bot", "kind") else "right")
-        interval = {bot: ci95 for bot, _, ci95, _ in store.ladder_intervals(args.game)}
-        for name, kind, elo, games in store.bots_overview(args.game):
-            ci95 = interval.get(name, math.inf)
-            table.add_row(name, kind, "-" if elo is None else f"{elo:.0f}",
-                          f"{ci95:.0f}" if math.isfinite(ci95) else "-", str(games))
-        make_console().print(table)
+        print_bots(store, args.game)
     return 0
+
+
+def print_bots(store: Store, game: str) -> None:
+    """``arena bots list``: every registered bot with its kind, its state as the contest server
+    last published it (:mod:`arena.supervisor`: running, backoff, disabled, stopped; ``-`` if no
+    server has published for 15 s), whether it is connected, its failures in a row, ladder Elo
+    and games; then the last output lines of each bot that is failing."""
+    import time
+
+    status = store.bot_status()
+    fresh = bool(status) and time.time() - max(r["updated_at"] for r in status.values()) < 15
+    console = make_console()
+    table = Table(title=f"bots ({game} ladder)" + ("" if fresh else "; no contest server running"))
+    for col in ("bot", "kind", "state", "connected", "failures", "Elo", "±95%", "games"):
+        table.add_column(col, justify="left" if col in ("bot", "kind", "state", "connected") else "right")
+    failing = []
+    interval = {bot: ci95 for bot, _, ci95, _ in store.ladder_intervals(game)}
+    for name, kind, elo, games in store.bots_overview(game):
+        ci95 = interval.get(name, math.inf)
+        st = status.get(name) if fresh else None
+        state = st["state"] if st and kind == "submitted" else "-"
+        if st and st["state"] == "backoff" and st["next_launch"]:
+            state += f" (next in {max(0, st['next_launch'] - time.time()):.0f} s)"
+        connected = ("yes" if st and st["connected"] else "no") if fresh else "-"
+        table.add_row(name, kind, state, connected, str(st["failures"]) if st and kind == "submitted" else "-",
+                      "-" if elo is None else f"{elo:.0f}", f"{ci95:.0f}" if math.isfinite(ci95) else "-",
+                      str(games))
+        if st and st["state"] in ("backoff", "disabled") and st["last_output"]:
+            failing.append((name, st["last_output"].splitlines()))
+    console.print(table)
+    for name, lines in failing:
+        console.print(f"last output of {name}:", markup=False, highlight=False)
+        for line in lines:
+            console.print(f"  | {line}", markup=False, highlight=False)
 
 
 def cmd_spectators(args: argparse.Namespace) -> int:
@@ -388,12 +479,13 @@ def cmd_spectators(args: argparse.Namespace) -> int:
     store = Store(args.db)
     desk = BettingDesk(store, SpectatorHub())
     if args.spectators_command == "add":
+        from arena.wagers import WagerError
+
         try:
             token = store.add_spectator(args.name)
             balance = desk.deposit(args.name, args.deposit)
-        except ValueError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 2
+        except (ValueError, WagerError) as exc:  # a bad name or amount
+            raise UserError(str(exc)) from None
         print(f"registered spectator {args.name}, bankroll {balance / 100:.2f}; token (shown once):\n{token}")
         return 0
     table = Table(title="gallery bankrolls")
@@ -411,11 +503,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from arena.contest import Contest, load_config
 
     console = make_console()
-    try:
-        config = load_config(args.config)
-    except ValueError as exc:
-        console.print(f"[red]error:[/red] {exc}")
-        return 2
+    config = load_config(args.config)
     contest = Contest(config)
 
     async def main() -> None:
@@ -432,9 +520,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``arena`` console script."""
-    args = build_parser().parse_args(argv)
+def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "tournament":
         return cmd_tournament(args)
     if args.command == "watch":
@@ -459,7 +545,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         return cmd_serve(args)
     if args.command == "spectators":
         return cmd_spectators(args)
-    return 2
+    return USAGE
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``arena`` console script. A :class:`arena.errors.UserError` raised
+    anywhere (also inside trio's exception groups) is printed as one line on stderr and its
+    status returned; Ctrl-C returns 130; other exceptions are bugs and keep their traceback.
+    ``--debug`` shows the traceback of user errors too."""
+    args = build_parser().parse_args(argv)
+    try:
+        return _dispatch(args)
+    except BaseException as exc:
+        if args.debug:
+            raise
+        err = find_user_error(exc)
+        if err is not None:
+            print(f"arena: error: {err}", file=sys.stderr)
+            return err.status
+        if interrupted(exc):
+            print("arena: interrupted", file=sys.stderr)
+            return INTERRUPTED
+        raise
 
 
 if __name__ == "__main__":

@@ -42,6 +42,7 @@ from arena.referee import MatchConfig
 from arena.server import ArenaServer, ServerConfig
 from arena.spectate import SpectatorHub, Subscriber
 from arena.store import Store
+from arena.supervisor import Supervisor, publish
 from arena.tournament import play_match
 from arena.wagers import Ledger, LedgerRecord, WagerError
 from protocol.messages import BetPlaced, BetSettled, Betting, Goodbye, Rules, TimeControl
@@ -84,20 +85,44 @@ class ContestConfig(msgspec.Struct, forbid_unknown_fields=True):
 
 
 def load_config(path: str | Path) -> ContestConfig:
-    """Read a contest TOML file; ``ValueError`` naming the file and the bad key."""
+    """Read a contest TOML file. Raises :class:`arena.errors.UserError` (a ``ValueError``)
+    naming the file and the bad key: an unknown key in any section comes with the closest known
+    key (:mod:`arena.strict`)."""
+    from arena.errors import UserError
     from arena.games import validate_rules
+    from arena.strict import convert_strict
 
     try:
         raw = tomllib.loads(Path(path).read_text())
-        if isinstance(raw.get("server"), dict):
-            raw["server"].setdefault("port", 7000)  # the documented default, also with a [server] table
-        cfg = msgspec.convert(raw, ContestConfig)
-    except (OSError, tomllib.TOMLDecodeError, msgspec.ValidationError) as exc:
-        raise ValueError(f"{path}: {exc}") from None
-    validate_rules(cfg.game, cfg.rules)
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such contest file") from None
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise UserError(f"{path}: {exc}") from None
+    if isinstance(raw.get("server"), dict):
+        raw["server"].setdefault("port", 7000)  # the documented default, also with a [server] table
+    cfg = convert_strict(raw, ContestConfig, str(path))
+    try:
+        validate_rules(cfg.game, cfg.rules)
+    except ValueError as exc:
+        raise UserError(f"{path}: [rules] {exc}") from None
     if cfg.concurrency < 1:
-        raise ValueError(f"{path}: concurrency must be at least 1")
+        raise UserError(f"{path}: concurrency must be at least 1")
     return cfg
+
+
+async def _bind(what: str, host: str, port: int, starting) -> int:  # noqa: ANN001 - a coroutine
+    """Await ``starting`` (a listener's ``nursery.start``); a port that cannot be bound becomes
+    :class:`arena.errors.Unavailable` naming ``what``, the address and the fix."""
+    from arena.errors import Unavailable, leaves
+
+    try:
+        return await starting
+    except BaseException as exc:
+        bad = next((e for e in leaves(exc) if isinstance(e, OSError)), None)
+        if bad is None:
+            raise
+        raise Unavailable(f"cannot listen on {what} {host}:{port}: {bad.strerror or bad}; stop the program that "
+                          "uses it or choose another port in the contest file") from None
 
 
 class BettingDesk:
@@ -181,6 +206,9 @@ class Contest:
         self.matches_started = 0
         self.stopping = trio.Event()
         self.procs: dict[str, BotProcess] = {}
+        self.supervisor = Supervisor()
+        self._submitted: dict[str, float] = {}
+        self._log_start: dict[str, int] = {}
         self.port: int | None = None
         self.http_port: int | None = None
         self._changed = trio.Event()
@@ -270,16 +298,29 @@ class Contest:
     # ------------------------------------------------------------------ launched bots
 
     async def _launch_submitted(self, nursery: trio.Nursery) -> None:
-        """Launch every submitted bot and relaunch any that dies (at most once a second)."""
+        """Launch every submitted bot and relaunch any that dies, backing off and disabling one
+        that keeps failing (:mod:`arena.supervisor`); publish their states once a second."""
+        from arena.botlog import tail
+
         rows = self.store.submissions()
         while not self.stopping.is_set():
+            for name, when in self.store.submission_times().items():
+                if self._submitted.setdefault(name, when) != when:  # submitted again: a fresh start
+                    self._submitted[name] = when
+                    self.supervisor.reset(name)
             for name, manifest_path, sandbox in rows:
                 proc = self.procs.get(name)
                 if proc is not None and proc.running:
                     continue
+                if proc is not None:  # died since the last look
+                    del self.procs[name]
+                    self.supervisor.failed(name, tail(proc.log_path, start=self._log_start.get(name, 0)))
+                if not self.supervisor.due(name):
+                    continue
                 try:
                     m = load_manifest(manifest_path)
-                except ValueError:
+                except ValueError as exc:
+                    self.supervisor.failed(name, [str(exc)])
                     continue
                 m.name = name
                 token = self.store.add_bot(name)
@@ -289,8 +330,13 @@ class Contest:
                 try:
                     self.procs[name] = await launch(nursery, m, env, log, self.config.limits,
                                                     bool(sandbox) or self.config.sandbox)
-                except (OSError, RuntimeError):
+                    self.supervisor.launched(name)
+                    self._log_start[name] = log.stat().st_size  # this launch's output starts here
+                except (OSError, RuntimeError) as exc:
+                    self.supervisor.failed(name, [f"cannot start: {exc}"])
                     continue
+            publish(self.store, self.supervisor,
+                    {n for n, c in self.server.bots.items() if not c.closed.is_set()})
             with trio.move_on_after(1.0):
                 await self.stopping.wait()
             rows = self.store.submissions()
@@ -309,8 +355,10 @@ class Contest:
         self.tournament_id = self.store.create_tournament(cfg.game, "ladder", self.seed, cfg, [], [])
         async with trio.open_nursery() as outer:
             self.hub.nursery = outer
-            self.port = await outer.start(self.server.serve)
-            self.http_port = await outer.start(serve_http, self, cfg.http_host, cfg.http_port)
+            self.port = await _bind("TCP port for bots and spectators ([server] port)", cfg.server.host,
+                                    cfg.server.port, outer.start(self.server.serve))
+            self.http_port = await _bind("HTTP port of the web page (http_port)", cfg.http_host, cfg.http_port,
+                                         outer.start(serve_http, self, cfg.http_host, cfg.http_port))
             outer.start_soon(self._signals)
             outer.start_soon(self._launch_submitted, outer)
             task_status.started((self.port, self.http_port))
@@ -359,3 +407,5 @@ class Contest:
                     await proc.stop()
             for proc in self.procs.values():
                 proc.stop_now()
+            self.supervisor.stopped()
+            publish(self.store, self.supervisor, set())

@@ -31,7 +31,7 @@ from typing import Any
 
 import msgspec
 
-from arena.matchlog import verify_chain
+from arena.matchlog import read_bytes, verify_chain
 from arena.rating import Fit, fit_units
 
 Half = tuple[str, str, list[list[int]], str | None, bool]
@@ -44,7 +44,7 @@ def deal_points(log_path: str | Path, expected_last: str | None = None) -> list[
     order, from the ``deal_end`` events of its log. Raises :class:`arena.matchlog.ChainError`
     if the log's hash chain is broken or does not end on ``expected_last``, ``OSError`` if it
     cannot be read."""
-    raw = Path(log_path).read_bytes()
+    raw = read_bytes(log_path)  # plain or gzip
     verify_chain(raw, expected_last)
     out: list[list[int]] = []
     for line in raw.splitlines():

@@ -49,8 +49,10 @@ from pathlib import Path
 import msgspec
 import trio
 
+from arena.botlog import rotate
 
-class Manifest(msgspec.Struct):
+
+class Manifest(msgspec.Struct, forbid_unknown_fields=True):
     """A bot's manifest; ``directory`` is where the TOML file lives (the bot's cwd)."""
 
     name: str
@@ -60,7 +62,7 @@ class Manifest(msgspec.Struct):
     directory: str = "."
 
 
-class Limits(msgspec.Struct):
+class Limits(msgspec.Struct, forbid_unknown_fields=True):
     """Resource limits per bot process (``setrlimit``): CPU seconds, address space (bytes),
     open files, processes (counted per user by the kernel, and not enforced for root), largest
     file written (bytes); and how much captured output is kept (bytes)."""
@@ -71,6 +73,8 @@ class Limits(msgspec.Struct):
     processes: int = 256
     file_bytes: int = 64 * 2**20
     log_bytes: int = 2**20
+    log_keep: int = 2
+    """Rotated output logs kept per bot (``<name>.log.1`` ...; :mod:`arena.botlog`)."""
 
 
 def sandbox_available() -> bool:
@@ -91,15 +95,22 @@ def sandbox_command(command: list[str], directory: str) -> list[str]:
 
 
 def load_manifest(path: str | Path) -> Manifest:
-    """Read a manifest TOML file. Raises ``ValueError`` naming the file if it is invalid."""
+    """Read a manifest TOML file. Raises :class:`arena.errors.UserError` (a ``ValueError``)
+    naming the file if it is missing or invalid, or has a key a manifest does not have (with
+    the closest known key)."""
+    from arena.errors import UserError
+    from arena.strict import convert_strict
+
     path = Path(path)
     try:
         data = tomllib.loads(path.read_text())
-        manifest = msgspec.convert(data, Manifest)
-    except (OSError, tomllib.TOMLDecodeError, msgspec.ValidationError) as exc:
-        raise ValueError(f"{path}: bad bot manifest: {exc}") from None
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such bot manifest") from None
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise UserError(f"{path}: bad bot manifest: {exc}") from None
+    manifest = convert_strict(data, Manifest, f"{path}: bad bot manifest")
     if not manifest.command:
-        raise ValueError(f"{path}: bad bot manifest: empty command")
+        raise UserError(f"{path}: bad bot manifest: empty command")
     manifest.directory = str(path.resolve().parent)
     return manifest
 
@@ -260,6 +271,7 @@ async def launch(
     cannot be started, ``RuntimeError`` if ``sandbox`` is asked and ``bwrap`` is missing."""
     limits = limits or Limits()
     log_path.parent.mkdir(parents=True, exist_ok=True)
+    rotate(log_path, limits.log_bytes, limits.log_keep)  # retention: arena.botlog
     log_path.touch()
     full_env = {**os.environ, **env}
     command = resolve_command(manifest)

@@ -12,6 +12,12 @@ Line kinds (field ``"type"``):
 No wall-clock time or duration is written, so the same seed and the same bot actions
 give a byte-identical log (durations live in the database).
 
+Compression: a log whose path ends in ``.gz`` (what tournaments and contests write,
+``<match_id>.jsonl.gz``) is one gzip stream (RFC 1952, ``zcat`` reads it) written with no name
+and no time in its header, so it too is byte-identical from run to run. Readers
+(:func:`read_bytes`, :func:`read_log`, :func:`verify_file`) recognise gzip by its magic bytes,
+whatever the name. The hash chain is over the uncompressed lines.
+
 Tamper evidence: every line ends with ``"hash"``, the SHA-256 (hex) of the previous line's hash
 followed by this line's bytes without its hash field (the first line chains from
 :data:`GENESIS`). Changing, inserting or deleting a line breaks the chain from there on; the
@@ -21,8 +27,10 @@ last hash is stored with the result in the database, so even a rewritten chain i
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import re
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -70,9 +78,12 @@ class MatchLog:
     def __init__(self, path: str | Path | None) -> None:
         self.path = Path(path) if path is not None else None
         self._fh = None
+        self._raw = None
         if self.path is not None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._fh = open(self.path, "wb")  # noqa: SIM115 - closed in close()
+            self._fh = self._raw = open(self.path, "wb")  # noqa: SIM115 - closed in close()
+            if self.path.suffix == ".gz":
+                self._fh = gzip.GzipFile(filename="", mode="wb", fileobj=self._raw, mtime=0)
         self.seq = 0
         self.last_hash = GENESIS
 
@@ -104,6 +115,9 @@ class MatchLog:
         if self._fh is not None:
             self._fh.close()
             self._fh = None
+        if self._raw is not None:
+            self._raw.close()
+            self._raw = None
 
     def __enter__(self) -> MatchLog:
         return self
@@ -142,10 +156,18 @@ def verify_chain(raw: bytes, expected_last: str | None = None) -> str:
     return prev
 
 
+def read_bytes(path: str | Path) -> bytes:
+    """The uncompressed bytes of a match log, plain or gzip (recognised by its magic bytes). A
+    gzip log cut short (a crash mid-match) gives the lines written before the cut."""
+    data = Path(path).read_bytes()
+    if data[:2] != b"\x1f\x8b":
+        return data
+    return zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(data)
+
+
 def read_log(path: str | Path) -> list[dict[str, Any]]:
     """Read a match log back as a list of dicts (one per line, ``hash`` fields removed)."""
-    with open(path, "rb") as fh:
-        lines = [msgspec.json.decode(line) for line in fh if line.strip()]
+    lines = [msgspec.json.decode(line) for line in read_bytes(path).splitlines() if line.strip()]
     for line in lines:
         line.pop("hash", None)
     return lines
@@ -201,10 +223,14 @@ def replay(lines: list[dict[str, Any]]) -> dict[str, Any]:
             result = line
         elif kind != "incident":
             raise ReplayError(f"line {n}: unknown line type {kind!r}")
-    if pos != len(expected):
-        raise ReplayError(f"the log stops before the engine's event {expected[pos][0]}")
     if result is None:
         raise ReplayError("the log has no result line")
+    if len(lines) == 2 + sum(line.get("type") == "incident" for line in lines) and result["reason"] in NOT_PLAYED:
+        if result["scores"] != [0, 0]:
+            raise ReplayError(f"a match never started has scores {result['scores']}")
+        return result  # ended before its first event: a bot never connected (see :func:`write_unplayed`)
+    if pos != len(expected):
+        raise ReplayError(f"the log stops before the engine's event {expected[pos][0]}")
     if result["scores"] != engine.scores or result["manches"] != engine.manches:
         raise ReplayError(f"result scores {result['scores']} but the engine has {engine.scores}")
     if result["reason"] == "target" and (not engine.over or result["winner"] != engine.winner):
@@ -287,9 +313,26 @@ def verify_file(path: str | Path, expected_last: str | None = None) -> tuple[lis
     """Verify a match log file: its hash chain (and last hash, if given) then an engine replay
     (:func:`replay`). Returns ``(lines, result line)``; raises :class:`ChainError` or
     :class:`ReplayError`."""
-    raw = Path(path).read_bytes()
+    raw = read_bytes(path)
     verify_chain(raw, expected_last)
     lines = [msgspec.json.decode(line) for line in raw.splitlines() if line.strip()]
     for line in lines:
         line.pop("hash", None)
     return lines, replay(lines)
+
+
+NOT_PLAYED = ("forfeit_disconnect", "aborted")
+"""Result reasons of a match that can end before its first event (a bot never connected)."""
+
+
+def write_unplayed(path: str | Path, header: dict[str, Any], incidents: list[tuple[int, str, str]],
+                   result: dict[str, Any]) -> str:
+    """Write the log of a match that never started (a bot not connected): its header (as the
+    referee writes it: ``type`` ``match``, match id, game, seed, bots, config), one incident per
+    absent seat ``(seat, code, detail)``, and the result line. Returns the last hash."""
+    with MatchLog(path) as log:
+        log.write({"type": "match", **header})
+        for seat, code, detail in incidents:
+            log.incident(seat, code, detail)
+        log.write({"type": "result", **result})
+        return log.last_hash

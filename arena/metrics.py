@@ -16,6 +16,9 @@ arena_protocol_errors_total        counter   code (bad_json, line_too_long, ...)
 arena_connections                  gauge     role (bot / spectator)
 arena_spectators                   gauge     spectators subscribed to at least one match
 arena_scheduler_queue_depth        gauge     matches waiting to be played
+arena_bot_state                    gauge     bot, state (running/backoff/disabled/stopped): 1 for a launched bot's state
+arena_bot_failures                 gauge     bot: a launched bot's failures in a row (arena.supervisor)
+arena_bot_connected                gauge     bot: 1 while connected
 ================================== ========= ===================================================
 """
 
@@ -48,6 +51,10 @@ class Metrics:
         self.connections = Gauge("arena_connections", "Open connections by role", ["role"], registry=r)
         self.spectators = Gauge("arena_spectators", "Spectators following at least one match", registry=r)
         self.queue_depth = Gauge("arena_scheduler_queue_depth", "Matches waiting to be played", registry=r)
+        self.bot_state = Gauge("arena_bot_state", "State of a launched bot (1 = in this state)", ["bot", "state"],
+                               registry=r)
+        self.bot_failures = Gauge("arena_bot_failures", "Failures in a row of a launched bot", ["bot"], registry=r)
+        self.bot_connected = Gauge("arena_bot_connected", "1 while the bot is connected", ["bot"], registry=r)
 
     def exposition(self) -> bytes:
         """The text exposition format (what ``/metrics`` returns)."""

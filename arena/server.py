@@ -35,7 +35,7 @@ from protocol.messages import Error, Hello, ListMatches, Matches, PlaceBet, Subs
 log = logging.getLogger("arena.server")
 
 
-class ServerConfig(msgspec.Struct, omit_defaults=True):
+class ServerConfig(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=True):
     """Listener settings. ``port`` 0 picks a free port; times in seconds, sizes in bytes."""
 
     host: str = "127.0.0.1"

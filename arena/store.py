@@ -21,6 +21,8 @@ from typing import Any
 
 import msgspec
 
+from arena.errors import DatabaseError
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS bots (
     name        TEXT PRIMARY KEY,
@@ -120,6 +122,28 @@ CREATE TABLE IF NOT EXISTS ladder (
 );
 """
 
+SCHEMA_VERSION = 2
+"""The schema version this code writes, kept in ``PRAGMA user_version``: 1 is the schema of the
+first versioned release (the tables above; a database from before versions has 0 and is brought
+to 1 by adding the columns added since); each later version is a step of :data:`MIGRATIONS`."""
+
+MIGRATIONS: dict[int, list[str]] = {
+    2: [
+        # the contest server's view of each submitted bot (arena.supervisor) and of who is
+        # connected, for `arena bots list` run from another process
+        """CREATE TABLE IF NOT EXISTS bot_status (
+            name        TEXT PRIMARY KEY,
+            state       TEXT NOT NULL,
+            failures    INTEGER NOT NULL DEFAULT 0,
+            next_launch REAL,
+            last_output TEXT NOT NULL DEFAULT '',
+            connected   INTEGER NOT NULL DEFAULT 0,
+            updated_at  REAL NOT NULL
+        )""",
+    ],
+}
+"""Version -> the statements that bring a database of the version before up to it."""
+
 SCRYPT = {"n": 2**14, "r": 8, "p": 1}
 """scrypt cost parameters for token hashes (about 30 ms per check on one core)."""
 
@@ -153,21 +177,50 @@ class Store:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self.db = sqlite3.connect(self.path, isolation_level=None)
         self.db.row_factory = sqlite3.Row
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")
-        self.db.execute("PRAGMA foreign_keys=ON")
-        self.db.executescript(SCHEMA)
-        self._migrate()
+        try:
+            self.db.execute("PRAGMA journal_mode=WAL")
+            version = self._check_version()
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            self.db.execute("PRAGMA foreign_keys=ON")
+            self.db.executescript(SCHEMA)
+        except sqlite3.DatabaseError as exc:
+            self.db.close()
+            raise DatabaseError(f"{self.path} is not an arena database (SQLite: {exc}); use another file "
+                                "(a missing one is created)") from None
+        self._migrate(version)
 
-    def _migrate(self) -> None:
-        """Add columns that later versions introduced to a database made by an earlier one."""
+    def _check_version(self) -> int:
+        """The database's schema version; :class:`arena.errors.DatabaseError` if it is newer
+        than this code or an SQLite database of some other program."""
+        version = self.db.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            raise DatabaseError(f"{self.path} has schema version {version}, made by a newer arena than this one "
+                                f"(which knows up to {SCHEMA_VERSION}): upgrade arena to use it")
+        tables = {r[0] for r in self.db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if version == 0 and tables and not tables & {"bots", "matches", "tournaments"}:
+            raise DatabaseError(f"{self.path} is an SQLite database of another program (tables: "
+                                f"{', '.join(sorted(tables)[:5])}); use another file")
+        return version
+
+    def _migrate(self, version: int) -> None:
+        """Bring a database of schema ``version`` up to :data:`SCHEMA_VERSION`: version 0 (made
+        before versions) gets the columns added since, then each step of :data:`MIGRATIONS`,
+        each in its own transaction together with the new ``user_version``."""
         have = {r[1] for r in self.db.execute("PRAGMA table_info(matches)")}
         for column, kind in (("margin", "INTEGER"), ("pair_key", "TEXT"), ("log_hash", "TEXT")):
             if column not in have:
                 self.db.execute(f"ALTER TABLE matches ADD COLUMN {column} {kind}")
+        # idempotent additions of the ladder's refit (arena.ladder), whatever the version
         self.db.execute("CREATE INDEX IF NOT EXISTS matches_by_pair ON matches(tournament_id, pair_key)")
         if "ci95" not in {r[1] for r in self.db.execute("PRAGMA table_info(ladder)")}:
             self.db.execute("ALTER TABLE ladder ADD COLUMN ci95 REAL")
+        for step in range(max(version, 1) + 1, SCHEMA_VERSION + 1):
+            with self._tx():
+                for statement in MIGRATIONS[step]:
+                    self.db.execute(statement)
+                self.db.execute(f"PRAGMA user_version={step}")
+        if version < 1 and SCHEMA_VERSION == 1:
+            self.db.execute("PRAGMA user_version=1")
 
     def close(self) -> None:
         """Close the database."""
@@ -241,13 +294,31 @@ class Store:
         self.add_bot(name)
         self.db.execute(
             "INSERT INTO submissions(name, manifest, sandbox, created_at) VALUES (?,?,?,?) "
-            "ON CONFLICT(name) DO UPDATE SET manifest=excluded.manifest, sandbox=excluded.sandbox",
+            "ON CONFLICT(name) DO UPDATE SET manifest=excluded.manifest, sandbox=excluded.sandbox, "
+            "created_at=excluded.created_at",
             (name, manifest, int(sandbox), time.time()),
         )
 
     def submissions(self) -> list[tuple[str, str, int]]:
         """Submitted bots as ``(name, manifest path, sandbox)``."""
         return [tuple(r) for r in self.db.execute("SELECT name, manifest, sandbox FROM submissions ORDER BY name")]
+
+    def submission_times(self) -> dict[str, float]:
+        """When each submitted bot was last submitted (Unix seconds): a new time means a fresh
+        start for its supervision (:mod:`arena.supervisor`)."""
+        return {r[0]: r[1] for r in self.db.execute("SELECT name, created_at FROM submissions")}
+
+    def save_bot_status(self, rows: list[tuple]) -> None:
+        """Replace the contest server's view of its bots: rows ``(name, state, failures, next
+        launch (Unix seconds) or None, last output lines, connected 0/1)``, stamped now."""
+        now = time.time()
+        with self._tx():
+            self.db.execute("DELETE FROM bot_status")
+            self.db.executemany("INSERT INTO bot_status VALUES (?,?,?,?,?,?,?)", [(*r, now) for r in rows])
+
+    def bot_status(self) -> dict[str, dict[str, Any]]:
+        """The last view saved by :meth:`save_bot_status`, by bot name (with ``updated_at``)."""
+        return {r["name"]: dict(r) for r in self.db.execute("SELECT * FROM bot_status")}
 
     def remove_bot(self, name: str) -> bool:
         """Unregister a bot (token and submission; its matches and ladder history stay).

@@ -26,11 +26,12 @@ import trio
 
 from arena.clock import Clock
 from arena.deal_pairs import fit_twin_deals
+from arena.errors import Unavailable, UserError
 from arena.formats import Auction, Format, StaticFormat, Step, derive_seed, make_format
 from arena.formats.chouette import Chouette, Reign, legal_bids
 from arena.ladder import ladder_units
 from arena.launcher import BotProcess, Limits, Manifest, launch
-from arena.matchlog import MatchLog
+from arena.matchlog import MatchLog, write_unplayed
 from arena.metrics import METRICS
 from arena.rating import Fit, Rating, fit_units
 from arena.referee import MatchConfig, MatchResult, Referee
@@ -109,11 +110,11 @@ async def run_tournament(
     """
     names = [m.name for m in manifests]
     if len(set(names)) != len(names):
-        raise ValueError(f"bot names must be unique: {names}")
+        raise UserError(f"bot names must be unique: {names}")
     if config.concurrency < 1:
-        raise ValueError("concurrency must be at least 1")
+        raise UserError("concurrency must be at least 1")
     if config.format == "duplicate-deals" and config.match.rules.deals < 1:
-        raise ValueError("duplicate-deals needs matches of a fixed number of deals (rules.deals, --deals N)")
+        raise UserError("duplicate-deals needs matches of a fixed number of deals (rules.deals, --deals N)")
     if fmt is None:
         fmt = make_format(config.format, names, config.games, config.seed, config.duplicate, config.hero)
     tokens = {name: store.add_bot(name) for name in names}
@@ -122,7 +123,7 @@ async def run_tournament(
         tid = store.create_tournament(config.match.game, config.format, config.seed, config, names, static)
     else:
         if store.tournament(resume) is None:
-            raise ValueError(f"no tournament {resume} in the database")
+            raise UserError(f"no tournament {resume} in the database")
         tid = resume
     if on_start:
         total = len(store.pending_matches(tid)) if isinstance(fmt, StaticFormat) else config.games
@@ -143,9 +144,13 @@ async def run_tournament(
                 "ARENA_TOKEN": tokens[m.name],
                 "ARENA_BOT_SEED": str(derive_seed(config.seed, "bot", m.name)),
             }
-            procs[m.name] = await launch(
-                nursery, m, env, logs / "bots" / f"{m.name}.log", config.limits, config.sandbox
-            )
+            try:
+                procs[m.name] = await launch(
+                    nursery, m, env, logs / "bots" / f"{m.name}.log", config.limits, config.sandbox
+                )
+            except OSError as exc:  # a missing or non-executable program
+                raise Unavailable(f"bot {m.name}: cannot start {' '.join(m.command)!r} in {m.directory} "
+                                  f"({exc.strerror or exc}): fix `command` in its manifest") from None
 
         try:
             for m in manifests:
@@ -359,7 +364,8 @@ async def play_match(
         for name in (row.bot0, row.bot1):
             await ensure_connected(name)  # type: ignore[misc]
     conns = [server.bots.get(row.bot0), server.bots.get(row.bot1)]
-    log_path = logs / f"{row.match_key}.jsonl"
+    log_path = logs / f"{row.match_key}.jsonl.gz"  # gzip (arena.matchlog): under a third of the bytes
+    (logs / f"{row.match_key}.jsonl").unlink(missing_ok=True)  # a partial plain log of an older version's run
 
     log_ref: list[MatchLog] = []
 
@@ -382,7 +388,19 @@ async def play_match(
             detail="not connected: " + ", ".join((row.bot0, row.bot1)[i] for i in absent),
             faulty=absent[0] if len(absent) == 1 else None,
         )
-        await record(result)
+        # a log for this match too: header, an incident per absent seat, the result
+        last = write_unplayed(
+            log_path,
+            {"match_id": row.match_key, "game": match_config.game, "seed": row.seed, "bots": [row.bot0, row.bot1],
+             "config": msgspec.to_builtins(match_config)},
+            [(i, "not_connected", f"{(row.bot0, row.bot1)[i]} was not connected when the match was due")
+             for i in absent],
+            {"winner": result.winner, "reason": result.reason, "scores": result.scores, "manches": result.manches,
+             "faulty": result.faulty, "margin": result.margin, "decisions": 0, "detail": result.detail},
+        )
+        store.record_result(row.match_key, result, str(log_path), last)
+        if on_result:
+            on_result(row, result)
         return result
     with MatchLog(log_path) as log:
         log_ref.append(log)

@@ -11,7 +11,18 @@ Routes:
   (:mod:`arena.spectate`: ``watch``, ``spectate``, ``reveal``, ``watch_end``) as ``data:``
   lines, plus ``{"type": "leaderboard"}`` whenever a match starts or ends. The page therefore
   sees exactly what a TCP spectator sees: hidden cards only once they cannot help a bot;
-* ``GET /metrics`` - Prometheus text exposition (:mod:`arena.metrics`).
+* ``GET /metrics`` - Prometheus text exposition (:mod:`arena.metrics`);
+* ``GET /api/history?bot=NAME&page=N`` - finished matches, newest first, 20 a page
+  (:func:`arena.history.finished_matches`);
+* ``GET /api/replay/{match_id}`` - a finished match as the spectator messages of its public log
+  (:func:`arena.history.replay_feed`: hidden cards only in each deal's ``reveal``), for the page
+  to replay in its table view; 404 for an unknown match, 409 while it or its duplicate twin is
+  in play;
+* ``GET /match/{match_id}`` - the page, opening that match's replay (a URL per match).
+
+``/api/leaderboard`` also gives ``launched`` (:func:`launched_bots`) and ``state``:
+``"running"``, or ``"over"`` once the contest has played its ``max_matches`` (and nothing is in
+play) or is shutting down.
 """
 
 from __future__ import annotations
@@ -61,6 +72,21 @@ def leaderboard(contest: Contest) -> list[dict[str, Any]]:
     return out
 
 
+def launched_bots(contest: Contest) -> list[dict[str, Any]]:
+    """The bots the server launches, with their supervision state (:mod:`arena.supervisor`):
+    ``{"bot", "state", "failures", "last_output" (lines)}``, by name."""
+    return [{"bot": h.name, "state": h.state, "failures": h.failures, "last_output": h.last_output}
+            for h in sorted(contest.supervisor.bots.values(), key=lambda h: h.name)]
+
+
+def contest_state(contest: Contest) -> str:
+    """``"over"`` once the contest is stopping, or has started its ``max_matches`` and none is
+    in play; else ``"running"``."""
+    cfg = contest.config
+    done = cfg.max_matches is not None and contest.matches_started >= cfg.max_matches and contest.running == 0
+    return "over" if contest.stopping.is_set() or done else "running"
+
+
 def make_app(contest: Contest) -> Starlette:
     """The ASGI app of ``contest``."""
     hub = contest.hub
@@ -78,7 +104,30 @@ def make_app(contest: Contest) -> Starlette:
 
     async def api_leaderboard(request: Request) -> Response:
         return JSONResponse({"game": contest.config.game, "contest": contest.config.name,
-                             "leaderboard": leaderboard(contest)})
+                             "leaderboard": leaderboard(contest), "state": contest_state(contest),
+                             "launched": launched_bots(contest)})
+
+    async def api_history(request: Request) -> Response:
+        from arena.history import finished_matches
+
+        try:
+            page = int(request.query_params.get("page", "1"))
+        except ValueError:
+            page = 1
+        bot = request.query_params.get("bot") or None
+        return JSONResponse(finished_matches(contest.store, contest.config.game, bot, page))
+
+    async def api_replay(request: Request) -> Response:
+        from arena.history import NotReplayable, replay_feed
+
+        match_id = request.path_params["match_id"]
+        try:
+            messages = replay_feed(contest.store, match_id)
+        except NotReplayable as exc:
+            return JSONResponse({"error": str(exc)}, status_code=exc.status)
+        body = b'{"match_id":' + msgspec.json.encode(match_id) + b',"messages":[' + b",".join(
+            m.rstrip(b"\n") for m in messages) + b"]}"
+        return Response(body, media_type="application/json")
 
     async def api_matches(request: Request) -> Response:
         return Response(msgspec.json.encode({"matches": hub.listing()}), media_type="application/json")
@@ -106,6 +155,9 @@ def make_app(contest: Contest) -> Starlette:
 
     return Starlette(routes=[
         Route("/", page),
+        Route("/match/{match_id}", page),
+        Route("/api/history", api_history),
+        Route("/api/replay/{match_id}", api_replay),
         Route("/api/leaderboard", api_leaderboard),
         Route("/api/matches", api_matches),
         Route("/api/events", events),

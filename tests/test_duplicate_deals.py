@@ -4,6 +4,7 @@ twin deals that are the same cards deal by deal whatever the players do, the twi
 
 from __future__ import annotations
 
+import gzip
 import random
 import subprocess
 import sys
@@ -14,7 +15,7 @@ import pytest
 from arena.deal_pairs import deal_points, fit_twin_deals, twin_score
 from arena.formats import make_format
 from arena.games import GAMES, validate_rules
-from arena.matchlog import ChainError
+from arena.matchlog import ChainError, read_bytes
 from arena.store import Store
 from protocol.messages import DealStart, DeckOrder, Rules
 
@@ -106,7 +107,9 @@ def test_cli_duplicate_deals_runs_over_tcp_to_a_table(tmp_path):
     fitted = fit_twin_deals(rows, 4)
     assert sum(r.games for r in fitted.ratings) == 2 * 2 * 4  # two pairs of four twin deals, two bots
     # a log changed after the fact is refused, not scored
-    Path(rows[0]["log_path"]).write_bytes(Path(rows[0]["log_path"]).read_bytes().replace(b'"points":[', b'"points": ['))
+    tampered = read_bytes(rows[0]["log_path"]).replace(b'"points":[', b'"points": [')
+    assert tampered != read_bytes(rows[0]["log_path"])
+    Path(rows[0]["log_path"]).write_bytes(gzip.compress(tampered))
     with pytest.raises(ChainError):
         fit_twin_deals(rows, 4)
 
@@ -118,4 +121,4 @@ def test_cli_odd_games_is_one_clear_line(tmp_path):
          "--games", "3", "--db", str(tmp_path / "a.db"), "--quiet"],
         capture_output=True, text=True, timeout=60, cwd=ROOT,
     )
-    assert out.returncode == 2 and "must be even" in out.stdout and "Traceback" not in out.stdout + out.stderr
+    assert out.returncode == 2 and "must be even" in out.stderr and "Traceback" not in out.stdout + out.stderr

@@ -390,8 +390,11 @@ async def test_hostile_bot(mode: str, tmp_path: Path, caplog: pytest.LogCaptureF
         assert row["faulty_seat"] is None and row["detail"] == ""
 
     # 3. the match log: an incident with the code, then the result
-    if mode == "nohello":  # an absent bot's match is never started (§12): no log is written
-        assert row["log_path"] is None or not Path(row["log_path"]).exists()
+    if mode == "nohello":  # an absent bot's match is never started (§12): its log says so
+        log = read_log(row["log_path"])
+        assert [line["type"] for line in log] == ["match", "incident", "result"]
+        assert log[1]["seat"] == seat and log[1]["code"] == "not_connected"
+        assert log[2]["reason"] == "forfeit_disconnect" and log[2]["winner"] == peer_seat
     else:
         log = read_log(row["log_path"])
         incidents = [line for line in log if line["type"] == "incident"]

@@ -53,11 +53,11 @@ async def test_hash_chain_detects_edits_insertions_deletions_and_rewritten_chain
     import subprocess
     import sys
 
-    from arena.matchlog import GENESIS, ChainError, verify_chain
+    from arena.matchlog import GENESIS, ChainError, read_bytes, verify_chain
 
     a, b, res, row = await _run(server, store, tmp_path, MatchConfig(), seed=4)
     path = row["log_path"]
-    raw = open(path, "rb").read()
+    raw = read_bytes(path)
     assert verify_chain(raw, row["log_hash"]) == row["log_hash"]
     lines = raw.splitlines(keepends=True)
     with pytest.raises(ChainError, match="line 5"):
@@ -88,3 +88,62 @@ async def test_hash_chain_detects_edits_insertions_deletions_and_rewritten_chain
     bad = subprocess.run([sys.executable, "-m", "arena.cli", "replay", path, "--db", str(tmp_path / "arena.db")],
                          capture_output=True, text=True)
     assert bad.returncode == 1 and "not verified" in bad.stdout
+
+
+async def test_logs_are_gzip_smaller_deterministic_and_read_back_whole(server, store, tmp_path):
+    """A played match's log is one gzip stream (``.jsonl.gz``) under a third of the plain
+    bytes, the same bytes when written again, and read back (also cut short) as the lines."""
+    import gzip
+
+    from arena.matchlog import MatchLog, read_bytes, verify_chain
+
+    a, b, res, row = await _run(server, store, tmp_path, MatchConfig(), seed=21)
+    path = row["log_path"]
+    assert path.endswith(".jsonl.gz")
+    packed = open(path, "rb").read()
+    plain = gzip.decompress(packed)
+    assert read_bytes(path) == plain and verify_chain(plain, row["log_hash"]) == row["log_hash"]
+    assert len(packed) * 3 < len(plain), (len(packed), len(plain))  # the hashes (random hex) stay
+    again = tmp_path / "again.jsonl.gz"
+    with MatchLog(again) as log:  # the same lines written again: the same compressed bytes
+        for line in plain.splitlines():
+            log._fh.write(line + b"\n")
+    assert again.read_bytes() == packed
+    cut = read_bytes_of(tmp_path / "cut.jsonl.gz", packed[: len(packed) // 2])
+    assert cut and plain.startswith(cut)  # a crash mid-write leaves the lines before the cut
+
+
+def read_bytes_of(path, data: bytes) -> bytes:
+    from arena.matchlog import read_bytes
+
+    path.write_bytes(data)
+    return read_bytes(path)
+
+
+def test_a_match_never_started_has_a_log_that_verifies(tmp_path):
+    """A bot not connected when its match is due: header, incident, result; ``arena replay``
+    verifies it against the hash in the database."""
+    import subprocess
+    import sys
+
+    import trio
+
+    from arena.formats import Pairing
+    from arena.server import ArenaServer, ServerConfig
+    from arena.store import Store
+    from arena.tournament import play_match
+
+    store = Store(tmp_path / "a.db")
+    tid = store.create_tournament("ecarte", "round-robin", 1, {}, ["x", "y"], [Pairing(0, "x", "y", 5)])
+    row = store.pending_matches(tid)[0]
+    server = ArenaServer(store, ServerConfig())
+    result = trio.run(play_match, store, server, row, MatchConfig(), tmp_path / "logs")
+    assert result.reason == "aborted"
+    stored = store.matches(tid)[0]
+    lines = read_log(stored["log_path"])
+    assert [line["type"] for line in lines] == ["match", "incident", "incident", "result"]
+    assert {line["code"] for line in lines if line["type"] == "incident"} == {"not_connected"}
+    assert replay(lines)["reason"] == "aborted"
+    out = subprocess.run([sys.executable, "-m", "arena.cli", "replay", stored["log_path"], "--db",
+                          str(tmp_path / "a.db"), "--quiet"], capture_output=True, text=True)
+    assert out.returncode == 0 and "verified" in out.stdout, out.stdout + out.stderr

@@ -101,8 +101,8 @@ def test_sigkill_then_resume_finishes_with_the_same_seeds(tmp_path):
     subprocess.run(arena("--bots", *ref_bots, "--games", "12", "--seed", "8", "--db", str(ref / "a.db"),
                          "--logs", str(ref / "logs"), "--quiet"), cwd=ROOT, check=True, timeout=180,
                    capture_output=True)
-    crashed = sorted((tmp_path / "crash" / "logs" / "t1").glob("*.jsonl"))
-    clean = sorted((ref / "logs" / "t1").glob("*.jsonl"))
+    crashed = sorted((tmp_path / "crash" / "logs" / "t1").glob("*.jsonl*"))
+    clean = sorted((ref / "logs" / "t1").glob("*.jsonl*"))
     assert [p.name for p in crashed] == [p.name for p in clean] and len(clean) == total
     for a, b in zip(crashed, clean):
         assert a.read_bytes() == b.read_bytes(), a.name

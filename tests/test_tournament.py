@@ -60,13 +60,13 @@ async def test_same_seed_reproduces_every_log_byte_for_byte(tmp_path):
     (tmp_path / "two").mkdir()
     s1, r1 = await _tournament(tmp_path / "one", games=1, seed=99)
     s2, r2 = await _tournament(tmp_path / "two", games=1, seed=99)
-    logs1 = sorted((tmp_path / "one" / "logs").rglob("*.jsonl"))
-    logs2 = sorted((tmp_path / "two" / "logs").rglob("*.jsonl"))
+    logs1 = sorted((tmp_path / "one" / "logs").rglob("*.jsonl*"))
+    logs2 = sorted((tmp_path / "two" / "logs").rglob("*.jsonl*"))
     assert len(logs1) == len(logs2) == r1.matches
     for a, b in zip(logs1, logs2):
         assert a.read_bytes() == b.read_bytes(), a.name
     s3, r3 = await _tournament(tmp_path / "three", games=1, seed=100)
-    logs3 = sorted((tmp_path / "three" / "logs").rglob("*.jsonl"))
+    logs3 = sorted((tmp_path / "three" / "logs").rglob("*.jsonl*"))
     assert any(a.read_bytes() != c.read_bytes() for a, c in zip(logs1, logs3))
 
 

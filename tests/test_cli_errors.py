@@ -1,0 +1,193 @@
+"""A user's mistake gets one clear line and a documented exit status, never a traceback
+(arena/errors.py; docs/contests.md, "Exit statuses"). Every case runs the real ``arena``
+command in a subprocess."""
+
+from __future__ import annotations
+
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from arena.contest import load_config
+from arena.errors import DATABASE, INTERRUPTED, UNAVAILABLE, USAGE, UserError
+from arena.store import SCHEMA, SCHEMA_VERSION, Store
+
+ROOT = Path(__file__).resolve().parent.parent
+BOTS = ROOT / "sample_bots"
+RANDOM, GREEDY = str(BOTS / "random.toml"), str(BOTS / "greedy.toml")
+
+
+def arena(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "arena.cli", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=60)
+
+
+def one_line_error(proc: subprocess.CompletedProcess[str], status: int, *needles: str) -> str:
+    out = proc.stdout + proc.stderr
+    assert "Traceback" not in out, out
+    assert proc.returncode == status, out
+    errors = [line for line in out.splitlines() if "error:" in line]
+    assert len(errors) == 1, out
+    for needle in needles:
+        assert needle in errors[0], errors[0]
+    return errors[0]
+
+
+TOURNAMENT = ("tournament", "--bots", RANDOM, GREEDY, "--db", "t.db", "--quiet")
+
+
+BAD_COMMAND_LINES = [
+    (TOURNAMENT + ("--games", "0"), USAGE, ("--games", "at least 1", "not 0")),
+    (TOURNAMENT + ("--move-ms", "0"), USAGE, ("--move-ms", "at least 1")),
+    (TOURNAMENT + ("--concurrency", "0"), USAGE, ("--concurrency", "at least 1")),
+    (TOURNAMENT + ("--format", "gauntlet", "--hero", "nobody"), USAGE, ("--hero 'nobody'", "random, greedy")),
+    (("tournament", "--bots", RANDOM, RANDOM, "--db", "t.db"), USAGE, ("bot name 'random'", "`name`")),
+    (("tournament", "--bots", "missing.toml", RANDOM, "--db", "t.db"), USAGE, ("missing.toml", "no such")),
+    (("tournament", "--resume", "--db", "t.db"), USAGE, ("nothing to resume", "t.db")),
+    (("spectators", "add", "bob", "--deposit", "-500", "--db", "t.db"), USAGE, ("--deposit", "at least 1")),
+    (("bots", "remove", "zed", "--db", "t.db"), 1, ("no bot 'zed'",)),
+    (("serve", "--config", "nothere.toml"), USAGE, ("nothere.toml", "no such contest file")),
+]
+
+
+def test_bad_command_lines(tmp_path: Path) -> None:
+    """Each bad input in its own ``arena`` process (started together: the imports dominate)."""
+    procs = []
+    for i, (args, _, _) in enumerate(BAD_COMMAND_LINES):
+        (tmp_path / str(i)).mkdir()
+        procs.append(subprocess.Popen([sys.executable, "-m", "arena.cli", *args], cwd=tmp_path / str(i), text=True,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+    for proc, (args, status, needles) in zip(procs, BAD_COMMAND_LINES, strict=True):
+        out, err = proc.communicate(timeout=60)
+        done = subprocess.CompletedProcess(args, proc.returncode, out, err)
+        one_line_error(done, status, *needles)
+
+
+def test_missing_bot_program(tmp_path: Path) -> None:
+    (tmp_path / "nope.toml").write_text('name = "nope"\ncommand = ["./no-such-program"]\n')
+    proc = arena("tournament", "--bots", "nope.toml", RANDOM, "--db", "t.db", "--quiet", cwd=tmp_path)
+    one_line_error(proc, UNAVAILABLE, "bot nope", "./no-such-program", "No such file", "`command`")
+
+
+def test_a_file_that_is_not_a_database(tmp_path: Path) -> None:
+    (tmp_path / "notes.db").write_text("my shopping list\n" * 200)
+    one_line_error(arena("bots", "list", "--db", "notes.db", cwd=tmp_path), DATABASE,
+                   "notes.db is not an arena database")
+    other = sqlite3.connect(tmp_path / "other.db")
+    other.execute("CREATE TABLE recipes (x)")
+    other.commit()
+    one_line_error(arena("bots", "list", "--db", "other.db", cwd=tmp_path), DATABASE, "another program", "recipes")
+
+
+def test_a_database_newer_than_the_code(tmp_path: Path) -> None:
+    Store(tmp_path / "new.db").close()
+    db = sqlite3.connect(tmp_path / "new.db")
+    db.execute(f"PRAGMA user_version={SCHEMA_VERSION + 1}")
+    db.commit()
+    db.close()
+    one_line_error(arena("bots", "list", "--db", "new.db", cwd=tmp_path), DATABASE,
+                   f"schema version {SCHEMA_VERSION + 1}", "newer arena", "upgrade")
+
+
+def test_a_database_from_before_versions_is_upgraded(tmp_path: Path) -> None:
+    """Today's schema without a version (and without the columns added later) opens, gets
+    every migration and the current ``user_version``; its data stays."""
+    path = tmp_path / "old.db"
+    db = sqlite3.connect(path)
+    db.executescript(SCHEMA.replace("    margin        INTEGER,\n", "").replace("    log_hash      TEXT,\n", ""))
+    db.execute("INSERT INTO bots VALUES ('old', x'00', x'00', 0)")
+    db.commit()
+    assert db.execute("PRAGMA user_version").fetchone()[0] == 0
+    db.close()
+    proc = arena("bots", "list", "--db", "old.db", cwd=tmp_path)
+    assert proc.returncode == 0 and "old" in proc.stdout, proc.stdout + proc.stderr
+    store = Store(path)
+    assert store.db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    columns = {r[1] for r in store.db.execute("PRAGMA table_info(matches)")}
+    assert {"margin", "log_hash"} <= columns
+    assert store.db.execute("SELECT COUNT(*) FROM bot_status").fetchone()[0] == 0
+    assert store.bot_names() == ["old"]
+
+
+@pytest.mark.parametrize(
+    ("text", "needles"),
+    [
+        ("[rules]\ntargt = 7\n", ("unknown key 'targt' in [rules]", "did you mean 'target'?")),
+        ("[time]\nmove_sm = 100\n", ("unknown key 'move_sm' in [time]", "'move_ms'")),
+        ("[server]\nprot = 7001\n", ("unknown key 'prot' in [server]", "'port'")),
+        ("[limits]\ncpu = 10\n", ("unknown key 'cpu' in [limits]", "'cpu_s'")),
+        ("concurency = 4\n", ("unknown key 'concurency';", "'concurrency'")),
+        ("[ruels]\ntarget = 7\n", ("unknown key 'ruels';", "'rules'")),
+        ("zzz = 1\n", ("unknown key 'zzz'; remove it",)),
+        ('[rules]\ntarget = "seven"\n', ("rules.target",)),
+    ],
+)
+def test_contest_files_refuse_unknown_keys(tmp_path: Path, text: str, needles: tuple[str, ...]) -> None:
+    (tmp_path / "contest.toml").write_text(text)
+    with pytest.raises(UserError) as err:
+        load_config(tmp_path / "contest.toml")
+    for needle in ("contest.toml", *needles):
+        assert needle in str(err.value)
+
+
+def test_serve_names_the_unknown_key(tmp_path: Path) -> None:
+    """Through the real command: ``targt = 7`` no longer plays a contest to 5."""
+    (tmp_path / "contest.toml").write_text("[rules]\ntargt = 7\n")
+    one_line_error(arena("serve", "--config", "contest.toml", cwd=tmp_path), USAGE, "contest.toml",
+                   "unknown key 'targt' in [rules]", "did you mean 'target'?")
+
+
+def test_manifests_refuse_unknown_keys(tmp_path: Path) -> None:
+    (tmp_path / "bot.toml").write_text('name = "b"\nlangauge = "c"\ncommand = ["./b"]\n')
+    proc = arena("tournament", "--bots", "bot.toml", RANDOM, "--db", "t.db", cwd=tmp_path)
+    one_line_error(proc, USAGE, "bot.toml", "unknown key 'langauge'", "did you mean 'language'?")
+
+
+@pytest.mark.parametrize("which", ["tcp", "http"])
+def test_a_port_in_use(tmp_path: Path, which: str) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        tcp, http = (port, 0) if which == "tcp" else (0, port)
+        (tmp_path / "contest.toml").write_text(f'db = "c.db"\nhttp_port = {http}\n[server]\nport = {tcp}\n')
+        proc = arena("serve", "--config", "contest.toml", cwd=tmp_path)
+    what = "TCP port for bots" if which == "tcp" else "HTTP port of the web page"
+    one_line_error(proc, UNAVAILABLE, what, f"127.0.0.1:{port}", "in use")
+
+
+def test_debug_shows_the_traceback(tmp_path: Path) -> None:
+    proc = arena("--debug", "tournament", "--bots", RANDOM, RANDOM, "--db", "t.db", cwd=tmp_path)
+    assert "Traceback" in proc.stderr and "UserError" in proc.stderr
+
+
+def test_ctrl_c_in_a_tournament_gives_the_resume_command(tmp_path: Path) -> None:
+    """SIGINT once matches are being played (the first plain progress line: stdout is a pipe)
+    stops the tournament with the ``--resume`` command, exit 130, no traceback."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "arena.cli", "tournament", "--bots", RANDOM, GREEDY, "--games", "400",
+         "--concurrency", "1", "--progress-every", "2", "--db", "c.db"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # a background shell ignores it
+    )
+    assert proc.stdout is not None
+    seen = []
+    for line in proc.stdout:
+        seen.append(line)
+        if "Score of" in line:
+            proc.send_signal(signal.SIGINT)
+            break
+    rest = proc.communicate(timeout=60)[0]
+    out = "".join(seen) + rest
+    assert proc.returncode == INTERRUPTED, out
+    assert "Traceback" not in out, out
+    assert "arena tournament --resume --db c.db" in out
+    store = Store(tmp_path / "c.db")
+    done = store.db.execute("SELECT COUNT(*) FROM matches WHERE status='done'").fetchone()[0]
+    pending = store.db.execute("SELECT COUNT(*) FROM matches WHERE status='pending'").fetchone()[0]
+    assert done >= 2 and pending > 0
