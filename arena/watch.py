@@ -670,7 +670,7 @@ async def _recv(reader: LineReader) -> dict[str, Any] | None:
             continue
         try:
             msg = msgspec.json.decode(line)
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, RecursionError):  # a hostile server's line: skipped, never a crash
             continue
         if isinstance(msg, dict):
             return msg
