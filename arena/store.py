@@ -467,6 +467,33 @@ class Store:
     def _tx(self) -> _Tx:
         return _Tx(self.db)
 
+    def transaction(self) -> _Tx:
+        """A context manager: everything the store writes inside it is one transaction
+        (``BEGIN IMMEDIATE``: other processes wait), committed at the end or rolled back on an
+        exception. Nested uses join the outermost."""
+        return _Tx(self.db)
+
+    def abort_unfinished_ladder(self) -> int:
+        """Mark ``aborted`` (``server stopped``) the ladder matches a dead contest server left
+        ``pending``; returns how many. Run it inside :meth:`transaction` together with the
+        settling of their wagers (contests.md, "Wagers after a crash")."""
+        cur = self.db.execute(
+            "UPDATE matches SET status='aborted', reason='aborted', detail='server stopped' WHERE status='pending' "
+            "AND tournament_id IN (SELECT id FROM tournaments WHERE format='ladder')"
+        )
+        return cur.rowcount
+
+    def match_outcomes(self, match_keys: list[str]) -> dict[str, tuple[str, int | None, str | None]]:
+        """``match_key -> (status, winner seat, reason)`` for the known keys among ``match_keys``."""
+        out: dict[str, tuple[str, int | None, str | None]] = {}
+        for key in match_keys:
+            row = self.db.execute(
+                "SELECT status, winner_seat, reason FROM matches WHERE match_key=?", (key,)
+            ).fetchone()
+            if row is not None:
+                out[key] = (row[0], row[1], row[2])
+        return out
+
 
 def _tuple_pairing(i: int, m: tuple) -> Any:
     from arena.formats import Pairing
@@ -475,13 +502,18 @@ def _tuple_pairing(i: int, m: tuple) -> Any:
 
 
 class _Tx:
-    """``BEGIN IMMEDIATE`` ... ``COMMIT`` (or ``ROLLBACK`` on error)."""
+    """``BEGIN IMMEDIATE`` ... ``COMMIT`` (or ``ROLLBACK`` on error). Inside a transaction
+    already open on the connection it joins it: the outer one commits or rolls back all."""
 
     def __init__(self, db: sqlite3.Connection) -> None:
         self.db = db
+        self.joined = False
 
     def __enter__(self) -> None:
-        self.db.execute("BEGIN IMMEDIATE")
+        self.joined = self.db.in_transaction
+        if not self.joined:
+            self.db.execute("BEGIN IMMEDIATE")
 
     def __exit__(self, exc_type: object, *rest: object) -> None:
-        self.db.execute("ROLLBACK" if exc_type else "COMMIT")
+        if not self.joined:
+            self.db.execute("ROLLBACK" if exc_type else "COMMIT")
