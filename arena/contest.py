@@ -37,9 +37,11 @@ from typing import Literal
 import msgspec
 import trio
 
+from arena.bounds import check_contest_numbers
 from arena.formats import Pairing, derive_seed
 from arena.launcher import BotProcess, Limits, launch, load_manifest
 from arena.metrics import METRICS
+from arena.names import is_valid_name
 from arena.referee import MatchConfig
 from arena.server import ArenaServer, ServerConfig
 from arena.spectate import SpectatorHub, Subscriber
@@ -99,6 +101,10 @@ def load_config(path: str | Path) -> ContestConfig:
     validate_rules(cfg.game, cfg.rules)
     if cfg.concurrency < 1:
         raise ValueError(f"{path}: concurrency must be at least 1")
+    try:
+        check_contest_numbers(cfg)
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from None
     return cfg
 
 
@@ -320,6 +326,8 @@ class Contest:
         rows = self.store.submissions()
         while not self.stopping.is_set():
             for name, manifest_path, sandbox in rows:
+                if not is_valid_name(name):  # registered before names were checked: never launched
+                    continue
                 proc = self.procs.get(name)
                 if proc is not None and proc.running:
                     continue

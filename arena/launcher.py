@@ -49,6 +49,8 @@ from pathlib import Path
 import msgspec
 import trio
 
+from arena.names import BadName, check_name
+
 
 class Manifest(msgspec.Struct):
     """A bot's manifest; ``directory`` is where the TOML file lives (the bot's cwd)."""
@@ -91,7 +93,8 @@ def sandbox_command(command: list[str], directory: str) -> list[str]:
 
 
 def load_manifest(path: str | Path) -> Manifest:
-    """Read a manifest TOML file. Raises ``ValueError`` naming the file if it is invalid."""
+    """Read a manifest TOML file. Raises ``ValueError`` naming the file if it is invalid (the
+    ``name`` must follow :mod:`arena.names`)."""
     path = Path(path)
     try:
         data = tomllib.loads(path.read_text())
@@ -100,6 +103,10 @@ def load_manifest(path: str | Path) -> Manifest:
         raise ValueError(f"{path}: bad bot manifest: {exc}") from None
     if not manifest.command:
         raise ValueError(f"{path}: bad bot manifest: empty command")
+    try:
+        check_name(manifest.name)
+    except BadName as exc:
+        raise ValueError(f"{path}: bad bot manifest: {exc}") from None
     manifest.directory = str(path.resolve().parent)
     return manifest
 

@@ -21,6 +21,8 @@ from typing import Any
 
 import msgspec
 
+from arena.names import check_name
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS bots (
     name        TEXT PRIMARY KEY,
@@ -172,14 +174,14 @@ class Store:
 
     def add_bot(self, name: str, token: str | None = None) -> str:
         """Register ``name`` (or replace its token) and return the token, which is stored only
-        as a salted scrypt hash. Raises ``ValueError`` for an empty or over-long name."""
+        as a salted scrypt hash. Raises :class:`arena.names.BadName` (a ``ValueError``) for a
+        name outside the rule of :mod:`arena.names`."""
         return self._set_secret("bots", "bot", name, token)
 
     def _set_secret(self, table: str, what: str, name: str, token: str | None) -> str:
         """Store a salted scrypt hash of ``token`` (a fresh one if None) for ``name`` in
         ``table`` (``bots`` or ``spectators``); return the token."""
-        if not name or len(name) > 64 or not name.isprintable():
-            raise ValueError(f"a {what} name is 1-64 printable characters")
+        check_name(name, what)  # names are data: never markup or paths (arena.names)
         token = token or secrets.token_urlsafe(24)
         salt = secrets.token_bytes(16)
         self.db.execute(
