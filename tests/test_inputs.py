@@ -207,3 +207,36 @@ async def test_exchange_counts_reach_spectators_live_and_their_cards_only_with_t
     reveal = next(m for m in feed if m["type"] == "reveal" and m["deal"] == 1)
     owned = [e for e in reveal["events"] if e["kind"] == "exchange" and e["discarded"] is not None]
     assert [e["count"] for e in owned] == [e["count"] for e in exchanges]
+
+
+def chained(bodies: list[bytes]) -> bytes:
+    """A file with a valid hash chain (the chain is no signature: anyone can make one)."""
+    import hashlib
+
+    from arena.matchlog import GENESIS
+
+    prev, out = GENESIS, []
+    for body in bodies:
+        prev = hashlib.sha256(prev.encode() + body).hexdigest()
+        out.append(body[:-1] + b',"hash":"' + prev.encode() + b'"}')
+    return b"\n".join(out) + b"\n"
+
+
+HEADER = b'{"type":"match","game":"ecarte","seed":1,"config":{}}'
+HOSTILE_LOGS = {
+    "deep": [b'{"type":"match","x":' + b"[" * 30000 + b"]" * 30000 + b"}"],
+    "seed": [b'{"type":"match","game":"ecarte","seed":{"a":1},"config":{}}', b'{"type":"result"}'],
+    "config": [b'{"type":"match","game":"ecarte","seed":1,"config":{"rules":7}}'],
+    "event": [HEADER, b'{"type":"event","event":{"kind":"x"}}'],
+    "game": [b'{"type":"match","game":["ecarte"],"seed":1,"config":{}}'],
+    "action": [HEADER, b'{"type":"action","seat":[1],"decision":{},"action":{}}'],
+}
+
+
+@pytest.mark.parametrize("kind", list(HOSTILE_LOGS))
+def test_arena_replay_of_a_hostile_chained_file_is_one_line_not_a_traceback(kind, tmp_path, capsys):
+    path = tmp_path / f"{kind}.jsonl"
+    path.write_bytes(chained(HOSTILE_LOGS[kind]))
+    status, out = run_cli(["replay", str(path)], capsys)
+    lines = out.strip().splitlines()
+    assert status == 1 and len(lines) == 1 and lines[0].startswith("not verified: "), out
