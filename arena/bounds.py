@@ -104,3 +104,24 @@ def check_contest_numbers(cfg) -> None:  # noqa: ANN001 - an arena.contest.Conte
                        ("[server] handshake_timeout_s", cfg.server.handshake_timeout_s),
                        ("[server] send_timeout_s", cfg.server.send_timeout_s)):
         check_seconds(key, value)
+
+
+MAX_ELO = 2000.0
+"""The largest Elo difference an SPRT hypothesis may name (``--elo0``, ``--elo1``)."""
+
+
+def float_in(lo: float, hi: float) -> Callable[[str], float]:
+    """An ``argparse`` type: a finite number from ``lo`` to ``hi`` inclusive (``nan`` and
+    ``inf`` refused)."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if not (math.isfinite(value) and lo <= value <= hi):
+            raise argparse.ArgumentTypeError(f"the value must be a number from {lo:g} to {hi:g}, not {text}")
+        return value
+
+    parse.__name__ = "number"
+    return parse

@@ -21,7 +21,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-from arena.bounds import int_in, option_int
+from arena.bounds import MAX_ELO, float_in, int_in, option_int
 from arena.formats import FORMATS
 from arena.launcher import load_manifest, sandbox_available
 from arena.names import check_name, escape, plain
@@ -90,10 +90,12 @@ def build_parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("sprt", help="sequential test of one bot against another over duplicate pairs")
     sp.add_argument("--bot", required=True, metavar="MANIFEST", help="the bot under test")
     sp.add_argument("--vs", required=True, metavar="MANIFEST", help="the reference bot")
-    sp.add_argument("--elo0", type=float, default=0.0, help="H0: the bot is this many Elo better (default 0)")
-    sp.add_argument("--elo1", type=float, default=20.0, help="H1: the bot is this many Elo better (default 20)")
-    sp.add_argument("--alpha", type=float, default=0.05)
-    sp.add_argument("--beta", type=float, default=0.05)
+    sp.add_argument("--elo0", type=float_in(-MAX_ELO, MAX_ELO), default=0.0,
+                    help="H0: the bot is this many Elo better (default 0)")
+    sp.add_argument("--elo1", type=float_in(-MAX_ELO, MAX_ELO), default=20.0,
+                    help="H1: the bot is this many Elo better (default 20)")
+    sp.add_argument("--alpha", type=float_in(0.0, 1.0), default=0.05)
+    sp.add_argument("--beta", type=float_in(0.0, 1.0), default=0.05)
     sp.add_argument("--max-pairs", type=option_int("max_pairs"), default=5000,
                     help="stop after this many pairs (default 5000)")
     sp.add_argument("--seed", type=option_int("seed"), default=1)
