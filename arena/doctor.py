@@ -1600,7 +1600,7 @@ def print_report(console: Console, report: Report, verbose: bool = False) -> Non
             if len(text) > 200:
                 text = text[:199] + "…"
             console.print(Text(f"{(wl.t - t0) * 1000:9.1f} ms {arrow} {text}"), soft_wrap=True)
-    table = Table(title=f"arena doctor: {report.bot} ({report.manifest})", show_lines=True)
+    table = Table(title=Text(f"arena doctor: {report.bot} ({report.manifest})"), show_lines=True)  # not markup
     table.add_column("check", no_wrap=True)
     table.add_column("result", no_wrap=True)
     table.add_column("details", overflow="fold")

@@ -215,3 +215,17 @@ def test_watch_shows_a_hostile_servers_names_and_messages_verbatim():
     console.print(st.render())
     out = console.export_text()
     assert "[/]" in out and "gr[i][/i]eedy" in out and "[red]not red[/red]" in out, out
+
+
+def test_a_tournament_prints_manifest_free_text_verbatim(tmp_path):
+    """``language`` and ``description`` are free text: shown as written, never as markup."""
+    manifests = []
+    for name, bot in (("rnd", "random_bot.py"), ("grd", "greedy_bot.py")):
+        path = tmp_path / f"{name}.toml"
+        path.write_text(f'name = "{name}"\nlanguage = "[/]py[bold]"\ndescription = "gr[i][/i]eedy"\n'
+                        f'command = ["{{python}}", "{ROOT / "sample_bots" / bot}"]\n')
+        manifests.append(str(path))
+    proc = arena("tournament", "--bots", *manifests, "--games", "1", "--no-duplicate", "--db",
+                 str(tmp_path / "t.db"), "--logs", str(tmp_path / "logs"), "--quiet", timeout=120)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    assert "2 bots: rnd ([/]py[bold]), grd ([/]py[bold])" in proc.stdout, proc.stdout
