@@ -288,12 +288,12 @@ class Contest:
                 row = self.store.add_match(self.tournament_id, cfg.game, p)
                 logs = Path(cfg.logs) / f"t{self.tournament_id}"
                 betting = cfg.betting_s > 0
-                if betting:
-                    self.desk.open(row.match_key, [x, y], int(cfg.betting_s * 1000))
-                    await trio.sleep(cfg.betting_s)
-                    self.desk.close(row.match_key)
                 result = None
                 try:
+                    if betting:  # inside the try: a shutdown during the window returns the stakes too
+                        self.desk.open(row.match_key, [x, y], int(cfg.betting_s * 1000))
+                        await trio.sleep(cfg.betting_s)
+                        self.desk.close(row.match_key)
                     result = await play_match(self.store, self.server, row, cfg.match_config(), logs,
                                               hub=self.hub, pair=pair, abort_on_cancel=True)
                 finally:

@@ -226,3 +226,32 @@ def test_a_deposit_from_another_process_is_never_overwritten_by_the_server(tmp_p
     server.settle("t1-m0001", None, "aborted")
     ledger = BettingDesk(Store(tmp_path / "arena.db"), SpectatorHub()).ledger
     assert ledger.accounts == {"ann": 800, "ben": 700} and ledger.total_deposited == 1500
+
+
+async def test_a_clean_shutdown_during_a_betting_window_returns_the_stakes_at_once(tmp_path: Path):
+    """SIGTERM (here :meth:`Contest.stop`) while betting is open: the book is settled as void
+    before the server exits, not left holding the stakes until the next start."""
+    from arena.contest import Contest, ContestConfig
+    from arena.server import ServerConfig
+    from tests.conftest import connect_bot
+
+    store = Store(tmp_path / "arena.db")
+    desk = BettingDesk(store, SpectatorHub())
+    desk.deposit("ann", 1000)
+    cfg = ContestConfig(db=str(tmp_path / "arena.db"), logs=str(tmp_path / "logs"), http_port=0,
+                        server=ServerConfig(port=0), betting_s=30, shutdown_grace_s=0.1)
+    contest = Contest(cfg, store)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(contest.run)
+        bots = [await connect_bot(contest.server, name) for name in ("alice", "bob")]
+        with trio.fail_after(10):
+            while not contest.desk.ledger.books:
+                await trio.sleep(0.02)
+        key = contest.desk.ledger.books[0].match_id
+        contest.desk.place("ann", key, 0, 400)
+        contest.stop()
+    for bot in bots:
+        await bot.aclose()
+    ledger = BettingDesk(store, SpectatorHub()).ledger
+    assert ledger.books == [] and ledger.balance("ann") == 1000
+    assert store.db.execute("SELECT status FROM wager_bets WHERE match_key=?", (key,)).fetchone()[0] == "returned"
