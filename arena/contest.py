@@ -364,7 +364,7 @@ class Contest:
             self.hub.nursery = outer
             self.port = await outer.start(self.server.serve)
             self.http_port = await outer.start(serve_http, self, cfg.http_host, cfg.http_port)
-            outer.start_soon(self._signals)
+            await outer.start(self._signals)  # handlers in place before the ports are announced
             outer.start_soon(self._launch_submitted, outer)
             task_status.started((self.port, self.http_port))
             async with trio.open_nursery() as matches:
@@ -390,8 +390,9 @@ class Contest:
         self.stopping.set()
         self._poke()
 
-    async def _signals(self) -> None:
+    async def _signals(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+            task_status.started()
             async for _ in signals:
                 self.stop()
                 return
