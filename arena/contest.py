@@ -96,8 +96,10 @@ def load_config(path: str | Path) -> ContestConfig:
         if isinstance(raw.get("server"), dict):
             raw["server"].setdefault("port", 7000)  # the documented default, also with a [server] table
         cfg = msgspec.convert(raw, ContestConfig)
-    except (OSError, tomllib.TOMLDecodeError, msgspec.ValidationError) as exc:
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, msgspec.ValidationError) as exc:
         raise ValueError(f"{path}: {exc}") from None
+    except RecursionError:  # tomllib recurses into nested arrays and tables
+        raise ValueError(f"{path}: arrays or tables nested too deep") from None
     validate_rules(cfg.game, cfg.rules)
     if cfg.concurrency < 1:
         raise ValueError(f"{path}: concurrency must be at least 1")

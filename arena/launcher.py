@@ -99,8 +99,10 @@ def load_manifest(path: str | Path) -> Manifest:
     try:
         data = tomllib.loads(path.read_text())
         manifest = msgspec.convert(data, Manifest)
-    except (OSError, tomllib.TOMLDecodeError, msgspec.ValidationError) as exc:
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, msgspec.ValidationError) as exc:
         raise ValueError(f"{path}: bad bot manifest: {exc}") from None
+    except RecursionError:  # tomllib recurses into nested arrays and tables
+        raise ValueError(f"{path}: bad bot manifest: arrays or tables nested too deep") from None
     if not manifest.command:
         raise ValueError(f"{path}: bad bot manifest: empty command")
     try:

@@ -244,3 +244,21 @@ def test_arena_replay_of_a_hostile_chained_file_is_one_line_not_a_traceback(kind
     status, out = run_cli(["replay", str(path)], capsys)
     lines = out.strip().splitlines()
     assert status == 1 and len(lines) == 1 and lines[0].startswith("not verified: "), out
+
+
+HOSTILE_TOML = {
+    "deep": b'name = "x"\ncommand = ' + b"[" * 5000 + b"]" * 5000 + b"\n",
+    "bad_utf8": b'name = "\xff"\ncommand = ["a"]\n',
+    "not_toml": b"name = = \n",
+}
+
+
+@pytest.mark.parametrize("kind", list(HOSTILE_TOML))
+def test_hostile_manifests_and_contest_files_get_one_line(kind, tmp_path, capsys):
+    path = tmp_path / f"{kind}.toml"
+    path.write_bytes(HOSTILE_TOML[kind])
+    for argv in (["bots", "submit", str(path), "--db", str(tmp_path / "a.db")], ["serve", "--config", str(path)],
+                 ["tournament", "--bots", str(path), str(path), "--db", str(tmp_path / "a.db")]):
+        status, out = run_cli(argv, capsys)
+        lines = out.strip().splitlines()
+        assert status == 2 and len(lines) == 1 and lines[0].startswith(f"error: {path}: "), (argv, out)
