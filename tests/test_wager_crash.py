@@ -116,7 +116,7 @@ def test_sigkill_during_betting_returns_every_stake_and_conserves_money(tmp_path
                    "[server]\nport = 0\n[time]\nmove_ms = 2000\n")
     rng = random.Random(20261124)
     placed: list[dict[str, Any]] = []
-    delays, recovered_books = [], 0
+    delays, recovered_books, restarts_checked = [], 0, 0
     for _ in range(KILLS):
         proc, port = start(cfg)
         try:
@@ -125,6 +125,10 @@ def test_sigkill_during_betting_returns_every_stake_and_conserves_money(tmp_path
             tid = newest_tournament(db)
             record, _ = ledger_state(db)
             assert all(b.match_id.startswith(f"t{tid}-") for b in record.books), (tid, record.books)
+            held = sum(bet.stake - bet.returned for b in record.books for bet in b.bets if bet.status == "held")
+            assert sum(record.accounts.values()) + held + record.house == sum(BETTORS.values())
+            assert record.total_deposited == sum(BETTORS.values())
+            restarts_checked += 1
             delays.append(trio.run(bet_until_killed, port, tokens, rng, proc, placed))
         finally:
             if proc.poll() is None:
@@ -165,7 +169,8 @@ def test_sigkill_during_betting_returns_every_stake_and_conserves_money(tmp_path
     print(f"\n[crash] {KILLS} SIGKILLs at {', '.join(f'{d:.2f}' for d in delays)} s after betting opened; "
           f"{len(rows)} bets recorded ({len(placed)} acknowledged), {recovered_books} books left unsettled by "
           f"the kills and settled at restart, {len(aborted_with_bets)} aborted matches with every stake returned; "
-          f"{len(BETTORS)} bettors' balances + house = {deposits} cents deposited")
+          f"{len(BETTORS)} bettors' balances + house = {deposits} cents deposited, checked at "
+          f"{restarts_checked} starts (the first, then after each kill but the last) and after the final restart")
     assert recovered_books >= 1  # the kills did hit betting windows or matches in play
 
 
