@@ -20,14 +20,18 @@ import trio
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
+from arena.bounds import MAX_ELO, float_in, int_in, option_int
 from arena.errors import INTERRUPTED, USAGE, Unavailable, UserError, find_user_error, interrupted
 from arena.formats import FORMATS
 from arena.formats.duplicate_deals import DEFAULT_DEALS
 from arena.launcher import load_manifest, sandbox_available
+from arena.names import check_name, escape, plain
 from arena.referee import MatchConfig
 from arena.store import Store
 from arena.tournament import TournamentConfig, TournamentReport, run_tournament
+from arena.wagers import MAX_DEPOSIT
 from protocol.messages import Rules, TimeControl
 
 
@@ -79,12 +83,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     t = sub.add_parser("tournament", help="run a tournament of local bots over TCP")
     t.add_argument("--bots", nargs="+", metavar="MANIFEST", help="bot manifest TOML files")
-    t.add_argument("--resume", nargs="?", type=int, const=0, metavar="ID",
+    t.add_argument("--resume", nargs="?", type=option_int("resume"), const=0, metavar="ID",
                    help="finish an interrupted tournament of --db (default: the newest unfinished)")
     t.add_argument("--sandbox", action="store_true",
                    help="run each bot under bubblewrap: no network, read-only filesystem (stdin/stdout)")
-    t.add_argument("--games", type=_at_least(1), default=10, help="matches per pair (default 10)")
-    t.add_argument("--seed", type=int, default=1, help="tournament seed (default 1)")
+    t.add_argument("--games", type=option_int("games"), default=10, help="matches per pair (default 10)")
+    t.add_argument("--seed", type=option_int("seed"), default=1, help="tournament seed (default 1)")
     t.add_argument("--db", default="arena.db", help="SQLite database (default arena.db)")
     t.add_argument("--logs", default="logs", help="match log directory (default logs/)")
     t.add_argument("--format", default="round-robin", choices=list(FORMATS),
@@ -96,15 +100,16 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--hero", help="gauntlet: the bot that plays all the others (default: the first)")
     t.add_argument("--no-duplicate", dest="duplicate", action="store_false",
                    help="do not play pairs of matches with the same deals and seats swapped")
-    t.add_argument("--concurrency", type=_at_least(1), default=os.cpu_count() or 2,
+    t.add_argument("--concurrency", type=option_int("concurrency"), default=os.cpu_count() or 2,
                    help="matches played at once (default: the number of cores); each bot plays one match at a "
                         "time, so at most half the bots' worth of matches run together")
-    t.add_argument("--move-ms", type=_at_least(1), default=2000, help="time per decision in ms (default 2000)")
-    t.add_argument("--bank-ms", type=_at_least(0), default=0, help="time bank per match in ms (default 0)")
-    t.add_argument("--grace-ms", type=_at_least(0), default=50, help="transport grace in ms (default 50)")
+    t.add_argument("--move-ms", type=option_int("move_ms"), default=2000, help="time per decision in ms (default 2000)")
+    t.add_argument("--bank-ms", type=option_int("bank_ms"), default=0, help="time bank per match in ms (default 0)")
+    t.add_argument("--grace-ms", type=option_int("grace_ms"), default=50, help="transport grace in ms (default 50)")
     t.add_argument("--on-timeout", choices=["forfeit", "auto"], default="forfeit")
-    t.add_argument("--max-strikes", type=int, default=3)
-    t.add_argument("--max-illegal", type=int, default=0, help="illegal actions tolerated per match")
+    t.add_argument("--max-strikes", type=option_int("max_strikes"), default=3)
+    t.add_argument("--max-illegal", type=option_int("max_illegal"), default=0,
+                   help="illegal actions tolerated per match")
     t.add_argument("--target", type=_target, default=5, help="5, 7 or turn-up (ecarte.md §E7.1)")
     t.add_argument("--manches", type=int, choices=[1, 3], default=1, help="1 = sèche, 3 = liée")
     t.add_argument("--deal-pattern", choices=["3-2", "2-3", "2-2-1"], default="3-2")
@@ -121,27 +126,32 @@ def build_parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("sprt", help="sequential test of one bot against another over duplicate pairs")
     sp.add_argument("--bot", required=True, metavar="MANIFEST", help="the bot under test")
     sp.add_argument("--vs", required=True, metavar="MANIFEST", help="the reference bot")
-    sp.add_argument("--elo0", type=float, default=0.0, help="H0: the bot is this many Elo better (default 0)")
-    sp.add_argument("--elo1", type=float, default=20.0, help="H1: the bot is this many Elo better (default 20)")
-    sp.add_argument("--alpha", type=float, default=0.05)
-    sp.add_argument("--beta", type=float, default=0.05)
-    sp.add_argument("--max-pairs", type=_at_least(1), default=5000, help="stop after this many pairs (default 5000)")
-    sp.add_argument("--seed", type=int, default=1)
+    sp.add_argument("--elo0", type=float_in(-MAX_ELO, MAX_ELO), default=0.0,
+                    help="H0: the bot is this many Elo better (default 0)")
+    sp.add_argument("--elo1", type=float_in(-MAX_ELO, MAX_ELO), default=20.0,
+                    help="H1: the bot is this many Elo better (default 20)")
+    sp.add_argument("--alpha", type=float_in(0.0, 1.0), default=0.05)
+    sp.add_argument("--beta", type=float_in(0.0, 1.0), default=0.05)
+    sp.add_argument("--max-pairs", type=option_int("max_pairs"), default=5000,
+                    help="stop after this many pairs (default 5000)")
+    sp.add_argument("--seed", type=option_int("seed"), default=1)
     sp.add_argument("--game", choices=["ecarte", "piquet"], default="ecarte")
-    sp.add_argument("--move-ms", type=_at_least(1), default=2000)
+    sp.add_argument("--move-ms", type=option_int("move_ms"), default=2000)
     sp.add_argument("--db", default="arena.db")
     sp.add_argument("--logs", default="logs")
 
     wt = sub.add_parser("watch", help="follow a match live in the terminal, as a spectator")
     wt.add_argument("match", nargs="?", help="the match id (default: the first in play, then the next)")
     wt.add_argument("--host", default="127.0.0.1")
-    wt.add_argument("--port", type=int, default=7000, help="the contest server's TCP port (default 7000)")
+    wt.add_argument("--port", type=option_int("port"), default=7000,
+                    help="the contest server's TCP port (default 7000)")
     wt.add_argument("--once", action="store_true", help="print one snapshot when the match ends, then exit")
     wt.add_argument("--name", default="watcher", help="your spectator name")
 
     dr = sub.add_parser("doctor", help="conformance check of a bot before you submit it")
     dr.add_argument("manifest", help="the bot's manifest (TOML)")
-    dr.add_argument("--move-ms", type=_at_least(1), default=2000, help="time per decision in ms (default 2000)")
+    dr.add_argument("--move-ms", type=option_int("move_ms"), default=2000,
+                    help="time per decision in ms (default 2000)")
     dr.add_argument("--verbose", action="store_true", help="print the full transcript (token masked)")
 
     rp = sub.add_parser("replay", help="verify a match log (hash chain, rules engine, result) and print it")
@@ -151,8 +161,8 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--quiet", action="store_true", help="verify only, print the verdict")
 
     b = sub.add_parser("bench", help="measure engine and referee throughput")
-    b.add_argument("--deals", type=int, default=20000, help="self-play deals for the engine figure")
-    b.add_argument("--decisions", type=int, default=20000, help="decisions for the TCP figures")
+    b.add_argument("--deals", type=option_int("deals"), default=20000, help="self-play deals for the engine figure")
+    b.add_argument("--decisions", type=option_int("decisions"), default=20000, help="decisions for the TCP figures")
 
     bots = sub.add_parser("bots", help="manage registered bots")
     bsub = bots.add_subparsers(dest="bots_command", required=True)
@@ -175,7 +185,8 @@ def build_parser() -> argparse.ArgumentParser:
     ssub = sp_.add_subparsers(dest="spectators_command", required=True)
     sa = ssub.add_parser("add", help="register a betting spectator, credit a bankroll, print the token once")
     sa.add_argument("name")
-    sa.add_argument("--deposit", type=_at_least(1), default=10000, help="bankroll in cents (default 10000 = 100.00)")
+    sa.add_argument("--deposit", type=int_in(1, MAX_DEPOSIT), default=10000,
+                    help=f"bankroll in cents, 1 to {MAX_DEPOSIT} (default 10000 = 100.00)")
     sa.add_argument("--db", default="arena.db")
     sl = ssub.add_parser("list", help="bankrolls and the house")
     sl.add_argument("--db", default="arena.db")
@@ -204,16 +215,16 @@ def print_report(console: Console, report: TournamentReport) -> None:
         overlaps = [
             str(j) for j, o in enumerate(fit.ratings, 1) if o.name != r.name and not fit.separated(r.name, o.name)
         ]
-        table.add_row(str(i), r.name, f"{r.elo:.0f}", f"{r.ci95:.0f}", str(r.games), str(r.wins),
+        table.add_row(str(i), plain(r.name), f"{r.elo:.0f}", f"{r.ci95:.0f}", str(r.games), str(r.wins),
                       str(r.losses), str(r.draws), f"{100 * r.score:.1f}", ",".join(overlaps) or "-")
     console.print(table)
     if len(fit.ratings) > 2:
         los = Table(title="Likelihood of superiority (row better than column), %")
         los.add_column("")
         for r in fit.ratings:
-            los.add_column(r.name, justify="right")
+            los.add_column(plain(r.name), justify="right")
         for r in fit.ratings:
-            los.add_row(r.name, *("" if r.name == c.name else f"{100 * fit.los(r.name, c.name):.1f}"
+            los.add_row(plain(r.name), *("" if r.name == c.name else f"{100 * fit.los(r.name, c.name):.1f}"
                                   for c in fit.ratings))
         console.print(los)
     if report.reigns:
@@ -221,14 +232,14 @@ def print_report(console: Console, report: TournamentReport) -> None:
         for col in ("#", "chouetteur", "price", "matches", "challengers beaten", "losses"):
             reigns.add_column(col, justify="left" if col == "chouetteur" else "right")
         for i, rg in enumerate(report.reigns, 1):
-            reigns.add_row(str(i), rg.chouetteur, str(rg.price), str(rg.matches), str(rg.beaten), str(rg.losses))
+            reigns.add_row(str(i), plain(rg.chouetteur), str(rg.price), str(rg.matches), str(rg.beaten), str(rg.losses))
         console.print(reigns)
-        console.print("bankrolls: " + ", ".join(f"{k} {v}" for k, v in sorted(report.bankrolls.items())))
+        console.print(plain("bankrolls: " + ", ".join(f"{k} {v}" for k, v in sorted(report.bankrolls.items()))))
     reasons = ", ".join(f"{k}: {v}" for k, v in sorted(report.reasons.items()))
-    console.print(
+    console.print(plain(
         f"{report.matches} matches in {report.seconds:.1f} s "
         f"({report.matches / max(report.seconds, 1e-9):.1f} matches/s); ended by {reasons}"
-    )
+    ))
 
 
 def check_tournament(config: TournamentConfig, manifests: list) -> None:
@@ -308,32 +319,33 @@ def cmd_tournament(args: argparse.Namespace) -> int:
             ),
         )
     check_tournament(config, manifests)
-    plain = None
+    progress_lines = None
     if not console.is_terminal and not args.quiet:  # a log file: plain lines, not a redrawn bar
         from arena.progress import PlainProgress
 
-        plain = PlainProgress(args.progress_every, 30.0, args.elo_every, out=lambda text: print(text, flush=True))
+        progress_lines = PlainProgress(args.progress_every, 30.0, args.elo_every,
+                                       out=lambda text: print(text, flush=True))
     progress = Progress(
         TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        TextColumn("{task.fields[last]}"), console=console, disable=args.quiet or plain is not None,
+        TextColumn("{task.fields[last]}"), console=console, disable=args.quiet or progress_lines is not None,
     )
     task = None
 
     def on_start(tid: int, n: int) -> None:
         nonlocal task
         task = progress.add_task(f"t{tid} {config.format}", total=n, last="")
-        if plain is not None:
-            plain.start(n)
+        if progress_lines is not None:
+            progress_lines.start(n)
             print(f"tournament t{tid}: {n} matches to play", flush=True)
 
     def on_result(row, result) -> None:  # type: ignore[no-untyped-def]
         winner = (row.bot0, row.bot1)[result.winner] if result.winner is not None else "nobody"
-        progress.update(task, advance=1, last=f"{row.bot0} v {row.bot1}: {winner} ({result.reason})")
-        if plain is not None:
-            plain.on_result(row, result)
+        progress.update(task, advance=1, last=escape(f"{row.bot0} v {row.bot1}: {winner} ({result.reason})"))
+        if progress_lines is not None:
+            progress_lines.on_result(row, result)
 
-    console.print(f"[bold]{len(manifests)} bots[/bold]: " + ", ".join(
-        f"{m.name} ({m.language})" for m in manifests))
+    console.print(Text.assemble((f"{len(manifests)} bots", "bold"), ": " + ", ".join(
+        f"{m.name} ({m.language})" for m in manifests)))
     try:
         with progress:
             report = trio.run(run_tournament, store, manifests, config, on_start, on_result, resume)
@@ -341,11 +353,12 @@ def cmd_tournament(args: argparse.Namespace) -> int:
         if getattr(args, "debug", False) or not interrupted(exc) or find_user_error(exc) is not None:
             raise
         row = store.db.execute("SELECT MAX(id) FROM tournaments").fetchone()
-        console.print(f"interrupted: every finished match is in {args.db}; the rest (including the one in play) "
-                      f"is played by `arena tournament --resume --db {args.db}` (tournament t{row[0]})", soft_wrap=True)
+        console.print(plain(f"interrupted: every finished match is in {args.db}; the rest (including the one in play) "
+                            f"is played by `arena tournament --resume --db {args.db}` (tournament t{row[0]})"),
+                      soft_wrap=True)
         return INTERRUPTED
     print_report(console, report)
-    console.print(f"results in {args.db}, match logs in {args.logs}/t{report.tournament_id}/")
+    console.print(plain(f"results in {args.db}, match logs in {args.logs}/t{report.tournament_id}/"))
     store.close()
     return 0
 
@@ -364,8 +377,8 @@ def cmd_sprt(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UserError(f"sprt: {exc}") from None
     lo, hi = test.bounds
-    console.print(f"SPRT {bot.name} vs {vs.name}: H0 elo={args.elo0:g}, H1 elo={args.elo1:g}, "
-                  f"alpha={args.alpha:g}, beta={args.beta:g}; bounds [{lo:.2f}, {hi:.2f}]")
+    console.print(plain(f"SPRT {bot.name} vs {vs.name}: H0 elo={args.elo0:g}, H1 elo={args.elo1:g}, "
+                  f"alpha={args.alpha:g}, beta={args.beta:g}; bounds [{lo:.2f}, {hi:.2f}]"))
     fmt = SprtFormat(bot.name, vs.name, args.seed, test, args.max_pairs, on_pair=lambda t: print(t.summary()))
     config = TournamentConfig(
         format="sprt", games=2 * args.max_pairs, seed=args.seed, concurrency=1, logs_dir=args.logs,
@@ -376,8 +389,8 @@ def cmd_sprt(args: argparse.Namespace) -> int:
     report = trio.run(run_tournament, store, [bot, vs], config, None, None, None, fmt)
     verdict = {"H1": f"H1 accepted: {bot.name} is at least {args.elo1:g} Elo better",
                "H0": f"H0 accepted: {bot.name} is not {args.elo1:g} Elo better (at most {args.elo0:g})"}
-    console.print(verdict.get(test.status(), f"no decision after {test.pairs} pairs"))
-    console.print(f"{report.matches} matches in {report.seconds:.1f} s; results in {args.db}")
+    console.print(plain(verdict.get(test.status(), f"no decision after {test.pairs} pairs")))
+    console.print(plain(f"{report.matches} matches in {report.seconds:.1f} s; results in {args.db}"))
     store.close()
     return 0
 
@@ -393,21 +406,21 @@ def cmd_replay(args: argparse.Namespace) -> int:
         row = store.db.execute("SELECT log_hash FROM matches WHERE log_path LIKE ?",
                                (f"%{Path(args.log).name}",)).fetchone()
         if row is None or row[0] is None:
-            console.print(f"[red]not verified:[/red] no recorded hash for {args.log} in {args.db}")
+            console.print(Text.assemble(("not verified:", "red"), f" no recorded hash for {args.log} in {args.db}"))
             return 1
         expected = row[0]
     try:
         lines, result = verify_file(args.log, expected)
     except (OSError, ChainError, ReplayError, ValueError, KeyError) as exc:
-        console.print(f"[red]not verified:[/red] {exc}")
+        console.print(Text.assemble(("not verified:", "red"), f" {exc}"))
         return 1
     if not args.quiet:
         names = lines[0].get("bots", ["seat 0", "seat 1"])
         for line in public_view(lines) if args.public else lines:
             console.print(describe(line, names), markup=False, highlight=False)
     chain = "hash chain intact" + (", last hash matches the database" if expected else "")
-    console.print(f"[green]verified:[/green] {len(lines)} lines, {chain}, every event reproduced by the rules engine, "
-                  f"result {result['reason']}")
+    console.print(Text.assemble(("verified:", "green"), f" {len(lines)} lines, {chain}, every event reproduced by "
+                                f"the rules engine, result {result['reason']}"))
     return 0
 
 
@@ -459,7 +472,7 @@ def print_bots(store: Store, game: str) -> None:
         if st and st["state"] == "backoff" and st["next_launch"]:
             state += f" (next in {max(0, st['next_launch'] - time.time()):.0f} s)"
         connected = ("yes" if st and st["connected"] else "no") if fresh else "-"
-        table.add_row(name, kind, state, connected, str(st["failures"]) if st and kind == "submitted" else "-",
+        table.add_row(plain(name), kind, state, connected, str(st["failures"]) if st and kind == "submitted" else "-",
                       "-" if elo is None else f"{elo:.0f}", f"{ci95:.0f}" if math.isfinite(ci95) else "-",
                       str(games))
         if st and st["state"] in ("backoff", "disabled") and st["last_output"]:
@@ -482,8 +495,10 @@ def cmd_spectators(args: argparse.Namespace) -> int:
         from arena.wagers import WagerError
 
         try:
-            token = store.add_spectator(args.name)
-            balance = desk.deposit(args.name, args.deposit)
+            check_name(args.name, "spectator")  # before anything is written
+            with store.transaction():  # the account and its bankroll, or neither
+                token = store.add_spectator(args.name)
+                balance = desk.deposit(args.name, args.deposit)
         except (ValueError, WagerError) as exc:  # a bad name or amount
             raise UserError(str(exc)) from None
         print(f"registered spectator {args.name}, bankroll {balance / 100:.2f}; token (shown once):\n{token}")
@@ -492,7 +507,7 @@ def cmd_spectators(args: argparse.Namespace) -> int:
     table.add_column("spectator")
     table.add_column("balance", justify="right")
     for name, cents in sorted(desk.ledger.accounts.items()):
-        table.add_row(name, f"{cents / 100:.2f}")
+        table.add_row(plain(name), f"{cents / 100:.2f}")
     table.add_row("(house)", f"{desk.ledger.house / 100:.2f}")
     make_console().print(table)
     return 0
@@ -509,14 +524,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
     async def main() -> None:
         async with trio.open_nursery() as nursery:
             ports = await nursery.start(contest.run)
-            console.print(f"{config.name}: bots and spectators on tcp://{config.server.host}:{ports[0]}, "
-                          f"web and /metrics on http://{config.http_host}:{ports[1]}/  (Ctrl-C or SIGTERM to stop)")
+            console.print(plain(f"{config.name}: bots and spectators on tcp://{config.server.host}:{ports[0]}, "
+                          f"web and /metrics on http://{config.http_host}:{ports[1]}/  (Ctrl-C or SIGTERM to stop)"))
 
     trio.run(main)
     done = contest.store.db.execute(
         "SELECT COUNT(*) FROM matches WHERE tournament_id=? AND status='done'", (contest.tournament_id,)
     ).fetchone()[0]
-    console.print(f"stopped cleanly: {done} matches recorded in {config.db}")
+    console.print(plain(f"stopped cleanly: {done} matches recorded in {config.db}"))
     return 0
 
 

@@ -29,22 +29,26 @@ import random
 import signal
 import tomllib
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal
 
 import msgspec
 import trio
 
+from arena.bounds import check_contest_numbers
 from arena.formats import Pairing, derive_seed
 from arena.launcher import BotProcess, Limits, launch, load_manifest
 from arena.metrics import METRICS
+from arena.names import is_valid_name
 from arena.referee import MatchConfig
 from arena.server import ArenaServer, ServerConfig
 from arena.spectate import SpectatorHub, Subscriber
 from arena.store import Store
 from arena.supervisor import Supervisor, publish
 from arena.tournament import play_match
-from arena.wagers import Ledger, LedgerRecord, WagerError
+from arena.wagers import Ledger, LedgerRecord, Settlement
 from protocol.messages import BetPlaced, BetSettled, Betting, Goodbye, Rules, TimeControl
 
 
@@ -98,6 +102,8 @@ def load_config(path: str | Path) -> ContestConfig:
         raise UserError(f"{path}: no such contest file") from None
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise UserError(f"{path}: {exc}") from None
+    except RecursionError:  # tomllib recurses into nested arrays and tables
+        raise UserError(f"{path}: arrays or tables nested too deep") from None
     if isinstance(raw.get("server"), dict):
         raw["server"].setdefault("port", 7000)  # the documented default, also with a [server] table
     cfg = convert_strict(raw, ContestConfig, str(path))
@@ -107,6 +113,10 @@ def load_config(path: str | Path) -> ContestConfig:
         raise UserError(f"{path}: [rules] {exc}") from None
     if cfg.concurrency < 1:
         raise UserError(f"{path}: concurrency must be at least 1")
+    try:
+        check_contest_numbers(cfg)
+    except ValueError as exc:
+        raise UserError(f"{path}: {exc}") from None
     return cfg
 
 
@@ -129,18 +139,39 @@ class BettingDesk:
     """The contest's gallery wagers (ecarte.md §E9.1): the pure :class:`arena.wagers.Ledger`,
     saved to the database after every change (a checked snapshot, plus the settled bets as
     history rows in the same transaction), and the feeds of the betting spectators connected,
-    who are told of each bet's outcome. Amounts in cents."""
+    who are told of each bet's outcome. Amounts in cents.
+
+    Every change is one transaction that first re-reads the ledger under the database's write
+    lock, so a deposit made by ``arena spectators add`` while the server runs is never
+    overwritten, and a crash at any point leaves the last committed state. After a crash,
+    :meth:`recover` settles the books the dead server left open."""
 
     def __init__(self, store: Store, hub: SpectatorHub) -> None:
         self.store = store
         self.hub = hub
-        loaded = store.load_ledger()
+        self._load()
+        self.subscribers: dict[str, Subscriber] = {}
+
+    def _load(self) -> None:
+        """Read the ledger from the database (:class:`arena.wagers.CorruptState` if it is
+        inconsistent)."""
+        loaded = self.store.load_ledger()
         if loaded is None:
             self.ledger, self.settled_levies = Ledger(), 0
         else:
             record = msgspec.json.decode(loaded[0], type=LedgerRecord)
             self.ledger, self.settled_levies = Ledger.restore(record, settled_levies=loaded[1]), loaded[1]
-        self.subscribers: dict[str, Subscriber] = {}
+
+    @contextmanager
+    def _change(self) -> Iterator[list[tuple]]:
+        """One change as one transaction: re-read the ledger, let the caller change it, save it
+        with the settled-bet rows the caller appended to the yielded list. On an exception
+        nothing is written (and the next change re-reads the database)."""
+        settled: list[tuple] = []
+        with self.store.transaction():
+            self._load()
+            yield settled
+            self.save(settled)
 
     def save(self, settled: list[tuple] = ()) -> None:
         """Persist the ledger (and settled bets)."""
@@ -148,44 +179,67 @@ class BettingDesk:
 
     def deposit(self, name: str, cents: int) -> int:
         """Credit a spectator's bankroll (the only way money enters); returns the balance."""
-        balance = self.ledger.deposit(name, cents)
-        self.save()
+        with self._change():
+            balance = self.ledger.deposit(name, cents)
         return balance
 
     def open(self, match_id: str, bots: list[str], closes_ms: int) -> None:
         """Open the book of a match and tell every spectator."""
-        self.ledger.open_book(match_id)
-        self.save()
+        with self._change():
+            self.ledger.open_book(match_id)
         self.hub.announce(Betting(match_id=match_id, bots=bots, closes_ms=closes_ms))
 
     def place(self, bettor: str, match_id: str, seat: int, cents: int) -> BetPlaced:
         """Take a stake; raises :class:`arena.wagers.WagerError` (with its ``code``)."""
-        self.ledger.book(match_id).place(bettor, seat, cents)
-        self.save()
+        with self._change():
+            self.ledger.book(match_id).place(bettor, seat, cents)
         return BetPlaced(match_id=match_id, seat=seat, cents=cents, balance=self.ledger.balance(bettor))
 
     def close(self, match_id: str) -> None:
         """Close betting: the heavier side is refunded newest first."""
-        self.ledger.book(match_id).close()
-        self.save()
+        with self._change():
+            self.ledger.book(match_id).close()
 
-    def settle(self, match_id: str, winner: int | None, reason: str) -> None:
-        """Pay out (or return everything for a forfeit, abort or draw) and tell the bettors."""
-        try:
-            book = self.ledger.book(match_id)
-        except WagerError:
-            return
-        result = book.settle(winner, reason)
+    def _settle(self, match_id: str, winner: int | None, reason: str) -> tuple[Settlement, list[tuple]]:
+        """Settle and drop one book (inside :meth:`_change`); its bets as history rows."""
+        result = self.ledger.book(match_id).settle(winner, reason)
         self.settled_levies += result.levy
         self.ledger.forget(match_id)
         rows = [(match_id, b.seq, b.bettor, b.seat, b.stake, b.matched, b.returned, b.payout, b.levy, b.status,
                  reason) for b in result.bets]
-        self.save(rows)
+        return result, rows
+
+    def settle(self, match_id: str, winner: int | None, reason: str) -> None:
+        """Pay out (or return everything for a forfeit, abort or draw) and tell the bettors."""
+        with self._change() as settled:
+            if match_id not in {b.match_id for b in self.ledger.books}:
+                return
+            result, rows = self._settle(match_id, winner, reason)
+            settled += rows
         for b in result.bets:
             sub = self.subscribers.get(b.bettor)
             if sub is not None:
                 sub.push(BetSettled(match_id=match_id, seat=b.seat, stake=b.stake, returned=b.returned,
                                     payout=b.payout, status=b.status, balance=self.ledger.balance(b.bettor)))
+
+    def recover(self) -> list[str]:
+        """Settle every book that a server which died (SIGKILL, power cut) left open or closed,
+        by the result its match has in the database: a match recorded ``done`` is paid as it
+        would have been (the server died between the result's commit and the settlement's);
+        any other (``aborted``, ``pending``, unknown) is void, every stake returned (ecarte.md
+        §E9.1: an aborted match returns every stake). Run it in the same
+        :meth:`arena.store.Store.transaction` as
+        :meth:`arena.store.Store.abort_unfinished_ladder` so that a match's ``aborted`` status
+        and its returned stakes are one commit. Returns the match ids settled."""
+        with self._change() as settled:
+            books = [b.match_id for b in self.ledger.books if b.state != "settled"]
+            outcomes = self.store.match_outcomes(books)
+            for match_id in books:
+                status, winner, reason = outcomes.get(match_id, ("aborted", None, "aborted"))
+                if status != "done" or reason is None:
+                    winner, reason = None, "aborted"
+                settled += self._settle(match_id, winner, reason)[1]
+        return books
 
 
 class Contest:
@@ -264,12 +318,12 @@ class Contest:
                 row = self.store.add_match(self.tournament_id, cfg.game, p)
                 logs = Path(cfg.logs) / f"t{self.tournament_id}"
                 betting = cfg.betting_s > 0
-                if betting:
-                    self.desk.open(row.match_key, [x, y], int(cfg.betting_s * 1000))
-                    await trio.sleep(cfg.betting_s)
-                    self.desk.close(row.match_key)
                 result = None
                 try:
+                    if betting:  # inside the try: a shutdown during the window returns the stakes too
+                        self.desk.open(row.match_key, [x, y], int(cfg.betting_s * 1000))
+                        await trio.sleep(cfg.betting_s)
+                        self.desk.close(row.match_key)
                     result = await play_match(self.store, self.server, row, cfg.match_config(), logs,
                                               hub=self.hub, pair=pair, abort_on_cancel=True)
                 finally:
@@ -309,6 +363,8 @@ class Contest:
                     self._submitted[name] = when
                     self.supervisor.reset(name)
             for name, manifest_path, sandbox in rows:
+                if not is_valid_name(name):  # registered before names were checked: never launched
+                    continue
                 proc = self.procs.get(name)
                 if proc is not None and proc.running:
                     continue
@@ -348,18 +404,17 @@ class Contest:
         from arena.web import serve_http
 
         cfg = self.config
-        self.store.db.execute(  # a previous server that died left ladder matches pending: they never finished
-            "UPDATE matches SET status='aborted', reason='aborted', detail='server stopped' WHERE status='pending' "
-            "AND tournament_id IN (SELECT id FROM tournaments WHERE format='ladder')"
-        )
+        with self.store.transaction():  # a previous server that died left ladder matches pending and books
+            self.store.abort_unfinished_ladder()  # unsettled: aborted, stakes returned, in one commit
+            self.desk.recover()
         self.tournament_id = self.store.create_tournament(cfg.game, "ladder", self.seed, cfg, [], [])
         async with trio.open_nursery() as outer:
             self.hub.nursery = outer
+            await outer.start(self._signals)  # handlers in place before the ports are announced
             self.port = await _bind("TCP port for bots and spectators ([server] port)", cfg.server.host,
                                     cfg.server.port, outer.start(self.server.serve))
             self.http_port = await _bind("HTTP port of the web page (http_port)", cfg.http_host, cfg.http_port,
                                          outer.start(serve_http, self, cfg.http_host, cfg.http_port))
-            outer.start_soon(self._signals)
             outer.start_soon(self._launch_submitted, outer)
             task_status.started((self.port, self.http_port))
             async with trio.open_nursery() as matches:
@@ -385,8 +440,9 @@ class Contest:
         self.stopping.set()
         self._poke()
 
-    async def _signals(self) -> None:
+    async def _signals(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+            task_status.started()
             async for _ in signals:
                 self.stop()
                 return

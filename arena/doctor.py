@@ -377,7 +377,7 @@ class Wire:
     def from_server(self, raw: bytes, conn: int, src: str = "server") -> None:
         try:
             msg = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: JSON nested too deep
             msg = None
         if not isinstance(msg, dict):
             msg = None
@@ -477,7 +477,7 @@ class Wire:
     def from_bot(self, raw: bytes, conn: int) -> None:
         try:
             parsed = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: JSON nested too deep
             parsed = None
         wl = self._add("bot", raw, parsed if isinstance(parsed, dict) else None, conn)
         first = conn not in self.first_line_seen
@@ -639,7 +639,7 @@ class Proxy:
                     del buf[: nl + 1]
                     try:
                         msg = json.loads(raw)
-                    except ValueError:
+                    except (ValueError, RecursionError):
                         msg = None
                     msg = msg if isinstance(msg, dict) else None
                     out.extend(self.rewrite(raw, msg))
@@ -1600,7 +1600,7 @@ def print_report(console: Console, report: Report, verbose: bool = False) -> Non
             if len(text) > 200:
                 text = text[:199] + "…"
             console.print(Text(f"{(wl.t - t0) * 1000:9.1f} ms {arrow} {text}"), soft_wrap=True)
-    table = Table(title=f"arena doctor: {report.bot} ({report.manifest})", show_lines=True)
+    table = Table(title=Text(f"arena doctor: {report.bot} ({report.manifest})"), show_lines=True)  # not markup
     table.add_column("check", no_wrap=True)
     table.add_column("result", no_wrap=True)
     table.add_column("details", overflow="fold")

@@ -50,6 +50,7 @@ import msgspec
 import trio
 
 from arena.botlog import rotate
+from arena.names import BadName, check_name
 
 
 class Manifest(msgspec.Struct, forbid_unknown_fields=True):
@@ -97,7 +98,7 @@ def sandbox_command(command: list[str], directory: str) -> list[str]:
 def load_manifest(path: str | Path) -> Manifest:
     """Read a manifest TOML file. Raises :class:`arena.errors.UserError` (a ``ValueError``)
     naming the file if it is missing or invalid, or has a key a manifest does not have (with
-    the closest known key)."""
+    the closest known key), or a ``name`` outside the rule of :mod:`arena.names`."""
     from arena.errors import UserError
     from arena.strict import convert_strict
 
@@ -108,9 +109,15 @@ def load_manifest(path: str | Path) -> Manifest:
         raise UserError(f"{path}: no such bot manifest") from None
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise UserError(f"{path}: bad bot manifest: {exc}") from None
+    except RecursionError:  # tomllib recurses into nested arrays and tables
+        raise UserError(f"{path}: bad bot manifest: arrays or tables nested too deep") from None
     manifest = convert_strict(data, Manifest, f"{path}: bad bot manifest")
     if not manifest.command:
         raise UserError(f"{path}: bad bot manifest: empty command")
+    try:
+        check_name(manifest.name)
+    except BadName as exc:
+        raise UserError(f"{path}: bad bot manifest: {exc}") from None
     manifest.directory = str(path.resolve().parent)
     return manifest
 

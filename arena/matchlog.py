@@ -312,13 +312,22 @@ def describe(line: dict[str, Any], names: list[str]) -> str:
 def verify_file(path: str | Path, expected_last: str | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Verify a match log file: its hash chain (and last hash, if given) then an engine replay
     (:func:`replay`). Returns ``(lines, result line)``; raises :class:`ChainError` or
-    :class:`ReplayError`."""
+    :class:`ReplayError` (also for a chained file that is not a match log: deep JSON, fields
+    missing or of the wrong type), never anything else but ``OSError``."""
     raw = read_bytes(path)
     verify_chain(raw, expected_last)
-    lines = [msgspec.json.decode(line) for line in raw.splitlines() if line.strip()]
+    try:  # the hash chain is no signature: anyone can chain a hostile file, and it gets a clear error too
+        lines = [msgspec.json.decode(line) for line in raw.splitlines() if line.strip()]
+    except (msgspec.DecodeError, RecursionError) as exc:
+        raise ReplayError(f"a line is not JSON (or is nested too deep): {exc}") from None
+    if not all(isinstance(line, dict) for line in lines):
+        raise ReplayError("every line of a match log is a JSON object")
     for line in lines:
         line.pop("hash", None)
-    return lines, replay(lines)
+    try:
+        return lines, replay(lines)
+    except (KeyError, IndexError, TypeError, AttributeError, msgspec.ValidationError) as exc:
+        raise ReplayError(f"malformed match log: {type(exc).__name__}: {' '.join(str(exc).split())}") from None
 
 
 NOT_PLAYED = ("forfeit_disconnect", "aborted")

@@ -24,6 +24,7 @@ import trio
 
 from arena import __version__
 from arena.metrics import METRICS
+from arena.names import NAME_RULE, is_valid_name
 from arena.seat import Connection
 from arena.spectate import SpectatorHub, Subscriber
 from arena.store import Store, hash_token
@@ -136,6 +137,9 @@ class ArenaServer:
             return
         if hello.protocol != PROTOCOL_VERSION:
             await self._refuse(stream, "bad_version", f"this server speaks protocol {PROTOCOL_VERSION}")
+            return
+        if not is_valid_name(hello.name):  # names are data (arena.names): refused before anything uses one
+            await self._refuse(stream, "bad_name", f"bad name: a name is {NAME_RULE}")
             return
         if hello.role == "spectator":
             if self.hub is None:

@@ -22,6 +22,7 @@ from typing import Any
 import msgspec
 
 from arena.errors import DatabaseError
+from arena.names import check_name
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS bots (
@@ -230,14 +231,14 @@ class Store:
 
     def add_bot(self, name: str, token: str | None = None) -> str:
         """Register ``name`` (or replace its token) and return the token, which is stored only
-        as a salted scrypt hash. Raises ``ValueError`` for an empty or over-long name."""
+        as a salted scrypt hash. Raises :class:`arena.names.BadName` (a ``ValueError``) for a
+        name outside the rule of :mod:`arena.names`."""
         return self._set_secret("bots", "bot", name, token)
 
     def _set_secret(self, table: str, what: str, name: str, token: str | None) -> str:
         """Store a salted scrypt hash of ``token`` (a fresh one if None) for ``name`` in
         ``table`` (``bots`` or ``spectators``); return the token."""
-        if not name or len(name) > 64 or not name.isprintable():
-            raise ValueError(f"a {what} name is 1-64 printable characters")
+        check_name(name, what)  # names are data: never markup or paths (arena.names)
         token = token or secrets.token_urlsafe(24)
         salt = secrets.token_bytes(16)
         self.db.execute(
@@ -578,6 +579,33 @@ class Store:
     def _tx(self) -> _Tx:
         return _Tx(self.db)
 
+    def transaction(self) -> _Tx:
+        """A context manager: everything the store writes inside it is one transaction
+        (``BEGIN IMMEDIATE``: other processes wait), committed at the end or rolled back on an
+        exception. Nested uses join the outermost."""
+        return _Tx(self.db)
+
+    def abort_unfinished_ladder(self) -> int:
+        """Mark ``aborted`` (``server stopped``) the ladder matches a dead contest server left
+        ``pending``; returns how many. Run it inside :meth:`transaction` together with the
+        settling of their wagers (contests.md, "Wagers after a crash")."""
+        cur = self.db.execute(
+            "UPDATE matches SET status='aborted', reason='aborted', detail='server stopped' WHERE status='pending' "
+            "AND tournament_id IN (SELECT id FROM tournaments WHERE format='ladder')"
+        )
+        return cur.rowcount
+
+    def match_outcomes(self, match_keys: list[str]) -> dict[str, tuple[str, int | None, str | None]]:
+        """``match_key -> (status, winner seat, reason)`` for the known keys among ``match_keys``."""
+        out: dict[str, tuple[str, int | None, str | None]] = {}
+        for key in match_keys:
+            row = self.db.execute(
+                "SELECT status, winner_seat, reason FROM matches WHERE match_key=?", (key,)
+            ).fetchone()
+            if row is not None:
+                out[key] = (row[0], row[1], row[2])
+        return out
+
 
 def _tuple_pairing(i: int, m: tuple) -> Any:
     from arena.formats import Pairing
@@ -586,13 +614,18 @@ def _tuple_pairing(i: int, m: tuple) -> Any:
 
 
 class _Tx:
-    """``BEGIN IMMEDIATE`` ... ``COMMIT`` (or ``ROLLBACK`` on error)."""
+    """``BEGIN IMMEDIATE`` ... ``COMMIT`` (or ``ROLLBACK`` on error). Inside a transaction
+    already open on the connection it joins it: the outer one commits or rolls back all."""
 
     def __init__(self, db: sqlite3.Connection) -> None:
         self.db = db
+        self.joined = False
 
     def __enter__(self) -> None:
-        self.db.execute("BEGIN IMMEDIATE")
+        self.joined = self.db.in_transaction
+        if not self.joined:
+            self.db.execute("BEGIN IMMEDIATE")
 
     def __exit__(self, exc_type: object, *rest: object) -> None:
-        self.db.execute("ROLLBACK" if exc_type else "COMMIT")
+        if not self.joined:
+            self.db.execute("ROLLBACK" if exc_type else "COMMIT")

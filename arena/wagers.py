@@ -72,6 +72,13 @@ import msgspec
 MIN_STAKE = 10
 """The smallest stake, in cents (§E9.1: 10 euro cents)."""
 
+MAX_DEPOSIT = 100_000_000
+"""The largest single deposit, in cents (1,000,000.00 EUR)."""
+
+MAX_BALANCE = 10**12
+"""The largest balance a deposit may bring an account to, in cents (10,000,000,000.00 EUR): every
+sum of the ledger stays far inside SQLite's 64-bit integers."""
+
 LEVY_PERCENT = 5
 """The house's levy on a winning bet's winnings, in percent, rounded down to the cent."""
 
@@ -122,7 +129,8 @@ class BadSeat(WagerError):
 
 
 class BadAmount(WagerError):
-    """An amount that is not an ``int`` of cents (a float, a string, a bool), or a deposit <= 0."""
+    """An amount that is not an ``int`` of cents (a float, a string, a bool), or a deposit
+    outside 1..:data:`MAX_DEPOSIT` (or that would bring a balance past :data:`MAX_BALANCE`)."""
 
     code = "bad_amount"
 
@@ -316,11 +324,14 @@ class Ledger:
         return self._accounts.get(name, 0)
 
     def deposit(self, name: str, cents: int) -> int:
-        """Credit ``cents`` (an int > 0) to ``name``, creating the account; returns the new balance.
-        Raises :class:`BadBettor` or :class:`BadAmount`."""
+        """Credit ``cents`` (an int from 1 to :data:`MAX_DEPOSIT`) to ``name``, creating the
+        account; returns the new balance. Raises :class:`BadBettor`, or :class:`BadAmount` (also
+        when the balance would pass :data:`MAX_BALANCE`)."""
         _check_name(name)
-        if not _is_int(cents) or cents <= 0:
-            raise BadAmount(f"a deposit is a positive int of cents, not {cents!r}")
+        if not _is_int(cents) or not 0 < cents <= MAX_DEPOSIT:
+            raise BadAmount(f"a deposit is a whole number of cents from 1 to {MAX_DEPOSIT}, not {cents!r}")
+        if self._accounts.get(name, 0) + cents > MAX_BALANCE:
+            raise BadAmount(f"a balance may not exceed {MAX_BALANCE} cents")
         self._accounts[name] = self._accounts.get(name, 0) + cents
         self._total_deposited += cents
         return self._accounts[name]

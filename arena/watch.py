@@ -477,7 +477,8 @@ class WatchState:
         else:
             body.append(Text("  (none yet)", style="dim"))
         status = "over" if m.over else "live"
-        return Panel(Group(*body), title=title, subtitle=status, title_align="left", subtitle_align="right")
+        return Panel(Group(*body), title=Text(title), subtitle=status, title_align="left",  # names are not markup
+                     subtitle_align="right")
 
     def _headline(self, m: MatchView) -> Text:
         d = m.deal
@@ -670,7 +671,7 @@ async def _recv(reader: LineReader) -> dict[str, Any] | None:
             continue
         try:
             msg = msgspec.json.decode(line)
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, RecursionError):  # a hostile server's line: skipped, never a crash
             continue
         if isinstance(msg, dict):
             return msg
@@ -680,7 +681,7 @@ async def _watch(host: str, port: int, match: str | None, once: bool, name: str,
     try:
         stream = await trio.open_tcp_stream(host, port)
     except OSError as exc:
-        console.print(f"[red]error:[/red] cannot connect to {host}:{port}: {exc}")
+        console.print(Text.assemble(("error:", "red"), f" cannot connect to {host}:{port}: {exc}"))
         return 1
     reader = LineReader(stream)
     state = WatchState(follow=match)
@@ -710,10 +711,10 @@ async def _watch(host: str, port: int, match: str | None, once: bool, name: str,
             await _leave(stream, reader, match or "*")
             return status
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
-            console.print(f"[red]error:[/red] connection lost: {exc}")
+            console.print(Text.assemble(("error:", "red"), f" connection lost: {exc}"))
             return 1
         except WatchError as exc:
-            console.print(f"[red]error:[/red] {exc}")
+            console.print(Text.assemble(("error:", "red"), f" {exc}"))
             return 1
 
 
@@ -757,7 +758,7 @@ async def _follow_plain(reader: LineReader, state: WatchState, match: str | None
             if once or match is not None:
                 return 0
         if state.goodbye is not None:
-            console.print(f"server: goodbye ({state.goodbye})")
+            console.print(Text(f"server: goodbye ({state.goodbye})"))
             return 0
 
 
@@ -790,7 +791,7 @@ async def _follow_live(reader: LineReader, state: WatchState, match: str | None,
                     break
             nursery.cancel_scope.cancel()
     if state.goodbye is not None:
-        console.print(f"server: goodbye ({state.goodbye})")
+        console.print(Text(f"server: goodbye ({state.goodbye})"))
     return result
 
 

@@ -7,7 +7,10 @@ bytes without a newline, so a hostile peer can never make us buffer more than
 
 Every decoding failure raises :class:`ProtocolError` with one of the codes listed in
 ``docs/protocol.md`` (``bad_utf8``, ``bad_json``, ``not_object``, ``missing_type``,
-``unknown_type``, ``bad_message``, ``line_too_long``).
+``unknown_type``, ``bad_message``, ``line_too_long``), and nothing else: the whole line must be
+UTF-8 (also inside fields the receiver ignores), and JSON nested deeper than the decoder can
+follow (:data:`MAX_DEPTH` levels is always accepted; a few hundred is the limit) is ``bad_json``
+rather than a ``RecursionError``.
 """
 
 from __future__ import annotations
@@ -39,6 +42,11 @@ class ProtocolError(Exception):
         self.fatal = fatal
 
 
+MAX_DEPTH = 64
+"""Nesting depth of JSON arrays and objects every decoder here accepts (a message needs 4).
+Deeper lines are refused as ``bad_json`` once the decoder's recursion limit is reached, never
+with an exception other than :class:`ProtocolError`."""
+
 _encoder = msgspec.json.Encoder()
 _client_decoder = msgspec.json.Decoder(ClientMessage)
 _server_decoder = msgspec.json.Decoder(ServerMessage)
@@ -56,15 +64,33 @@ def encode_into(msg: msgspec.Struct, buf: bytearray) -> None:
     buf += b"\n"
 
 
-def _classify(line: bytes, known: set[str], err: Exception) -> ProtocolError:
+def _utf8_error(line: bytes) -> ProtocolError | None:
+    """``bad_utf8`` if any byte of ``line`` is not UTF-8 (msgspec skips unknown fields unread)."""
+    if line.isascii():
+        return None
     try:
         line.decode("utf-8")
     except UnicodeDecodeError as exc:
         return ProtocolError("bad_utf8", f"line is not valid UTF-8 (byte {exc.start})")
+    return None
+
+
+def _too_deep() -> ProtocolError:
+    return ProtocolError("bad_json", "line is not JSON the server accepts: arrays and objects nested too deep")
+
+
+def _classify(line: bytes, known: set[str], err: Exception) -> ProtocolError:
+    bad = _utf8_error(line)
+    if bad is not None:
+        return bad
+    if isinstance(err, RecursionError):
+        return _too_deep()
     try:
         value: Any = _any_decoder.decode(line)
     except msgspec.DecodeError as exc:
         return ProtocolError("bad_json", f"line is not JSON: {exc}")
+    except RecursionError:
+        return _too_deep()
     if not isinstance(value, dict):
         return ProtocolError("not_object", f"a message is a JSON object, got {type(value).__name__}")
     if "type" not in value:
@@ -78,20 +104,29 @@ def _classify(line: bytes, known: set[str], err: Exception) -> ProtocolError:
 def decode_client(line: bytes) -> ClientMessage:
     """Decode one line (without its newline) sent by a bot or spectator.
 
-    Raises :class:`ProtocolError` (non-fatal) naming what is wrong.
+    Raises :class:`ProtocolError` (non-fatal) naming what is wrong, and never anything else
+    (invalid UTF-8 anywhere in the line is ``bad_utf8``, nesting too deep ``bad_json``).
     """
     try:
-        return _client_decoder.decode(line)
-    except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError) as exc:
+        msg = _client_decoder.decode(line)
+    except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError, RecursionError) as exc:
         raise _classify(line, _KNOWN_CLIENT_TYPES, exc) from None
+    bad = _utf8_error(line)
+    if bad is not None:
+        raise bad
+    return msg
 
 
 def decode_server(line: bytes) -> ServerMessage:
     """Decode one line sent by the server (used by tests, benchmarks and ``arena doctor``)."""
     try:
-        return _server_decoder.decode(line)
-    except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError) as exc:
+        msg = _server_decoder.decode(line)
+    except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError, RecursionError) as exc:
         raise _classify(line, _KNOWN_SERVER_TYPES, exc) from None
+    bad = _utf8_error(line)
+    if bad is not None:
+        raise bad
+    return msg
 
 
 class LineReader:

@@ -42,14 +42,14 @@ TOURNAMENT = ("tournament", "--bots", RANDOM, GREEDY, "--db", "t.db", "--quiet")
 
 
 BAD_COMMAND_LINES = [
-    (TOURNAMENT + ("--games", "0"), USAGE, ("--games", "at least 1", "not 0")),
-    (TOURNAMENT + ("--move-ms", "0"), USAGE, ("--move-ms", "at least 1")),
-    (TOURNAMENT + ("--concurrency", "0"), USAGE, ("--concurrency", "at least 1")),
+    (TOURNAMENT + ("--games", "0"), USAGE, ("--games", "from 1 to", "not 0")),
+    (TOURNAMENT + ("--move-ms", "0"), USAGE, ("--move-ms", "from 1 to")),
+    (TOURNAMENT + ("--concurrency", "0"), USAGE, ("--concurrency", "from 1 to")),
     (TOURNAMENT + ("--format", "gauntlet", "--hero", "nobody"), USAGE, ("--hero 'nobody'", "random, greedy")),
     (("tournament", "--bots", RANDOM, RANDOM, "--db", "t.db"), USAGE, ("bot name 'random'", "`name`")),
     (("tournament", "--bots", "missing.toml", RANDOM, "--db", "t.db"), USAGE, ("missing.toml", "no such")),
     (("tournament", "--resume", "--db", "t.db"), USAGE, ("nothing to resume", "t.db")),
-    (("spectators", "add", "bob", "--deposit", "-500", "--db", "t.db"), USAGE, ("--deposit", "at least 1")),
+    (("spectators", "add", "bob", "--deposit", "-500", "--db", "t.db"), USAGE, ("--deposit", "from 1 to")),
     (("bots", "remove", "zed", "--db", "t.db"), 1, ("no bot 'zed'",)),
     (("serve", "--config", "nothere.toml"), USAGE, ("nothere.toml", "no such contest file")),
 ]

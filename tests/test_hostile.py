@@ -81,6 +81,8 @@ CASES: dict[str, Case] = {
     # framing
     "bad_utf8": Case(("bad_utf8",), "forfeit_protocol", "bad_utf8"),
     "bad_json": Case(("bad_json",), "forfeit_protocol", "bad_json"),
+    "deep_json": Case(("bad_json",), "forfeit_protocol", "bad_json"),  # not a RecursionError / disconnect
+    "utf8_unknown": Case(("bad_utf8",), "forfeit_protocol", "bad_utf8"),  # bad bytes in an ignored field
     "array": Case(("not_object",), "forfeit_protocol", "not_object"),
     "no_type": Case(("missing_type",), "forfeit_protocol", "missing_type"),
     "unknown_type": Case(("unknown_type",), "forfeit_protocol", "unknown_type"),

@@ -16,6 +16,8 @@ close           closes its socket in the middle of the match, the process lives 
 nohello         connects and never sends ``hello``
 bad_utf8        sends a line that is not UTF-8
 bad_json        sends a line that is not JSON
+deep_json       sends an ``action`` whose value is an array nested 30,000 deep (60 KB)
+utf8_unknown    sends a correct ``action`` with an extra field holding bytes that are not UTF-8
 array           sends a JSON array
 no_type         sends an object without ``"type"``
 unknown_type    sends an object with an unknown ``"type"``
@@ -50,7 +52,8 @@ import threading
 import time
 
 MODES = (
-    "good", "sleep", "late", "crash", "close", "nohello", "bad_utf8", "bad_json", "array",
+    "good", "sleep", "late", "crash", "close", "nohello", "bad_utf8", "bad_json", "deep_json",
+    "utf8_unknown", "array",
     "no_type", "unknown_type", "bad_message", "huge", "truncate", "flood_actions", "flood_junk",
     "flood_blank", "unknown_id", "twice", "not_held", "out_of_turn", "wrong_decision",
     "hello_twice", "fork",
@@ -235,6 +238,12 @@ class Bot:
             self.send_raw(b'{"type":"action","id":%d,"action":"\xff\xfe"}\n' % rid)
         elif mode == "bad_json":
             self.send_raw(b'{"type":"action","id":%d,"action":\n' % rid)
+        elif mode == "deep_json":
+            self.send_raw(b'{"type":"action","id":%d,"action":%s%s}\n' % (rid, b"[" * 30000, b"]" * 30000),
+                          note="an action nested 30000 deep")
+        elif mode == "utf8_unknown":
+            self.send_raw(b'{"type":"action","id":%d,"action":%s,"note":"\xff\xfe"}\n'
+                          % (rid, json.dumps(legal[0]).encode()))
         elif mode == "array":
             self.send_raw(b'["action",%d]\n' % rid)
         elif mode == "no_type":
