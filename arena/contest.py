@@ -288,7 +288,8 @@ class Contest:
                 log = Path(self.config.logs) / "bots" / f"{name}.log"
                 try:
                     self.procs[name] = await launch(nursery, m, env, log, self.config.limits,
-                                                    bool(sandbox) or self.config.sandbox)
+                                                    bool(sandbox) or self.config.sandbox,
+                                                    connect=self.server.attach_local)
                 except (OSError, RuntimeError):
                     continue
             with trio.move_on_after(1.0):

@@ -16,6 +16,10 @@ arena_protocol_errors_total        counter   code (bad_json, line_too_long, ...)
 arena_connections                  gauge     role (bot / spectator)
 arena_spectators                   gauge     spectators subscribed to at least one match
 arena_scheduler_queue_depth        gauge     matches waiting to be played
+arena_auth_checks_total            counter   verdict (ok / failed / rate_limited): token checks
+arena_connections_refused_total    counter   code (too_many_connections, server_full, idle_timeout, ...)
+arena_storage_paused               gauge     1 while scheduling is paused by a storage fault
+arena_storage_errors_total         counter   what (match log, database, ...): storage writes that failed
 ================================== ========= ===================================================
 """
 
@@ -48,6 +52,11 @@ class Metrics:
         self.connections = Gauge("arena_connections", "Open connections by role", ["role"], registry=r)
         self.spectators = Gauge("arena_spectators", "Spectators following at least one match", registry=r)
         self.queue_depth = Gauge("arena_scheduler_queue_depth", "Matches waiting to be played", registry=r)
+        self.auth_checks = Counter("arena_auth_checks", "Token checks by verdict", ["verdict"], registry=r)
+        self.refused = Counter("arena_connections_refused", "Connections refused or dropped by the server's caps",
+                               ["code"], registry=r)
+        self.storage_paused = Gauge("arena_storage_paused", "1 while a storage fault pauses scheduling", registry=r)
+        self.storage_errors = Counter("arena_storage_errors", "Failed storage writes", ["what"], registry=r)
 
     def exposition(self) -> bytes:
         """The text exposition format (what ``/metrics`` returns)."""

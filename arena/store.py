@@ -197,6 +197,12 @@ class Store:
             return False
         return hmac.compare_digest(hash_token(token, row["salt"]), row["token_hash"])
 
+    def bot_secret(self, name: str) -> tuple[bytes, bytes] | None:
+        """``(salt, token hash)`` of a registered bot, or None (compare with
+        ``hmac.compare_digest``, never ``==``: see :mod:`arena.auth`)."""
+        row = self.db.execute("SELECT salt, token_hash FROM bots WHERE name=?", (name,)).fetchone()
+        return (row[0], row[1]) if row else None
+
     def bot_names(self) -> list[str]:
         """All registered bot names, sorted."""
         return [r[0] for r in self.db.execute("SELECT name FROM bots ORDER BY name")]

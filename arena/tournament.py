@@ -139,7 +139,8 @@ async def run_tournament(
                 "ARENA_BOT_SEED": str(derive_seed(config.seed, "bot", m.name)),
             }
             procs[m.name] = await launch(
-                nursery, m, env, logs / "bots" / f"{m.name}.log", config.limits, config.sandbox
+                nursery, m, env, logs / "bots" / f"{m.name}.log", config.limits, config.sandbox,
+                connect=server.attach_local,
             )
 
         try:
