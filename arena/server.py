@@ -36,7 +36,7 @@ import msgspec
 import trio
 
 from arena import __version__
-from arena.auth import AuthLimits, Authenticator
+from arena.auth import Authenticator, AuthLimits
 from arena.metrics import METRICS
 from arena.seat import Connection
 from arena.spectate import SpectatorHub, Subscriber
