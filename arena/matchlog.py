@@ -65,16 +65,35 @@ class MatchLog:
 
     Use as a context manager or call :meth:`close`. Lines are flushed at close; a crash
     loses at most the unflushed tail of an unfinished match (which is replayed anyway).
+
+    Storage faults never raise: an ``OSError`` opening, writing, flushing or closing the file
+    (a full disk, a read-only path) is kept in :attr:`error`, the file is abandoned and later
+    lines are dropped. The referee then aborts the match (see :mod:`arena.storage_health`).
     """
 
     def __init__(self, path: str | Path | None) -> None:
         self.path = Path(path) if path is not None else None
         self._fh = None
+        self.error: OSError | None = None
         if self.path is not None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._fh = open(self.path, "wb")  # noqa: SIM115 - closed in close()
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._fh = open(self.path, "wb")  # noqa: SIM115 - closed in close()
+            except OSError as exc:
+                self.error = exc
         self.seq = 0
         self.last_hash = GENESIS
+
+    def _failed(self, exc: OSError) -> None:
+        """Keep the first storage error and abandon the file."""
+        if self.error is None:
+            self.error = exc
+        fh, self._fh = self._fh, None
+        if fh is not None:
+            try:
+                fh.close()
+            except OSError:
+                pass
 
     def write(self, obj: Any) -> None:
         """Append one line (any msgspec-encodable object that encodes to a JSON object),
@@ -84,7 +103,18 @@ class MatchLog:
         body = _encoder.encode(obj)
         digest = hashlib.sha256(self.last_hash.encode() + body).hexdigest()
         self.last_hash = digest
-        self._fh.write(body[:-1] + b',"hash":"' + digest.encode() + b'"}\n')
+        try:
+            self._fh.write(body[:-1] + b',"hash":"' + digest.encode() + b'"}\n')
+        except OSError as exc:
+            self._failed(exc)
+
+    def flush(self) -> None:
+        """Push the lines written so far to the operating system (errors: see :attr:`error`)."""
+        if self._fh is not None:
+            try:
+                self._fh.flush()
+            except OSError as exc:
+                self._failed(exc)
 
     def event(self, event: GameEvent, seen_by: SeenBy) -> None:
         """Append an engine event with its visibility."""
@@ -100,10 +130,14 @@ class MatchLog:
         self.write(LogIncident(seat, code, detail))
 
     def close(self) -> None:
-        """Flush and close the file."""
+        """Flush and close the file (errors: see :attr:`error`)."""
         if self._fh is not None:
-            self._fh.close()
-            self._fh = None
+            fh, self._fh = self._fh, None
+            try:
+                fh.close()
+            except OSError as exc:
+                if self.error is None:
+                    self.error = exc
 
     def __enter__(self) -> MatchLog:
         return self

@@ -457,6 +457,13 @@ class Store:
             "UPDATE tournaments SET status='finished', finished_at=? WHERE id=?", (time.time(), tournament_id)
         )
 
+    def probe_write(self, tournament_id: int) -> None:
+        """A write transaction that changes nothing visible (rewrites tournament
+        ``tournament_id``'s row); raises ``sqlite3.Error`` if the database cannot be written
+        (full disk, read-only file). Used to tell when storage works again."""
+        with self._tx():
+            self.db.execute("UPDATE tournaments SET status=status WHERE id=?", (tournament_id,))
+
     def matches(self, tournament_id: int) -> list[dict[str, Any]]:
         """All matches of a tournament as dicts, in schedule order."""
         rows = self.db.execute("SELECT * FROM matches WHERE tournament_id=? ORDER BY idx", (tournament_id,))
