@@ -10,7 +10,7 @@ import time
 import pytest
 import trio
 
-from arena.auth import AuthLimits, Authenticator, RateLimiter, TokenBucket
+from arena.auth import Authenticator, AuthLimits, RateLimiter, TokenBucket
 from arena.server import ArenaServer, ServerConfig
 from arena.store import Store, hash_token
 from tests.conftest import Client, connect_bot
