@@ -15,8 +15,9 @@ Caps, so that no anonymous client can exhaust the process's file descriptors or 
 * at most ``max_connections`` TCP connections at once, and ``max_conns_per_addr`` per address;
   beyond them, ``bot_reserve`` more connections are accepted that may only become
   authenticated bots (a spectator there is refused with ``server_full``);
-* at most ``max_spectators`` spectators; a spectator that sends no line (an empty line will do)
-  for ``spectator_idle_s`` seconds is disconnected with ``idle_timeout``;
+* at most ``max_spectators`` spectators; a spectator that neither sends a line (an empty line
+  will do) nor is sent anything for ``spectator_idle_s`` seconds is disconnected with
+  ``idle_timeout``;
 * bots the server launches itself reach it through :meth:`ArenaServer.attach_local` (a socket
   pair inside the process, no listener, no caps, no rate limits);
 * at start the soft ``RLIMIT_NOFILE`` is raised to the hard limit (:func:`raise_fd_limit`).
@@ -47,6 +48,10 @@ from protocol.framing import DEFAULT_MAX_LINE, LineReader, ProtocolError, decode
 from protocol.messages import Error, Hello, ListMatches, Matches, PlaceBet, Subscribe, Unsubscribe, Welcome
 
 log = logging.getLogger("arena.server")
+
+
+_IDLE = object()
+"""What :meth:`ArenaServer._read_or_idle` returns for an idle spectator."""
 
 
 class ServerConfig(msgspec.Struct, omit_defaults=True):
@@ -297,11 +302,14 @@ class ArenaServer:
                 with trio.fail_after(self.config.send_timeout_s):
                     await stream.send_all(encode(msg))
 
+        last_sent = [trio.current_time()]  # the feed counts as activity: see spectator_idle_s
+
         async def writer() -> None:
             async for data in sub.receive_channel:
                 async with lock:
                     with trio.fail_after(self.config.send_timeout_s):
                         await stream.send_all(data)
+                last_sent[0] = trio.current_time()
             if sub.dropped:
                 await send(Error(code="too_slow", message="the feed overflowed: read faster", fatal=True))
                 await stream.aclose()  # fatal means it: the reader then ends the session
@@ -314,16 +322,15 @@ class ArenaServer:
                 idle_s = self.config.spectator_idle_s
                 while True:
                     try:
-                        with trio.move_on_after(idle_s) as idle:
-                            line = await reader.read_line()
+                        line = await self._read_or_idle(reader, idle_s, last_sent)
                     except ProtocolError as exc:
                         await send(Error(code=exc.code, message=exc.message, fatal=True))
                         break
-                    if idle.cancelled_caught:
+                    if line is _IDLE:
                         self.refused["idle_timeout"] += 1
                         METRICS.refused.labels("idle_timeout").inc()
                         await send(Error(code="idle_timeout", fatal=True,
-                                         message=f"no line for {idle_s:g} s: send any line (an empty one will do)"))
+                                         message=f"nothing sent or received for {idle_s:g} s: send any line (an empty one will do)"))
                         break
                     if line is None:
                         break
@@ -359,6 +366,19 @@ class ArenaServer:
                 del self.desk.subscribers[name]
             with trio.CancelScope(shield=True):
                 await stream.aclose()
+
+    @staticmethod
+    async def _read_or_idle(reader: LineReader, idle_s: float, last_sent: list[float]) -> bytes | None | object:
+        """A spectator's next line (None at end of stream), or :data:`_IDLE` once it has sent
+        no line and been sent nothing for ``idle_s`` seconds (``last_sent[0]``: when the feed
+        last wrote to it)."""
+        start = trio.current_time()
+        while True:
+            deadline = max(start, last_sent[0]) + idle_s
+            with trio.move_on_at(deadline):
+                return await reader.read_line()
+            if max(start, last_sent[0]) + idle_s <= trio.current_time():
+                return _IDLE
 
     def _bet(self, name: str, bettor: bool, msg: PlaceBet) -> Any:
         """A spectator's stake: ``bet_placed``, or an error with the wager's code."""

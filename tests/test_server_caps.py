@@ -107,16 +107,21 @@ async def test_spectators_are_capped(store, nursery):
         await x.aclose()
 
 
-async def test_a_silent_spectator_is_dropped_and_one_sending_empty_lines_is_kept(store, nursery):
+async def test_an_idle_spectator_is_dropped_but_one_that_talks_or_is_fed_is_kept(store, nursery):
+    """Idle: nothing sent and nothing received for spectator_idle_s. A spectator sending empty
+    lines is kept, and so is one that only listens to a feed that keeps coming."""
     srv = await start(store, nursery, spectator_idle_s=1.0)
     silent, w1 = await spectator(srv.port, "silent")
     chatty, w2 = await spectator(srv.port, "chatty")
-    assert w1["type"] == w2["type"] == "welcome"
+    listener, w3 = await spectator(srv.port, "listener")
+    assert w1["type"] == w2["type"] == w3["type"] == "welcome"
+    feed = next(s for s in srv.hub.subscribers if s.name == "listener")
     async with trio.open_nursery() as keepalive:
 
         async def ping() -> None:
             while True:
                 await chatty.send_raw(b"\n")
+                feed.push(b'{"type":"goodbye","reason":"not really"}\n')
                 await trio.sleep(0.05)
 
         keepalive.start_soon(ping)
@@ -124,9 +129,11 @@ async def test_a_silent_spectator_is_dropped_and_one_sending_empty_lines_is_kept
         assert msg["code"] == "idle_timeout" and msg["fatal"] and await silent.recv() is None
         await chatty.send({"type": "list"})
         assert (await chatty.recv_type("matches"))["type"] == "matches"  # still served
+        assert (await listener.recv())["type"] == "goodbye"
         keepalive.cancel_scope.cancel()
-    assert srv.refused["idle_timeout"] == 1
+    assert srv.refused["idle_timeout"] == 1 and srv.spectators == 2
     await chatty.aclose()
+    await listener.aclose()
 
 
 async def test_a_thousand_idle_spectators_neither_exhaust_fds_nor_stop_a_match(store, nursery, tmp_path):
