@@ -329,8 +329,8 @@ class ArenaServer:
                     if line is _IDLE:
                         self.refused["idle_timeout"] += 1
                         METRICS.refused.labels("idle_timeout").inc()
-                        await send(Error(code="idle_timeout", fatal=True,
-                                         message=f"nothing sent or received for {idle_s:g} s: send any line (an empty one will do)"))
+                        text = f"nothing sent or received for {idle_s:g} s: send any line (an empty one will do)"
+                        await send(Error(code="idle_timeout", fatal=True, message=text))
                         break
                     if line is None:
                         break
