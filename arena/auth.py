@@ -7,9 +7,11 @@ lines in parallel would hold gigabytes and every core. :class:`Authenticator` bo
 * **Concurrency**: at most ``auth_concurrency`` scrypt computations run at once (worker
   threads behind a :class:`trio.CapacityLimiter`); the others wait their turn.
 * **Rate limits**: every scrypt check that is not answered from the cache costs one token of
-  the client address's bucket and one of the name's bucket (:class:`RateLimiter`, token buckets
-  on trio's clock); a check that succeeds gets both back, so only failures use them up. An
-  empty bucket refuses at once, before any hashing, with ``rate_limited``.
+  the client address's bucket, one of the name's bucket and one of the server's overall bucket
+  (:class:`RateLimiter`, token buckets on trio's clock); a check that succeeds gets them back,
+  so only failures use them up. An empty bucket refuses at once, before any hashing, with
+  ``rate_limited``. The overall bucket bounds the CPU a flood from many addresses with fresh
+  names can take (by default 10 failed checks a second, about a third of one core).
 * **Cache**: a verified token is remembered as an HMAC-SHA256, under a key made at start-up, of
   ``(table, name, salt, token)``: the next ``hello`` of the same bot (a reconnect) is checked
   with one fast keyed hash and no scrypt, and is never rate limited, so an attacker failing on
@@ -135,6 +137,8 @@ class AuthLimits(msgspec.Struct, frozen=True):
     addr_per_min: float = 30.0
     name_burst: int = 5
     name_per_min: float = 6.0
+    global_burst: int = 20
+    global_per_min: float = 600.0
 
 
 class Authenticator:
@@ -151,6 +155,7 @@ class Authenticator:
         self.limiter = trio.CapacityLimiter(max(1, self.limits.concurrency))
         self.by_addr = RateLimiter(self.limits.addr_burst, self.limits.addr_per_min / 60)
         self.by_name = RateLimiter(self.limits.name_burst, self.limits.name_per_min / 60)
+        self.overall = RateLimiter(self.limits.global_burst, self.limits.global_per_min / 60, max_keys=1)
         self.hasher = hasher
         self.scrypt_checks = 0
         self._key = secrets.token_bytes(32)
@@ -167,7 +172,8 @@ class Authenticator:
     def retry_after_s(self, name: str, addr: str, table: str = "bots") -> float:
         """Seconds until a client at ``addr`` may try ``name`` again (for the error message)."""
         now = trio.current_time()
-        return max(self.by_addr.wait_s(addr, now), self.by_name.wait_s(f"{table}:{name}", now))
+        return max(self.by_addr.wait_s(addr, now), self.by_name.wait_s(f"{table}:{name}", now),
+                   self.overall.wait_s("*", now))
 
     async def check(self, table: str, name: str, token: str, addr: str, *, local: bool = False) -> Verdict:
         """``"ok"`` if ``token`` is ``name``'s token in ``table``; ``"failed"`` if not (unknown
@@ -182,13 +188,14 @@ class Authenticator:
         name_key = f"{table}:{name}"
         now = trio.current_time()
         if not local:
-            if not self.by_addr.take(addr, now):
-                METRICS.auth_checks.labels("rate_limited").inc()
-                return "rate_limited"
-            if not self.by_name.take(name_key, now):
-                self.by_addr.give(addr, now)
-                METRICS.auth_checks.labels("rate_limited").inc()
-                return "rate_limited"
+            taken: list[tuple[RateLimiter, str]] = []
+            for limiter, key in ((self.by_addr, addr), (self.by_name, name_key), (self.overall, "*")):
+                if not limiter.take(key, now):
+                    for done, k in taken:
+                        done.give(k, now)
+                    METRICS.auth_checks.labels("rate_limited").inc()
+                    return "rate_limited"
+                taken.append((limiter, key))
         salt, expected = secret if secret is not None else (DUMMY_SALT, b"")
         self.scrypt_checks += 1
         digest = await trio.to_thread.run_sync(self.hasher, token, salt, limiter=self.limiter)
@@ -198,6 +205,7 @@ class Authenticator:
             if not local:
                 self.by_addr.give(addr, now)
                 self.by_name.give(name_key, now)
+                self.overall.give("*", now)
             self._verified[(table, name)] = self._mac(table, name, salt, token)
         METRICS.auth_checks.labels("ok" if ok else "failed").inc()
         return "ok" if ok else "failed"

@@ -63,7 +63,8 @@ class ServerConfig(msgspec.Struct, omit_defaults=True):
     ``max_spectators`` spectators, each dropped after ``spectator_idle_s`` seconds without a line.
     Authentication (:class:`arena.auth.AuthLimits`): ``auth_concurrency`` scrypt checks at
     once; per address ``auth_addr_burst`` failures then ``auth_addr_per_min`` a minute; per name
-    ``auth_name_burst`` then ``auth_name_per_min``."""
+    ``auth_name_burst`` then ``auth_name_per_min``; in all ``auth_global_burst`` then
+    ``auth_global_per_min``."""
 
     host: str = "127.0.0.1"
     port: int = 0
@@ -80,12 +81,15 @@ class ServerConfig(msgspec.Struct, omit_defaults=True):
     auth_addr_per_min: float = 30.0
     auth_name_burst: int = 5
     auth_name_per_min: float = 6.0
+    auth_global_burst: int = 20
+    auth_global_per_min: float = 600.0
 
     def auth_limits(self) -> AuthLimits:
         """The ``auth_*`` keys as :class:`arena.auth.AuthLimits`."""
         return AuthLimits(concurrency=self.auth_concurrency, addr_burst=self.auth_addr_burst,
                           addr_per_min=self.auth_addr_per_min, name_burst=self.auth_name_burst,
-                          name_per_min=self.auth_name_per_min)
+                          name_per_min=self.auth_name_per_min, global_burst=self.auth_global_burst,
+                          global_per_min=self.auth_global_per_min)
 
 
 def raise_fd_limit() -> int:

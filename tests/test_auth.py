@@ -118,6 +118,16 @@ async def test_an_attacker_failing_under_a_bots_name_cannot_lock_it_out_once_ver
     assert await auth.check("bots", "alice", "right", "10.0.0.1") == "ok"  # answered from the cache
 
 
+async def test_failures_are_limited_overall_across_addresses_and_names(mem_store, mock_clock):
+    register(mem_store, "alice", "right")
+    auth = auth_with(mem_store, global_burst=3, global_per_min=60)
+    got = [await auth.check("bots", f"fresh{i}", "x", f"10.1.0.{i}") for i in range(5)]
+    assert got == ["failed"] * 3 + ["rate_limited"] * 2 and auth.scrypt_checks == 3
+    assert auth.by_addr.buckets["10.1.0.4"].tokens == auth.limits.addr_burst  # refunded when refused
+    mock_clock.jump(1.0)
+    assert await auth.check("bots", "alice", "right", "10.1.0.9") == "ok"
+
+
 async def test_local_connections_are_not_rate_limited(mem_store, mock_clock):
     register(mem_store, "alice", "right")
     auth = auth_with(mem_store, addr_burst=1, name_burst=1)
