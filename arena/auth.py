@@ -11,7 +11,7 @@ lines in parallel would hold gigabytes and every core. :class:`Authenticator` bo
   (:class:`RateLimiter`, token buckets on trio's clock); a check that succeeds gets them back,
   so only failures use them up. An empty bucket refuses at once, before any hashing, with
   ``rate_limited``. The overall bucket bounds the CPU a flood from many addresses with fresh
-  names can take (by default 10 failed checks a second, about a third of one core).
+  names can take (by default 2 failed checks a second, well under a tenth of a core).
 * **Cache**: a verified token is remembered as an HMAC-SHA256, under a key made at start-up, of
   ``(table, name, salt, token)``: the next ``hello`` of the same bot (a reconnect) is checked
   with one fast keyed hash and no scrypt, and is never rate limited, so an attacker failing on
@@ -132,13 +132,13 @@ class AuthLimits(msgspec.Struct, frozen=True):
     scrypt checks; per address and per name, the burst of failed checks allowed and how many
     more are allowed per minute after it."""
 
-    concurrency: int = 2
+    concurrency: int = 1
     addr_burst: int = 10
     addr_per_min: float = 30.0
     name_burst: int = 5
     name_per_min: float = 6.0
-    global_burst: int = 20
-    global_per_min: float = 600.0
+    global_burst: int = 10
+    global_per_min: float = 120.0
 
 
 class Authenticator:

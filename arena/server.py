@@ -76,13 +76,13 @@ class ServerConfig(msgspec.Struct, omit_defaults=True):
     bot_reserve: int = 32
     max_spectators: int = 256
     spectator_idle_s: float = 120.0
-    auth_concurrency: int = 2
+    auth_concurrency: int = 1
     auth_addr_burst: int = 10
     auth_addr_per_min: float = 30.0
     auth_name_burst: int = 5
     auth_name_per_min: float = 6.0
-    auth_global_burst: int = 20
-    auth_global_per_min: float = 600.0
+    auth_global_burst: int = 10
+    auth_global_per_min: float = 120.0
 
     def auth_limits(self) -> AuthLimits:
         """The ``auth_*`` keys as :class:`arena.auth.AuthLimits`."""

@@ -162,7 +162,8 @@ async def test_concurrent_scrypt_checks_are_bounded(mem_store):
             running -= 1
         return fast_hash(token, salt)
 
-    auth = Authenticator(mem_store, AuthLimits(concurrency=2, addr_burst=100, name_burst=100), hasher=slow_hash)
+    auth = Authenticator(mem_store, AuthLimits(concurrency=2, addr_burst=100, name_burst=100, global_burst=100),
+                         hasher=slow_hash)
     async with trio.open_nursery() as nursery:
         for i in range(12):
             nursery.start_soon(auth.check, "bots", f"n{i}", "wrong", f"10.0.0.{i}")
