@@ -180,3 +180,24 @@ async def test_a_thousand_idle_spectators_neither_exhaust_fds_nor_stop_a_match(s
     assert read_log(log_path)[-1]["type"] == "result"
     for c in clients + list(bots.values()):
         await c.aclose()
+
+
+async def test_the_web_feed_shares_the_spectator_cap_and_status_shows_the_caps(tmp_path):
+    import httpx
+
+    from arena.contest import Contest, ContestConfig
+
+    cfg = ContestConfig(db=str(tmp_path / "arena.db"), logs=str(tmp_path / "logs"), http_port=0, seed=1,
+                        server=ServerConfig(port=0, max_spectators=1))
+    contest = Contest(cfg)
+    async with trio.open_nursery() as nursery:
+        _, http_port = await nursery.start(contest.run)
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{http_port}", timeout=10) as http:
+            async with http.stream("GET", "/api/events") as first:
+                assert first.status_code == 200
+                second = await http.get("/api/events")
+                assert second.status_code == 503 and second.json()["error"] == "server_full"
+                status = (await http.get("/api/status")).json()
+        contest.stop()
+    assert status["storage"] == {"paused": False, "reason": "", "waiting_writes": 0}
+    assert status["connections"]["web_viewers"] == 1 and status["connections"]["refused"] == {"server_full": 1}
