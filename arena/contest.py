@@ -30,6 +30,7 @@ The configuration is a TOML file (see docs/contest.example.toml and :class:`Cont
 
 from __future__ import annotations
 
+import logging
 import os
 import random
 import signal
@@ -44,7 +45,7 @@ import trio
 from arena.formats import Pairing, derive_seed
 from arena.launcher import BotProcess, Limits, launch, load_manifest
 from arena.metrics import METRICS
-from arena.referee import MatchConfig
+from arena.referee import MatchConfig, MatchResult
 from arena.server import ArenaServer, ServerConfig
 from arena.spectate import SpectatorHub, Subscriber
 from arena.storage_health import STORAGE_ERRORS, StorageHealth
@@ -52,6 +53,8 @@ from arena.store import Store
 from arena.tournament import play_match
 from arena.wagers import Ledger, LedgerRecord, WagerError
 from protocol.messages import BetPlaced, BetSettled, Betting, Goodbye, Rules, TimeControl
+
+log = logging.getLogger("arena.contest")
 
 
 class ContestConfig(msgspec.Struct, forbid_unknown_fields=True):
@@ -294,6 +297,9 @@ class Contest:
                 try:
                     result = await play_match(self.store, self.server, row, cfg.match_config(), logs,
                                               hub=self.hub, pair=pair, abort_on_cancel=True, health=self.health)
+                except Exception:  # a bug in one match ends that match, never the server
+                    log.exception("match %s failed", row.match_key)
+                    await self._abort_if_pending(row.match_key)
                 finally:
                     if betting:  # settled whatever happened: an aborted match returns every stake
                         self._wagers("betting", self.desk.settle, row.match_key, result.winner if result else None,
@@ -302,6 +308,16 @@ class Contest:
             self.busy.difference_update((a, b))
             self.running -= 1
             self._poke()
+
+    async def _abort_if_pending(self, match_key: str) -> None:
+        """Record ``match_key`` as aborted (retried while storage fails) unless it has a result."""
+        def abort() -> None:
+            if self.store.match_row(match_key).status == "pending":
+                self.store.record_result(match_key, MatchResult(match_id=match_key, winner=None, reason="aborted",
+                                                                scores=[0, 0], manches=[0, 0],
+                                                                detail="internal error (see the server's log)"), None)
+
+        await self.health.commit("database", abort)
 
     async def _scheduler(self, nursery: trio.Nursery) -> None:
         cfg = self.config

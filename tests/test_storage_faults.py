@@ -258,3 +258,29 @@ async def test_a_result_the_database_refuses_is_retried_until_committed(tmp_path
         contest.stop()
     assert "pending" not in _counts(db)
     store.close()
+
+
+async def test_an_unexpected_error_in_one_match_ends_that_match_only(tmp_path, monkeypatch):
+    import arena.contest
+
+    store = Store(tmp_path / "arena.db")
+    contest = _contest(tmp_path, store)
+    real = arena.contest.play_match
+    calls = {"n": 0}
+
+    async def flaky(*args, **kw):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise RuntimeError("a bug")
+        return await real(*args, **kw)
+
+    monkeypatch.setattr(arena.contest, "play_match", flaky)
+    db = tmp_path / "arena.db"
+    async with trio.open_nursery() as nursery:
+        await nursery.start(contest.run)
+        await _until(lambda: _counts(db).get("done", 0) >= 3)
+        contest.stop()
+    with sqlite3.connect(db) as c:
+        details = [d for (d,) in c.execute("SELECT detail FROM matches WHERE status='aborted'")]
+    assert "internal error (see the server's log)" in details and "pending" not in _counts(db)
+    store.close()
