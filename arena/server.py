@@ -60,7 +60,8 @@ class ServerConfig(msgspec.Struct, omit_defaults=True):
     Caps (see the module docstring): ``max_connections`` TCP connections in all (default 512,
     well below the usual 1,024 file descriptors even when the hard limit cannot be raised),
     ``max_conns_per_addr`` per address, ``bot_reserve`` extra connections for bots only,
-    ``max_spectators`` spectators, each dropped after ``spectator_idle_s`` seconds without a line.
+    ``max_spectators`` spectators, each dropped after ``spectator_idle_s`` seconds in which it
+    sent no line and was sent nothing.
     Authentication (:class:`arena.auth.AuthLimits`): ``auth_concurrency`` scrypt checks at
     once; per address ``auth_addr_burst`` failures then ``auth_addr_per_min`` a minute; per name
     ``auth_name_burst`` then ``auth_name_per_min``; in all ``auth_global_burst`` then
