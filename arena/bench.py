@@ -13,6 +13,16 @@ Three phases, all in one run on one machine, each bounded in time:
    second, and the ratio referee decisions/s ÷ ping-pong round trips/s (target at least
    :data:`REFEREE_TARGET_RATIO`).
 
+4. **Floods** (:func:`flood_rate`, ``--flood-s`` seconds per window, 0 to skip): a real
+   :class:`~arena.server.ArenaServer` with its default caps and a spectator feed refereeing
+   matches back to back, as in phase 2. Three windows of the same run: quiet; while 200
+   clients send wrong-token ``hello`` lines in parallel, again and again, each from its own
+   loopback address with fresh names (the worst case for per-address and per-name limits);
+   and while 1,000 idle spectators from 16 loopback addresses try to connect and stay. Figures:
+   decisions per second in each window, the server process's resident memory (quiet, and the
+   peak during the hello flood), the answers the flooders got, scrypt checks run, and how
+   many idle spectators were welcomed and refused at the caps.
+
 Process layout: the server side (arena server, referee, ping-pong server) runs in this
 process; the two minimal bots (one subprocess, two connections) and the ping-pong client
 (one subprocess) run as ``python -m arena.bench --role bots|client ...``, so on a 2-core
@@ -27,6 +37,7 @@ import os
 import platform
 import subprocess
 import sys
+import time
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -455,6 +466,196 @@ async def pingpong_rate(
     )
 
 
+# --------------------------------------------------------------------------- phase 4: floods
+
+
+@dataclass(frozen=True)
+class FloodFigures:
+    """Result of :func:`flood_rate`. Rates in decisions per second, memory in MiB (resident
+    set of the server's process), counts of connections."""
+
+    quiet_decisions_per_s: float
+    hello_decisions_per_s: float
+    spectator_decisions_per_s: float
+    quiet_rss_mib: float
+    hello_peak_rss_mib: float
+    cpu_share: tuple[float, float, float]
+    """CPU seconds the server's process used per wall second in each window (quiet, hellos,
+    spectators; worker threads included): on a shared machine it tells the server's own cost
+    from the competition for cores."""
+    hello_clients: int
+    hello_answers: dict[str, int]
+    scrypt_checks: int
+    spectators_tried: int
+    spectator_answers: dict[str, int]
+    window_s: float
+
+    @property
+    def spectators_refused(self) -> int:
+        """Idle spectators refused at the caps (``server_full``, ``too_many_connections``)."""
+        return sum(n for code, n in self.spectator_answers.items() if code != "welcome")
+
+
+def _rss_mib() -> float:
+    """This process's resident set size in MiB (Linux ``/proc``; 0 elsewhere)."""
+    try:
+        with open("/proc/self/statm") as fh:
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+async def _hello_flood_role(port: int, clients: int, timeout_s: float) -> dict[str, Any]:
+    """Subprocess side of the hello flood: ``clients`` tasks, each from its own loopback
+    address, send wrong-token ``hello`` lines with fresh names, one connection after another,
+    for ``timeout_s`` seconds. Returns the count of each answer code."""
+    answers: dict[str, int] = {}
+
+    async def one(i: int) -> None:
+        source = f"127.0.{1 + i // 250}.{1 + i % 250}"
+        n = 0
+        while True:
+            n += 1
+            try:
+                stream = await trio.open_tcp_stream(HOST, port, local_address=source)
+            except OSError:
+                answers["connect_failed"] = answers.get("connect_failed", 0) + 1
+                await trio.sleep(0.01)
+                continue
+            try:
+                hello = {"type": "hello", "name": f"intruder-{i}-{n}", "token": "wrong", "protocol": 1}
+                await stream.send_all(_encode(hello) + b"\n")
+                line = await _Lines(stream).next()
+                code = "closed" if line is None else str(msgspec.json.decode(line).get("code", "welcome"))
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                code = "reset"
+            answers[code] = answers.get(code, 0) + 1
+            await stream.aclose()
+
+    with trio.move_on_after(timeout_s):
+        async with trio.open_nursery() as nursery:
+            for i in range(clients):
+                nursery.start_soon(one, i)
+    return answers
+
+
+async def _spectator_flood_role(port: int, count: int, hold_s: float) -> dict[str, Any]:
+    """Subprocess side of the spectator flood: ``count`` spectators from 16 loopback addresses
+    say ``hello`` and then nothing, holding their connections for ``hold_s`` seconds. Returns
+    the count of each first answer (``welcome`` or an error code)."""
+    from arena.server import raise_fd_limit
+
+    raise_fd_limit()
+    answers: dict[str, int] = {}
+    held: list[trio.SocketStream] = []
+
+    async def one(i: int) -> None:
+        try:
+            stream = await trio.open_tcp_stream(HOST, port, local_address=f"127.0.0.{2 + i % 16}")
+            await stream.send_all(_encode({"type": "hello", "name": f"idle{i}", "token": "", "protocol": 1,
+                                           "role": "spectator"}) + b"\n")
+            line = await _Lines(stream).next()
+            code = "closed" if line is None else str(msgspec.json.decode(line).get("code", "welcome"))
+            held.append(stream)
+        except OSError:
+            code = "connect_failed"
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            code = "reset"
+        answers[code] = answers.get(code, 0) + 1
+
+    with trio.move_on_after(hold_s):
+        async with trio.open_nursery() as nursery:
+            for i in range(count):
+                nursery.start_soon(one, i)
+        await trio.sleep_forever()
+    for stream in held:
+        await stream.aclose()
+    return answers
+
+
+async def flood_rate(window_s: float = 5.0, clients: int = 200, spectators: int = 1000,
+                     seed: int = 1) -> FloodFigures:
+    """Phase 4 (see the module docstring): decisions/s quiet, during the hello flood and during
+    the spectator flood, each over ``window_s`` seconds of one run, with the server's memory."""
+    from arena.matchlog import MatchLog
+    from arena.metrics import METRICS
+    from arena.referee import MatchConfig, Referee
+    from arena.server import ArenaServer, ServerConfig
+    from arena.spectate import SpectatorHub
+    from arena.store import Store
+
+    store = Store(":memory:")
+    names = ("bench-a", "bench-b")
+    tokens = [store.add_bot(name) for name in names]
+    server = ArenaServer(store, ServerConfig(port=0), hub=SpectatorHub())
+    rss_peak = 0.0
+    try:
+        async with trio.open_nursery() as nursery:
+            port = await nursery.start(server.serve)
+            total = 3 * window_s + 3 * STARTUP_TIMEOUT_S
+            bots = _Child(_role_command(
+                "--role", "bots", "--port", str(port), "--timeout", str(total),
+                *(arg for name, token in zip(names, tokens, strict=True) for arg in ("--bot", f"{name}:{token}")),
+            ))  # fmt: skip
+            nursery.start_soon(bots.run)
+            with trio.move_on_after(STARTUP_TIMEOUT_S):
+                for name in names:
+                    await server.wait_for(name, STARTUP_TIMEOUT_S)
+            if not all(name in server.bots for name in names):
+                raise RuntimeError(f"the bench bots did not connect: {bots.failure()}")
+
+            async def referee_loop() -> None:
+                config, matches = MatchConfig(), 0
+                while True:
+                    a, b = names if matches % 2 == 0 else names[::-1]
+                    result = await Referee(f"flood-{matches}", seed + matches, config,
+                                           (server.bots[a], server.bots[b]), MatchLog(None)).run()
+                    if result.reason != "target":
+                        raise RuntimeError(f"bench match {matches} ended by {result.reason}: {result.detail}; "
+                                           f"bots: {bots.failure()}")
+                    matches += 1
+
+            def decided() -> float:  # counted by the referee as decisions happen
+                return METRICS.registry.get_sample_value("arena_decisions_total", {"game": "ecarte"}) or 0.0
+
+            cpu: list[float] = []
+
+            async def window() -> float:
+                nonlocal rss_peak
+                d0, t0, c0 = decided(), perf_counter(), time.process_time()
+                end = t0 + window_s
+                while perf_counter() < end:
+                    await trio.sleep(0.1)
+                    rss_peak = max(rss_peak, _rss_mib())
+                cpu.append((time.process_time() - c0) / (perf_counter() - t0))
+                return (decided() - d0) / (perf_counter() - t0)
+
+            nursery.start_soon(referee_loop)
+            await trio.sleep(0.5)  # warm up
+            quiet = await window()
+            quiet_rss = _rss_mib()
+            rss_peak = 0.0
+            hello = _Child(_role_command("--role", "hellos", "--port", str(port), "--clients", str(clients),
+                                         "--timeout", str(window_s + 1.0)))
+            nursery.start_soon(hello.run)
+            await trio.sleep(0.5)  # the flood ramps up
+            during_hellos = await window()
+            hello_peak = rss_peak
+            hello_report = await hello.report(STARTUP_TIMEOUT_S)
+            spect = _Child(_role_command("--role", "spectators", "--port", str(port), "--count", str(spectators),
+                                         "--timeout", str(window_s + 4.0)))
+            nursery.start_soon(spect.run)
+            await trio.sleep(2.0)  # the spectators connect
+            during_spectators = await window()
+            spect_report = await spect.report(STARTUP_TIMEOUT_S)
+            nursery.cancel_scope.cancel()
+    finally:
+        store.close()
+    return FloodFigures(quiet, during_hellos, during_spectators, quiet_rss, hello_peak, (cpu[0], cpu[1], cpu[2]),
+                        clients, hello_report,
+                        server.auth.scrypt_checks, spectators, spect_report, window_s)
+
+
 # --------------------------------------------------------------------------- report
 
 
@@ -468,6 +669,8 @@ class BenchReport:
     seconds: float
     piquet: EngineFigures | None = None
     """Piquet random self-play (no target: reported for issue 5)."""
+    flood: FloodFigures | None = None
+    """Phase 4 (issue 9), when run."""
     """Wall time of the whole run in seconds (subprocess start-ups included)."""
 
     @property
@@ -482,11 +685,12 @@ class BenchReport:
 
 
 def run_bench(
-    n_deals: int, n_decisions: int, seed: int = 1, progress: Any = None
+    n_deals: int, n_decisions: int, seed: int = 1, progress: Any = None, flood_s: float = 0.0
 ) -> BenchReport:
     """Run the three phases in order: the engine on ``n_deals`` deals, the referee on
     ``n_decisions`` decisions, then ``n_decisions`` ping-pong round trips with the line sizes
-    the referee's bots measured. ``progress(text)``, if given, is told of each phase."""
+    the referee's bots measured; then, if ``flood_s`` > 0, the floods of phase 4 with windows
+    of ``flood_s`` seconds. ``progress(text)``, if given, is told of each phase."""
     if n_deals < 1 or n_decisions < 1:
         raise ValueError("--deals and --decisions must be at least 1")
     say = progress or (lambda text: None)
@@ -499,7 +703,11 @@ def run_bench(
     say(f"3/3 ping-pong baseline, {n_decisions:,} round trips of {req} B / {ans} B")
     pingpong = trio.run(pingpong_rate, n_decisions, req, ans)
     piquet = engine_deals_per_second(max(1, n_deals // 20), seed, game="piquet")
-    return BenchReport(engine, referee, pingpong, perf_counter() - t0, piquet)
+    flood = None
+    if flood_s > 0:
+        say(f"4/4 floods: 200 wrong-token hellos, then 1,000 idle spectators, {flood_s:g} s windows")
+        flood = trio.run(flood_rate, flood_s)
+    return BenchReport(engine, referee, pingpong, perf_counter() - t0, piquet, flood)
 
 
 def _machine() -> str:
@@ -546,6 +754,17 @@ def print_report(console: Any, report: BenchReport) -> None:
     table.add_row("  server→bot lines", f"{r.lines_per_decision:.2f}", "lines/decision",
                   f"{r.bytes_per_decision:,.0f} bytes/decision", "")
     table.add_row("ping-pong, raw trio, same sizes", f"{p.round_trips_per_s:,.0f}", "round trips/s", "", "")
+    f = report.flood
+    if f is not None:
+        q, h, v = f.cpu_share
+        table.add_row("server, quiet (phase 4 baseline)", f"{f.quiet_decisions_per_s:,.0f}", "decisions/s",
+                      f"RSS {f.quiet_rss_mib:,.0f} MiB, CPU {q:.2f}", "")
+        table.add_row(f"  during {f.hello_clients} parallel wrong-token hellos", f"{f.hello_decisions_per_s:,.0f}",
+                      "decisions/s", f"peak RSS {f.hello_peak_rss_mib:,.0f} MiB, CPU {h:.2f}",
+                      f"{f.hello_decisions_per_s / f.quiet_decisions_per_s:.2f}")
+        table.add_row(f"  during {f.spectators_tried:,} idle spectators", f"{f.spectator_decisions_per_s:,.0f}",
+                      "decisions/s", f"{f.spectators_refused:,} refused at the caps, CPU {v:.2f}",
+                      f"{f.spectator_decisions_per_s / f.quiet_decisions_per_s:.2f}")
     console.print(table)
     console.print(
         f"engine: {e.deals:,} deals, {e.decisions:,} decisions, {e.matches:,} matches in {e.seconds:.2f} s\n"
@@ -555,6 +774,11 @@ def print_report(console: Any, report: BenchReport) -> None:
         "layout: server side in this process; bots and ping-pong client in one subprocess each\n"
         f"whole run: {report.seconds:.1f} s"
     )
+    if f is not None:
+        answers = ", ".join(f"{code} {n:,}" for code, n in sorted(f.hello_answers.items()))
+        seen = ", ".join(f"{code} {n:,}" for code, n in sorted(f.spectator_answers.items()))
+        console.print(f"floods ({f.window_s:g} s windows, flooders in subprocesses): hello answers: {answers}; "
+                      f"scrypt checks run: {f.scrypt_checks:,}; idle spectators: {seen}")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -569,7 +793,8 @@ def main(args: argparse.Namespace) -> int:
         console.print("[red]error:[/red] --deals and --decisions must be at least 1")
         return 2
     console.print(f"[bold]arena bench[/bold] on {_machine()}")
-    report = run_bench(args.deals, args.decisions, progress=lambda text: console.print(f"[dim]{text}...[/dim]"))
+    report = run_bench(args.deals, args.decisions, progress=lambda text: console.print(f"[dim]{text}...[/dim]"),
+                       flood_s=getattr(args, "flood_s", 0.0))
     print_report(console, report)
     return 0
 
@@ -580,16 +805,22 @@ def main(args: argparse.Namespace) -> int:
 def _role_main(argv: Sequence[str]) -> int:
     """Entry of ``python -m arena.bench --role bots|client``; prints one JSON report line."""
     parser = argparse.ArgumentParser(prog="python -m arena.bench", description=__doc__.splitlines()[0])
-    parser.add_argument("--role", choices=["bots", "client"], required=True)
+    parser.add_argument("--role", choices=["bots", "client", "hellos", "spectators"], required=True)
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--timeout", type=float, default=DEFAULT_MAX_SECONDS, help="seconds")
     parser.add_argument("--bot", action="append", default=[], metavar="NAME:TOKEN", help="bots role")
     parser.add_argument("--rounds", type=int, default=1000, help="client role: round trips")
     parser.add_argument("--size", type=int, default=64, help="client role: line size in bytes")
+    parser.add_argument("--clients", type=int, default=200, help="hellos role: parallel flooders")
+    parser.add_argument("--count", type=int, default=1000, help="spectators role: idle spectators")
     args = parser.parse_args(argv)
     if args.role == "bots":
         credentials = [tuple(spec.split(":", 1)) for spec in args.bot]
         report = trio.run(_bots_role, args.port, credentials, args.timeout)
+    elif args.role == "hellos":
+        report = trio.run(_hello_flood_role, args.port, args.clients, args.timeout)
+    elif args.role == "spectators":
+        report = trio.run(_spectator_flood_role, args.port, args.count, args.timeout)
     else:
         report = trio.run(_client_role, args.port, args.rounds, args.size, args.timeout)
     print(json.dumps(report), flush=True)

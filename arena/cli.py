@@ -163,6 +163,8 @@ def build_parser() -> argparse.ArgumentParser:
     b = sub.add_parser("bench", help="measure engine and referee throughput")
     b.add_argument("--deals", type=option_int("deals"), default=20000, help="self-play deals for the engine figure")
     b.add_argument("--decisions", type=option_int("decisions"), default=20000, help="decisions for the TCP figures")
+    b.add_argument("--flood-s", type=float_in(0.0, 3600.0), default=5.0,
+                   help="seconds per window of the flood figures (wrong-token hellos, idle spectators); 0 skips them")
 
     bots = sub.add_parser("bots", help="manage registered bots")
     bsub = bots.add_subparsers(dest="bots_command", required=True)

@@ -16,6 +16,11 @@ Bots submitted with ``arena bots submit`` are launched by the server itself, con
 :mod:`arena.launcher`, and relaunched if they die. Remote bots registered with
 ``arena bots add`` connect from anywhere with their token.
 
+A full disk or a read-only path (match logs or database) never stops the server: the match
+concerned is aborted at most, scheduling pauses with a clear message and resumes by itself once
+the storage is writable again, and results not yet committed are retried, never dropped
+(:mod:`arena.storage_health`).
+
 SIGTERM (or Ctrl-C) shuts down cleanly: no new match starts; matches in play get
 ``shutdown_grace_s`` to finish, and any still running are recorded as ``aborted``; every client
 gets ``goodbye``; launched bots are stopped. Nothing is lost.
@@ -25,6 +30,8 @@ The configuration is a TOML file (see docs/contest.example.toml and :class:`Cont
 
 from __future__ import annotations
 
+import logging
+import os
 import random
 import signal
 import tomllib
@@ -42,14 +49,17 @@ from arena.formats import Pairing, derive_seed
 from arena.launcher import BotProcess, Limits, launch, load_manifest
 from arena.metrics import METRICS
 from arena.names import is_valid_name
-from arena.referee import MatchConfig
+from arena.referee import MatchConfig, MatchResult
 from arena.server import ArenaServer, ServerConfig
 from arena.spectate import SpectatorHub, Subscriber
+from arena.storage_health import STORAGE_ERRORS, StorageHealth
 from arena.store import Store
 from arena.supervisor import Supervisor, publish
 from arena.tournament import play_match
 from arena.wagers import Ledger, LedgerRecord, Settlement
 from protocol.messages import BetPlaced, BetSettled, Betting, Goodbye, Rules, TimeControl
+
+log = logging.getLogger("arena.contest")
 
 
 class ContestConfig(msgspec.Struct, forbid_unknown_fields=True):
@@ -69,6 +79,9 @@ class ContestConfig(msgspec.Struct, forbid_unknown_fields=True):
     """Stop scheduling after this many matches (None: run until SIGTERM)."""
     reveal_delay_s: float = 0.0
     shutdown_grace_s: float = 10.0
+    storage_retry_s: float = 5.0
+    """While a storage fault pauses scheduling, seconds between checks (and between retries of
+    a result not yet committed)."""
     betting_s: float = 0.0
     """Gallery wagers (ecarte.md §E9.1): seconds betting stays open before each match (0: none)."""
     http_host: str = "127.0.0.1"
@@ -149,6 +162,8 @@ class BettingDesk:
     def __init__(self, store: Store, hub: SpectatorHub) -> None:
         self.store = store
         self.hub = hub
+        self._unsaved: list[tuple] = []  # settled bets whose save failed: saved with the next one
+        self._dirty = False  # a save failed: the ledger in memory is newer than the database's
         self._load()
         self.subscribers: dict[str, Subscriber] = {}
 
@@ -166,16 +181,26 @@ class BettingDesk:
     def _change(self) -> Iterator[list[tuple]]:
         """One change as one transaction: re-read the ledger, let the caller change it, save it
         with the settled-bet rows the caller appended to the yielded list. On an exception
-        nothing is written (and the next change re-reads the database)."""
+        nothing is written (and the next change re-reads the database). After a failed save
+        (a storage fault) the ledger in memory is the truth: it is not re-read but saved whole,
+        with the settled rows kept from that failure, at the next change or retry."""
         settled: list[tuple] = []
         with self.store.transaction():
-            self._load()
+            if not self._dirty:
+                self._load()
             yield settled
             self.save(settled)
 
     def save(self, settled: list[tuple] = ()) -> None:
-        """Persist the ledger (and settled bets)."""
-        self.store.save_ledger(msgspec.json.encode(self.ledger.snapshot()), self.settled_levies, list(settled))
+        """Persist the ledger (and settled bets). A storage error propagates, and the settled
+        rows are kept for the next save (the snapshot is whole each time, so nothing is lost)."""
+        rows = self._unsaved + list(settled)
+        try:
+            self.store.save_ledger(msgspec.json.encode(self.ledger.snapshot()), self.settled_levies, rows)
+        except STORAGE_ERRORS:
+            self._unsaved, self._dirty = rows, True
+            raise
+        self._unsaved, self._dirty = [], False
 
     def deposit(self, name: str, cents: int) -> int:
         """Credit a spectator's bankroll (the only way money enters); returns the balance."""
@@ -266,6 +291,34 @@ class Contest:
         self.port: int | None = None
         self.http_port: int | None = None
         self._changed = trio.Event()
+        self.health = StorageHealth(config.storage_retry_s, self._probe_storage)
+        self.health.on_resume.append(self._poke)
+        self._outer: trio.Nursery | None = None
+
+    def _probe_storage(self) -> None:
+        """Raise if match logs or the database cannot be written (see :mod:`arena.storage_health`):
+        write, sync and remove a 64 KiB file in the logs directory; run a write transaction."""
+        logs = Path(self.config.logs)
+        logs.mkdir(parents=True, exist_ok=True)
+        probe = logs / ".storage-probe"
+        try:
+            with open(probe, "wb") as fh:
+                fh.write(b"\0" * 65536)
+                fh.flush()
+                os.fsync(fh.fileno())
+        finally:
+            probe.unlink(missing_ok=True)
+        self.store.probe_write(self.tournament_id)
+
+    def _wagers(self, what: str, call, *args) -> None:
+        """A betting desk call whose save may fail: the in-memory ledger is kept (it is whole in
+        every later save) and the save is retried in the background."""
+        try:
+            call(*args)
+        except STORAGE_ERRORS as exc:
+            self.health.fail("database", exc)
+            if self._outer is not None:
+                self._outer.start_soon(self.health.commit, "database", self.desk.save)
 
     # ------------------------------------------------------------------ scheduling
 
@@ -312,34 +365,56 @@ class Contest:
             pair = f"{a}|{b}|{k}" if cfg.duplicate else None
             self.matches_started += len(legs)
             for i, (x, y) in enumerate(legs):
-                if self.stopping.is_set() and i > 0:
+                if (self.stopping.is_set() or self.health.paused) and i > 0:
                     break
                 p = Pairing(index=k + i, bot0=x, bot1=y, seed=seed, pair=pair)
-                row = self.store.add_match(self.tournament_id, cfg.game, p)
+                try:
+                    row = self.store.add_match(self.tournament_id, cfg.game, p)
+                except STORAGE_ERRORS as exc:  # nothing scheduled, nothing lost
+                    self.health.fail("database", exc)
+                    break
                 logs = Path(cfg.logs) / f"t{self.tournament_id}"
                 betting = cfg.betting_s > 0
                 result = None
                 try:
                     if betting:  # inside the try: a shutdown during the window returns the stakes too
-                        self.desk.open(row.match_key, [x, y], int(cfg.betting_s * 1000))
+                        self._wagers("betting", self.desk.open, row.match_key, [x, y], int(cfg.betting_s * 1000))
                         await trio.sleep(cfg.betting_s)
-                        self.desk.close(row.match_key)
+                        self._wagers("betting", self.desk.close, row.match_key)
                     result = await play_match(self.store, self.server, row, cfg.match_config(), logs,
-                                              hub=self.hub, pair=pair, abort_on_cancel=True)
+                                              hub=self.hub, pair=pair, abort_on_cancel=True, health=self.health)
+                except Exception:  # a bug in one match ends that match, never the server
+                    log.exception("match %s failed", row.match_key)
+                    await self._abort_if_pending(row.match_key)
                 finally:
                     if betting:  # settled whatever happened: an aborted match returns every stake
-                        self.desk.settle(row.match_key, result.winner if result else None,
-                                         result.reason if result else "aborted")
+                        self._wagers("betting", self.desk.settle, row.match_key, result.winner if result else None,
+                                     result.reason if result else "aborted")
         finally:
             self.busy.difference_update((a, b))
             self.running -= 1
             self._poke()
 
+    async def _abort_if_pending(self, match_key: str) -> None:
+        """Record ``match_key`` as aborted (retried while storage fails) unless it has a result."""
+        def abort() -> None:
+            if self.store.match_row(match_key).status == "pending":
+                self.store.record_result(match_key, MatchResult(match_id=match_key, winner=None, reason="aborted",
+                                                                scores=[0, 0], manches=[0, 0],
+                                                                detail="internal error (see the server's log)"), None)
+
+        await self.health.commit("database", abort)
+
     async def _scheduler(self, nursery: trio.Nursery) -> None:
         cfg = self.config
         while not self.stopping.is_set():
             limit_hit = cfg.max_matches is not None and self.matches_started >= cfg.max_matches
-            pair = None if limit_hit or self.running >= cfg.concurrency else self.next_pair()
+            pair = None
+            if not (limit_hit or self.health.paused or self.running >= cfg.concurrency):
+                try:
+                    pair = self.next_pair()
+                except STORAGE_ERRORS as exc:
+                    self.health.fail("database", exc)
             METRICS.queue_depth.set(len(self.ready_bots()) // 2)
             if pair is None:
                 with trio.move_on_after(0.5):  # bots come and go: look again now and then
@@ -379,23 +454,34 @@ class Contest:
                     self.supervisor.failed(name, [str(exc)])
                     continue
                 m.name = name
-                token = self.store.add_bot(name)
+                try:
+                    token = self.store.add_bot(name)
+                except STORAGE_ERRORS as exc:  # tried again next round
+                    self.health.fail("database", exc)
+                    continue
                 env = {"ARENA_HOST": self.config.server.host, "ARENA_PORT": str(self.port), "ARENA_NAME": name,
                        "ARENA_TOKEN": token, "ARENA_BOT_SEED": str(derive_seed(self.seed, "bot", name))}
                 log = Path(self.config.logs) / "bots" / f"{name}.log"
                 try:
                     self.procs[name] = await launch(nursery, m, env, log, self.config.limits,
-                                                    bool(sandbox) or self.config.sandbox)
+                                                    bool(sandbox) or self.config.sandbox,
+                                                    connect=self.server.attach_local)
                     self.supervisor.launched(name)
                     self._log_start[name] = log.stat().st_size  # this launch's output starts here
                 except (OSError, RuntimeError) as exc:
                     self.supervisor.failed(name, [f"cannot start: {exc}"])
                     continue
-            publish(self.store, self.supervisor,
-                    {n for n, c in self.server.bots.items() if not c.closed.is_set()})
+            try:  # the bots' state for `arena bots list`: a storage fault pauses, never stops, the server
+                publish(self.store, self.supervisor,
+                        {n for n, c in self.server.bots.items() if not c.closed.is_set()})
+            except STORAGE_ERRORS as exc:
+                self.health.fail("database", exc)
             with trio.move_on_after(1.0):
                 await self.stopping.wait()
-            rows = self.store.submissions()
+            try:
+                rows = self.store.submissions()
+            except STORAGE_ERRORS as exc:
+                self.health.fail("database", exc)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -410,6 +496,8 @@ class Contest:
         self.tournament_id = self.store.create_tournament(cfg.game, "ladder", self.seed, cfg, [], [])
         async with trio.open_nursery() as outer:
             self.hub.nursery = outer
+            self._outer = outer
+            outer.start_soon(self.health.watch)
             await outer.start(self._signals)  # handlers in place before the ports are announced
             self.port = await _bind("TCP port for bots and spectators ([server] port)", cfg.server.host,
                                     cfg.server.port, outer.start(self.server.serve))
@@ -432,7 +520,10 @@ class Contest:
                         await self._changed.wait()
                 matches.cancel_scope.cancel()  # still running: recorded as aborted by play_match
             await self._goodbye()
-            self.store.finish_tournament(self.tournament_id)
+            try:
+                self.store.finish_tournament(self.tournament_id)
+            except STORAGE_ERRORS as exc:  # the next start finds it unfinished: nothing else is lost
+                self.health.fail("database", exc)
             outer.cancel_scope.cancel()
 
     def stop(self) -> None:

@@ -218,7 +218,7 @@ class BotProcess:
 async def _relay(stream: trio.abc.ReceiveStream, path: Path, cap: int) -> None:
     """Copy ``stream`` into ``path``, keeping at most ``cap`` bytes, draining the rest."""
     written = 0
-    with open(path, "ab") as fh:
+    with open(path, "ab", buffering=0) as fh:  # unbuffered: a failed write leaves nothing to flush at close
         while True:
             try:
                 data = await stream.receive_some(65536)
@@ -228,11 +228,14 @@ async def _relay(stream: trio.abc.ReceiveStream, path: Path, cap: int) -> None:
                 return
             if written < cap:
                 keep = data[: cap - written]
-                fh.write(keep)
                 written += len(keep)
-                if written >= cap:
-                    fh.write(b"\n[output truncated at %d bytes]\n" % cap)
-                fh.flush()
+                try:  # a full disk or read-only path costs the log, never the server
+                    fh.write(keep)
+                    if written >= cap:
+                        fh.write(b"\n[output truncated at %d bytes]\n" % cap)
+                    fh.flush()
+                except OSError:
+                    written = cap
 
 
 async def _pump(source: trio.abc.ReceiveStream, sink: trio.abc.SendStream) -> None:
@@ -250,12 +253,15 @@ async def _pump(source: trio.abc.ReceiveStream, sink: trio.abc.SendStream) -> No
                 pass
 
 
-async def _relay_tcp(process: _Process, host: str, port: int) -> None:
-    """Connect to the server for a sandboxed bot and relay its stdin/stdout both ways."""
+async def _relay_tcp(process: _Process, host: str, port: int, connect=None) -> None:
+    """Connect to the server for a sandboxed bot and relay its stdin/stdout both ways.
+    ``connect`` (an async callable returning a stream, e.g. ``ArenaServer.attach_local``)
+    replaces the TCP connection to ``host:port``: the bot then never goes through the
+    server's listener and its caps."""
     assert process.stdin is not None and process.stdout is not None
     try:
-        tcp = await trio.open_tcp_stream(host, port)
-    except OSError:
+        tcp = await connect() if connect is not None else await trio.open_tcp_stream(host, port)
+    except (OSError, RuntimeError):
         await process.stdin.aclose()
         return
     async with trio.open_nursery() as nursery:
@@ -270,12 +276,14 @@ async def launch(
     log_path: Path,
     limits: Limits | None = None,
     sandbox: bool = False,
+    connect=None,
 ) -> BotProcess:
     """Start the bot of ``manifest`` with extra environment ``env`` (``ARENA_HOST`` and
     ``ARENA_PORT`` say where the server is); its output goes to ``log_path`` (appended,
     capped). Relay tasks run in ``nursery``. With ``sandbox`` the bot runs under bubblewrap
     and speaks over stdin/stdout (see the module docstring). Raises ``OSError`` if the command
-    cannot be started, ``RuntimeError`` if ``sandbox`` is asked and ``bwrap`` is missing."""
+    cannot be started, ``RuntimeError`` if ``sandbox`` is asked and ``bwrap`` is missing.
+    ``connect``: how the stdio relay reaches the server (see :func:`_relay_tcp`)."""
     limits = limits or Limits()
     log_path.parent.mkdir(parents=True, exist_ok=True)
     rotate(log_path, limits.log_bytes, limits.log_keep)  # retention: arena.botlog
@@ -303,7 +311,7 @@ async def launch(
     if sandbox:
         assert process.stderr is not None
         nursery.start_soon(_relay, process.stderr, log_path, limits.log_bytes)
-        nursery.start_soon(_relay_tcp, process, env["ARENA_HOST"], int(env["ARENA_PORT"]))
+        nursery.start_soon(_relay_tcp, process, env["ARENA_HOST"], int(env["ARENA_PORT"]), connect)
     else:
         assert process.stdout is not None
         nursery.start_soon(_relay, process.stdout, log_path, limits.log_bytes)

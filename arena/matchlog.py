@@ -73,19 +73,40 @@ class MatchLog:
 
     Use as a context manager or call :meth:`close`. Lines are flushed at close; a crash
     loses at most the unflushed tail of an unfinished match (which is replayed anyway).
+
+    Storage faults never raise: an ``OSError`` opening, writing, flushing or closing the file
+    (a full disk, a read-only path) is kept in :attr:`error`, the file is abandoned and later
+    lines are dropped. The referee then aborts the match (see :mod:`arena.storage_health`).
     """
 
     def __init__(self, path: str | Path | None) -> None:
         self.path = Path(path) if path is not None else None
         self._fh = None
         self._raw = None
+        self.error: OSError | None = None
         if self.path is not None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._fh = self._raw = open(self.path, "wb")  # noqa: SIM115 - closed in close()
-            if self.path.suffix == ".gz":
-                self._fh = gzip.GzipFile(filename="", mode="wb", fileobj=self._raw, mtime=0)
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._fh = self._raw = open(self.path, "wb")  # noqa: SIM115 - closed in close()
+                if self.path.suffix == ".gz":
+                    self._fh = gzip.GzipFile(filename="", mode="wb", fileobj=self._raw, mtime=0)
+            except OSError as exc:
+                self.error = exc
         self.seq = 0
         self.last_hash = GENESIS
+
+    def _failed(self, exc: OSError) -> None:
+        """Keep the first storage error and abandon the file."""
+        if self.error is None:
+            self.error = exc
+        fh, self._fh = self._fh, None
+        raw, self._raw = self._raw, None
+        for f in (fh, raw):
+            if f is not None:
+                try:
+                    f.close()
+                except OSError:
+                    pass
 
     def write(self, obj: Any) -> None:
         """Append one line (any msgspec-encodable object that encodes to a JSON object),
@@ -95,7 +116,18 @@ class MatchLog:
         body = _encoder.encode(obj)
         digest = hashlib.sha256(self.last_hash.encode() + body).hexdigest()
         self.last_hash = digest
-        self._fh.write(body[:-1] + b',"hash":"' + digest.encode() + b'"}\n')
+        try:
+            self._fh.write(body[:-1] + b',"hash":"' + digest.encode() + b'"}\n')
+        except OSError as exc:
+            self._failed(exc)
+
+    def flush(self) -> None:
+        """Push the lines written so far to the operating system (errors: see :attr:`error`)."""
+        if self._fh is not None:
+            try:
+                self._fh.flush()
+            except OSError as exc:
+                self._failed(exc)
 
     def event(self, event: GameEvent, seen_by: SeenBy) -> None:
         """Append an engine event with its visibility."""
@@ -111,13 +143,21 @@ class MatchLog:
         self.write(LogIncident(seat, code, detail))
 
     def close(self) -> None:
-        """Flush and close the file."""
+        """Flush and close the file (errors: see :attr:`error`)."""
         if self._fh is not None:
-            self._fh.close()
-            self._fh = None
-        if self._raw is not None:
-            self._raw.close()
-            self._raw = None
+            fh, self._fh = self._fh, None
+            try:
+                fh.close()
+            except OSError as exc:
+                if self.error is None:
+                    self.error = exc
+        raw, self._raw = self._raw, None
+        if raw is not None:
+            try:
+                raw.close()
+            except OSError as exc:
+                if self.error is None:
+                    self.error = exc
 
     def __enter__(self) -> MatchLog:
         return self
@@ -335,13 +375,14 @@ NOT_PLAYED = ("forfeit_disconnect", "aborted")
 
 
 def write_unplayed(path: str | Path, header: dict[str, Any], incidents: list[tuple[int, str, str]],
-                   result: dict[str, Any]) -> str:
+                   result: dict[str, Any]) -> str | None:
     """Write the log of a match that never started (a bot not connected): its header (as the
     referee writes it: ``type`` ``match``, match id, game, seed, bots, config), one incident per
-    absent seat ``(seat, code, detail)``, and the result line. Returns the last hash."""
+    absent seat ``(seat, code, detail)``, and the result line. Returns the last hash, or None
+    if the log could not be written (:attr:`MatchLog.error`)."""
     with MatchLog(path) as log:
         log.write({"type": "match", **header})
         for seat, code, detail in incidents:
             log.incident(seat, code, detail)
         log.write({"type": "result", **result})
-        return log.last_hash
+    return log.last_hash if log.error is None else None

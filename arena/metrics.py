@@ -19,6 +19,10 @@ arena_scheduler_queue_depth        gauge     matches waiting to be played
 arena_bot_state                    gauge     bot, state (running/backoff/disabled/stopped): 1 for a launched bot's state
 arena_bot_failures                 gauge     bot: a launched bot's failures in a row (arena.supervisor)
 arena_bot_connected                gauge     bot: 1 while connected
+arena_auth_checks_total            counter   verdict (ok / failed / rate_limited): token checks
+arena_connections_refused_total    counter   code (too_many_connections, server_full, idle_timeout, ...)
+arena_storage_paused               gauge     1 while scheduling is paused by a storage fault
+arena_storage_errors_total         counter   what (match log, database, ...): storage writes that failed
 ================================== ========= ===================================================
 """
 
@@ -55,6 +59,11 @@ class Metrics:
                                registry=r)
         self.bot_failures = Gauge("arena_bot_failures", "Failures in a row of a launched bot", ["bot"], registry=r)
         self.bot_connected = Gauge("arena_bot_connected", "1 while the bot is connected", ["bot"], registry=r)
+        self.auth_checks = Counter("arena_auth_checks", "Token checks by verdict", ["verdict"], registry=r)
+        self.refused = Counter("arena_connections_refused", "Connections refused or dropped by the server's caps",
+                               ["code"], registry=r)
+        self.storage_paused = Gauge("arena_storage_paused", "1 while a storage fault pauses scheduling", registry=r)
+        self.storage_errors = Counter("arena_storage_errors", "Failed storage writes", ["what"], registry=r)
 
     def exposition(self) -> bytes:
         """The text exposition format (what ``/metrics`` returns)."""

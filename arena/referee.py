@@ -161,6 +161,9 @@ class Referee:
                 "detail": result.detail,
             }
         )
+        self.log.flush()  # a storage fault must show before the result is committed
+        if self.log.error is not None and result.reason != "aborted":
+            result = self._log_failed(result.decisions, result.deals, result.duration_ms)
         await self.record(result)
         self.result = result
         for seat in seats:
@@ -180,6 +183,13 @@ class Referee:
             except SeatFault:
                 pass
         return result
+
+    def _log_failed(self, decisions: int = 0, deals: int = 0, duration_ms: int = 0) -> MatchResult:
+        """The match's log could not be written (a full disk, a read-only path): the match is
+        aborted, the storage error in its detail (see :mod:`arena.storage_health`)."""
+        return MatchResult(match_id=self.match_id, winner=None, reason="aborted", scores=self.engine.scores,
+                           manches=self.engine.manches, detail=f"match log could not be written: {self.log.error}",
+                           decisions=decisions, deals=deals, duration_ms=duration_ms)
 
     async def _play(self) -> MatchResult:
         engine = self.engine
@@ -212,6 +222,8 @@ class Referee:
                 )
             self._send_events(engine.start())
             while not engine.over:
+                if self.log.error is not None:
+                    return self._log_failed()
                 s = engine.to_act
                 seat = seats[s]
                 seats[1 - s].check()

@@ -1,13 +1,26 @@
 """The TCP listener: handshake, authentication, and the registry of connected bots.
 
 A client's first line must be ``hello`` (within ``handshake_timeout_s``, default 5 s). A bot
-is authenticated by name and token against the store (a salted scrypt hash, checked in a
-worker thread so the event loop never stalls). A name that is already connected is refused
-with ``name_in_use``: the first connection keeps its seat. A ``spectator`` (any name, no
-token) may ``list`` the matches in play and ``subscribe`` to their feed (see
-:mod:`arena.spectate`). Each address may hold at most
-``max_conns_per_addr`` connections. Once welcomed, a bot's :class:`~arena.seat.Connection`
+is authenticated by name and token against the store (a salted scrypt hash) through
+:class:`arena.auth.Authenticator`: bounded concurrent checks, failures rate limited per address
+and per name (``rate_limited``), verified tokens cached, constant-time comparisons. A name that
+is already connected is refused with ``name_in_use``: the first connection keeps its seat. A
+``spectator`` (any name, no token) may ``list`` the matches in play and ``subscribe`` to their
+feed (see :mod:`arena.spectate`). Once welcomed, a bot's :class:`~arena.seat.Connection`
 waits in :attr:`ArenaServer.bots` until the scheduler seats it in a match.
+
+Caps, so that no anonymous client can exhaust the process's file descriptors or lock bots out
+(docs/contests.md, "Anonymous clients and authentication"):
+
+* at most ``max_connections`` TCP connections at once, and ``max_conns_per_addr`` per address;
+  beyond them, ``bot_reserve`` more connections are accepted that may only become
+  authenticated bots (a spectator there is refused with ``server_full``);
+* at most ``max_spectators`` spectators; a spectator that neither sends a line (an empty line
+  will do) nor is sent anything for ``spectator_idle_s`` seconds is disconnected with
+  ``idle_timeout``;
+* bots the server launches itself reach it through :meth:`ArenaServer.attach_local` (a socket
+  pair inside the process, no listener, no caps, no rate limits);
+* at start the soft ``RLIMIT_NOFILE`` is raised to the hard limit (:func:`raise_fd_limit`).
 
 Every failure is answered with an ``error`` whose code is listed in docs/protocol.md, and
 only ever closes that one connection.
@@ -16,6 +29,7 @@ only ever closes that one connection.
 from __future__ import annotations
 
 import logging
+import resource
 from collections import Counter
 from typing import Any
 
@@ -23,11 +37,12 @@ import msgspec
 import trio
 
 from arena import __version__
+from arena.auth import Authenticator, AuthLimits
 from arena.metrics import METRICS
 from arena.names import NAME_RULE, is_valid_name
 from arena.seat import Connection
 from arena.spectate import SpectatorHub, Subscriber
-from arena.store import Store, hash_token
+from arena.store import Store
 from arena.wagers import WagerError
 from protocol import PROTOCOL_VERSION
 from protocol.framing import DEFAULT_MAX_LINE, LineReader, ProtocolError, decode_client, encode
@@ -36,8 +51,22 @@ from protocol.messages import Error, Hello, ListMatches, Matches, PlaceBet, Subs
 log = logging.getLogger("arena.server")
 
 
+_IDLE = object()
+"""What :meth:`ArenaServer._read_or_idle` returns for an idle spectator."""
+
+
 class ServerConfig(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=True):
-    """Listener settings. ``port`` 0 picks a free port; times in seconds, sizes in bytes."""
+    """Listener settings. ``port`` 0 picks a free port; times in seconds, sizes in bytes.
+
+    Caps (see the module docstring): ``max_connections`` TCP connections in all (default 512,
+    well below the usual 1,024 file descriptors even when the hard limit cannot be raised),
+    ``max_conns_per_addr`` per address, ``bot_reserve`` extra connections for bots only,
+    ``max_spectators`` spectators, each dropped after ``spectator_idle_s`` seconds in which it
+    sent no line and was sent nothing.
+    Authentication (:class:`arena.auth.AuthLimits`): ``auth_concurrency`` scrypt checks at
+    once; per address ``auth_addr_burst`` failures then ``auth_addr_per_min`` a minute; per name
+    ``auth_name_burst`` then ``auth_name_per_min``; in all ``auth_global_burst`` then
+    ``auth_global_per_min``."""
 
     host: str = "127.0.0.1"
     port: int = 0
@@ -45,6 +74,37 @@ class ServerConfig(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=Tru
     handshake_timeout_s: float = 5.0
     send_timeout_s: float = 10.0
     max_conns_per_addr: int = 64
+    max_connections: int = 512
+    bot_reserve: int = 32
+    max_spectators: int = 256
+    spectator_idle_s: float = 120.0
+    auth_concurrency: int = 1
+    auth_addr_burst: int = 10
+    auth_addr_per_min: float = 30.0
+    auth_name_burst: int = 5
+    auth_name_per_min: float = 6.0
+    auth_global_burst: int = 10
+    auth_global_per_min: float = 120.0
+
+    def auth_limits(self) -> AuthLimits:
+        """The ``auth_*`` keys as :class:`arena.auth.AuthLimits`."""
+        return AuthLimits(concurrency=self.auth_concurrency, addr_burst=self.auth_addr_burst,
+                          addr_per_min=self.auth_addr_per_min, name_burst=self.auth_name_burst,
+                          name_per_min=self.auth_name_per_min, global_burst=self.auth_global_burst,
+                          global_per_min=self.auth_global_per_min)
+
+
+def raise_fd_limit() -> int:
+    """Raise the soft ``RLIMIT_NOFILE`` of this process to its hard limit; return the soft
+    limit now in force (unchanged if the system refuses)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and soft < hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            soft = hard
+        except (ValueError, OSError):
+            pass
+    return soft
 
 
 class ArenaServer:
@@ -58,8 +118,14 @@ class ArenaServer:
         self.desk: Any = None  # the contest's BettingDesk, if wagers are served
         self.bots: dict[str, Connection] = {}
         self.port: int | None = None
+        self.auth = Authenticator(store, self.config.auth_limits())
+        self.open_connections = 0  # TCP connections counted against max_connections
+        self.reserved = 0  # connections in the bots' reserve
+        self.spectators = 0
+        self.refused: Counter[str] = Counter()  # code -> connections refused or dropped by a cap
         self._per_addr: Counter[str] = Counter()
         self._changed = trio.Event()
+        self._nursery: trio.Nursery | None = None
 
     def _notify(self) -> None:
         self._changed.set()
@@ -67,10 +133,36 @@ class ArenaServer:
 
     async def serve(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
         """Listen until cancelled; ``task_status.started(port)`` reports the bound port."""
+        limit = raise_fd_limit()
+        need = self.config.max_connections + self.config.bot_reserve
+        if need + 64 > limit:
+            log.warning("max_connections + bot_reserve = %d is close to the file descriptor limit %d: "
+                        "lower them in [server]", need, limit)
         listeners = await trio.open_tcp_listeners(self.config.port, host=self.config.host)
         self.port = listeners[0].socket.getsockname()[1]
-        task_status.started(self.port)
-        await trio.serve_listeners(self._handle, listeners)
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            task_status.started(self.port)
+            await trio.serve_listeners(self._handle, listeners, handler_nursery=nursery)
+
+    async def attach_local(self) -> trio.SocketStream:
+        """A connection to this server for a bot it launched (the launcher's stdio relay): one
+        end of a socket pair inside the process, served like a TCP client but outside every
+        cap and rate limit, and for bots only. Returns the client's end. ``RuntimeError`` if
+        the server is not serving."""
+        if self._nursery is None:
+            raise RuntimeError("the server is not serving")
+        ours, theirs = trio.socket.socketpair()
+        server_end, client_end = trio.SocketStream(ours), trio.SocketStream(theirs)
+        self._nursery.start_soon(self._local, server_end)
+        return client_end
+
+    async def _local(self, stream: trio.SocketStream) -> None:
+        try:
+            await self._session(stream, "local", local=True)
+        except Exception:  # same last line of defence as for TCP clients
+            log.exception("local connection failed")
+            await stream.aclose()
 
     async def wait_for(self, name: str, timeout_s: float) -> Connection | None:
         """The connection of bot ``name`` once it has connected, or None after ``timeout_s``."""
@@ -84,6 +176,9 @@ class ArenaServer:
 
     async def _refuse(self, stream: trio.SocketStream, code: str, message: str) -> None:
         METRICS.protocol_errors.labels(code).inc()
+        if code in ("too_many_connections", "server_full", "rate_limited"):
+            self.refused[code] += 1
+            METRICS.refused.labels(code).inc()
         with trio.move_on_after(1):
             try:
                 await stream.send_all(encode(Error(code=code, message=message, fatal=True)))
@@ -97,19 +192,36 @@ class ArenaServer:
         except OSError:
             await stream.aclose()
             return
-        if self._per_addr[addr] >= self.config.max_conns_per_addr:
-            await self._refuse(stream, "too_many_connections", f"at most {self.config.max_conns_per_addr} per address")
+        cfg = self.config
+        addr_full = self._per_addr[addr] >= cfg.max_conns_per_addr
+        reserve = addr_full or self.open_connections >= cfg.max_connections
+        if reserve and self.reserved >= cfg.bot_reserve:
+            if addr_full:
+                await self._refuse(stream, "too_many_connections", f"at most {cfg.max_conns_per_addr} per address")
+            else:
+                await self._refuse(stream, "server_full", f"the server holds {cfg.max_connections} connections")
             return
-        self._per_addr[addr] += 1
+        if reserve:
+            self.reserved += 1
+        else:
+            self.open_connections += 1
+            self._per_addr[addr] += 1
         try:
-            await self._session(stream, addr)
+            await self._session(stream, addr, reserve=reserve)
         except Exception:  # last line of defence: one connection never takes the server down
             log.exception("connection from %s failed", addr)
             await stream.aclose()
         finally:
-            self._per_addr[addr] -= 1
+            if reserve:
+                self.reserved -= 1
+            else:
+                self.open_connections -= 1
+                self._per_addr[addr] -= 1
 
-    async def _session(self, stream: trio.SocketStream, addr: str) -> None:
+    async def _session(self, stream: trio.SocketStream, addr: str, *, local: bool = False,
+                       reserve: bool = False) -> None:
+        """One client from its first line on. ``local``: a launched bot's in-process
+        connection; ``reserve``: a connection in the bots' reserve (bots only)."""
         reader = LineReader(stream, self.config.max_line)
         line: bytes | None = None
         with trio.move_on_after(self.config.handshake_timeout_s) as scope:
@@ -142,22 +254,25 @@ class ArenaServer:
             await self._refuse(stream, "bad_name", f"bad name: a name is {NAME_RULE}")
             return
         if hello.role == "spectator":
-            if self.hub is None:
-                await self._refuse(stream, "unsupported_role", "this server has no spectator feed")
+            if self.hub is None or local:
+                await self._refuse(stream, "unsupported_role", "this server has no spectator feed"
+                                   if not local else "a launched bot's connection is for the bot only")
+                return
+            if reserve or self.spectators >= self.config.max_spectators:
+                await self._refuse(stream, "server_full", "no spectator slot free: try again later")
                 return
             bettor = False
             if hello.token:
-                secret = self.store.spectator_secret(hello.name)
-                salt, expected = secret if secret else (b"0" * 16, b"")
-                digest = await trio.to_thread.run_sync(hash_token, hello.token, salt)
-                if secret is None or digest != expected:
-                    await self._refuse(stream, "auth_failed", "unknown spectator or wrong token")
+                if not await self._authenticate(stream, "spectators", hello.name, hello.token, addr, local):
                     return
                 bettor = True
-            await self._spectator(stream, reader, hello.name, bettor)
+            self.spectators += 1
+            try:
+                await self._spectator(stream, reader, hello.name, bettor)
+            finally:
+                self.spectators -= 1
             return
-        if not await self._authenticate(hello.name, hello.token):
-            await self._refuse(stream, "auth_failed", "unknown bot name or wrong token")
+        if not await self._authenticate(stream, "bots", hello.name, hello.token, addr, local):
             return
         if hello.name in self.bots and not self.bots[hello.name].closed.is_set():
             await self._refuse(stream, "name_in_use", f"bot {hello.name!r} is already connected")
@@ -196,11 +311,14 @@ class ArenaServer:
                 with trio.fail_after(self.config.send_timeout_s):
                     await stream.send_all(encode(msg))
 
+        last_sent = [trio.current_time()]  # the feed counts as activity: see spectator_idle_s
+
         async def writer() -> None:
             async for data in sub.receive_channel:
                 async with lock:
                     with trio.fail_after(self.config.send_timeout_s):
                         await stream.send_all(data)
+                last_sent[0] = trio.current_time()
             if sub.dropped:
                 await send(Error(code="too_slow", message="the feed overflowed: read faster", fatal=True))
                 await stream.aclose()  # fatal means it: the reader then ends the session
@@ -210,11 +328,18 @@ class ArenaServer:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(writer)
                 errors = 0
+                idle_s = self.config.spectator_idle_s
                 while True:
                     try:
-                        line = await reader.read_line()
+                        line = await self._read_or_idle(reader, idle_s, last_sent)
                     except ProtocolError as exc:
                         await send(Error(code=exc.code, message=exc.message, fatal=True))
+                        break
+                    if line is _IDLE:
+                        self.refused["idle_timeout"] += 1
+                        METRICS.refused.labels("idle_timeout").inc()
+                        text = f"nothing sent or received for {idle_s:g} s: send any line (an empty one will do)"
+                        await send(Error(code="idle_timeout", fatal=True, message=text))
                         break
                     if line is None:
                         break
@@ -251,6 +376,19 @@ class ArenaServer:
             with trio.CancelScope(shield=True):
                 await stream.aclose()
 
+    @staticmethod
+    async def _read_or_idle(reader: LineReader, idle_s: float, last_sent: list[float]) -> bytes | None | object:
+        """A spectator's next line (None at end of stream), or :data:`_IDLE` once it has sent
+        no line and been sent nothing for ``idle_s`` seconds (``last_sent[0]``: when the feed
+        last wrote to it)."""
+        start = trio.current_time()
+        while True:
+            deadline = max(start, last_sent[0]) + idle_s
+            with trio.move_on_at(deadline):
+                return await reader.read_line()
+            if max(start, last_sent[0]) + idle_s <= trio.current_time():
+                return _IDLE
+
     def _bet(self, name: str, bettor: bool, msg: PlaceBet) -> Any:
         """A spectator's stake: ``bet_placed``, or an error with the wager's code."""
         if self.desk is None:
@@ -262,8 +400,18 @@ class ArenaServer:
         except WagerError as exc:
             return Error(code=exc.code, message=str(exc))
 
-    async def _authenticate(self, name: str, token: str) -> bool:
-        row = self.store.db.execute("SELECT salt, token_hash FROM bots WHERE name=?", (name,)).fetchone()
-        salt, expected = (row["salt"], row["token_hash"]) if row else (b"0" * 16, b"")
-        digest = await trio.to_thread.run_sync(hash_token, token, salt)
-        return bool(row) and digest == expected
+    async def _authenticate(self, stream: trio.SocketStream, table: str, name: str, token: str, addr: str,
+                            local: bool) -> bool:
+        """Check ``name``'s token in ``table`` (``bots`` or ``spectators``); on failure refuse
+        the connection with ``auth_failed`` or ``rate_limited`` and return False."""
+        verdict = await self.auth.check(table, name, token, addr, local=local)
+        if verdict == "ok":
+            return True
+        if verdict == "rate_limited":
+            wait = self.auth.retry_after_s(name, addr, table)
+            await self._refuse(stream, "rate_limited", f"too many failed token checks: try again in {wait:.0f} s")
+        elif table == "bots":
+            await self._refuse(stream, "auth_failed", "unknown bot name or wrong token")
+        else:
+            await self._refuse(stream, "auth_failed", "unknown spectator or wrong token")
+        return False

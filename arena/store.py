@@ -256,6 +256,12 @@ class Store:
             return False
         return hmac.compare_digest(hash_token(token, row["salt"]), row["token_hash"])
 
+    def bot_secret(self, name: str) -> tuple[bytes, bytes] | None:
+        """``(salt, token hash)`` of a registered bot, or None (compare with
+        ``hmac.compare_digest``, never ``==``: see :mod:`arena.auth`)."""
+        row = self.db.execute("SELECT salt, token_hash FROM bots WHERE name=?", (name,)).fetchone()
+        return (row[0], row[1]) if row else None
+
     def bot_names(self) -> list[str]:
         """All registered bot names, sorted."""
         return [r[0] for r in self.db.execute("SELECT name FROM bots ORDER BY name")]
@@ -562,6 +568,13 @@ class Store:
         self.db.execute(
             "UPDATE tournaments SET status='finished', finished_at=? WHERE id=?", (time.time(), tournament_id)
         )
+
+    def probe_write(self, tournament_id: int) -> None:
+        """A write transaction that changes nothing visible (rewrites tournament
+        ``tournament_id``'s row); raises ``sqlite3.Error`` if the database cannot be written
+        (full disk, read-only file). Used to tell when storage works again."""
+        with self._tx():
+            self.db.execute("UPDATE tournaments SET status=status WHERE id=?", (tournament_id,))
 
     def matches(self, tournament_id: int) -> list[dict[str, Any]]:
         """All matches of a tournament as dicts, in schedule order."""

@@ -38,6 +38,7 @@ from arena.referee import MatchConfig, MatchResult, Referee
 from arena.seat import Seat, SeatFault
 from arena.server import ArenaServer, ServerConfig
 from arena.spectate import SpectatorHub
+from arena.storage_health import STORAGE_ERRORS, StorageHealth
 from arena.store import MatchRow, Store
 from protocol.messages import AuctionView, Goodbye, TimeControl
 
@@ -146,7 +147,8 @@ async def run_tournament(
             }
             try:
                 procs[m.name] = await launch(
-                    nursery, m, env, logs / "bots" / f"{m.name}.log", config.limits, config.sandbox
+                    nursery, m, env, logs / "bots" / f"{m.name}.log", config.limits, config.sandbox,
+                    connect=server.attach_local,
                 )
             except OSError as exc:  # a missing or non-executable program
                 raise Unavailable(f"bot {m.name}: cannot start {' '.join(m.command)!r} in {m.directory} "
@@ -357,21 +359,34 @@ async def play_match(
     hub: SpectatorHub | None = None,
     pair: str | None = None,
     abort_on_cancel: bool = False,
+    health: StorageHealth | None = None,
 ) -> MatchResult:
     """Referee one scheduled match, commit its result, then announce it. A bot not connected
-    loses by ``forfeit_disconnect`` (both absent: ``aborted``)."""
+    loses by ``forfeit_disconnect`` (both absent: ``aborted``).
+
+    Storage faults (:mod:`arena.storage_health`): a match log that cannot be opened or written
+    aborts the match (``aborted``, the error in its detail); with ``health`` the fault pauses
+    the caller's scheduling and a result the database refuses is retried until it is
+    committed (without ``health`` the database error propagates: a tournament can resume)."""
     if ensure_connected is not None:
         for name in (row.bot0, row.bot1):
             await ensure_connected(name)  # type: ignore[misc]
     conns = [server.bots.get(row.bot0), server.bots.get(row.bot1)]
     log_path = logs / f"{row.match_key}.jsonl.gz"  # gzip (arena.matchlog): under a third of the bytes
-    (logs / f"{row.match_key}.jsonl").unlink(missing_ok=True)  # a partial plain log of an older version's run
+    try:
+        (logs / f"{row.match_key}.jsonl").unlink(missing_ok=True)  # a partial plain log of an older version's run
+    except OSError:  # a read-only or missing logs folder: the match log's own open says so
+        pass
 
     log_ref: list[MatchLog] = []
 
-    async def record(result: MatchResult) -> None:
-        last_hash = log_ref[0].last_hash if log_ref else None
-        store.record_result(row.match_key, result, str(log_path) if log_ref else None, last_hash)
+    async def record(result: MatchResult, retry: bool = True) -> None:
+        written = bool(log_ref) and log_ref[0].error is None
+        args = (row.match_key, result, str(log_path) if written else None, log_ref[0].last_hash if written else None)
+        if health is None or not retry:
+            store.record_result(*args)
+        else:
+            await health.commit("database", store.record_result, *args)
         if on_result:
             on_result(row, result)
 
@@ -398,11 +413,25 @@ async def play_match(
             {"winner": result.winner, "reason": result.reason, "scores": result.scores, "manches": result.manches,
              "faulty": result.faulty, "margin": result.margin, "decisions": 0, "detail": result.detail},
         )
-        store.record_result(row.match_key, result, str(log_path), last)
+        if last is None and health is not None:
+            health.fail("match log", OSError(f"the log of {row.match_key} could not be written"))
+        args = (row.match_key, result, str(log_path) if last else None, last)
+        if health is None:
+            store.record_result(*args)
+        else:
+            await health.commit("database", store.record_result, *args)
         if on_result:
             on_result(row, result)
         return result
     with MatchLog(log_path) as log:
+        if log.error is not None:  # not even opened: the match is not played
+            if health is not None:
+                health.fail("match log", log.error)
+            METRICS.matches_finished.labels(match_config.game, "aborted", "aborted").inc()
+            result = MatchResult(match_id=row.match_key, winner=None, reason="aborted", scores=[0, 0],
+                                 manches=[0, 0], detail=f"match log could not be opened: {log.error}")
+            await record(result)
+            return result
         log_ref.append(log)
         referee = Referee(row.match_key, row.seed, match_config, (conns[0], conns[1]), log, record,
                           hub.event if hub is not None else None)
@@ -420,9 +449,14 @@ async def play_match(
                                           scores=referee.engine.scores, manches=referee.engine.manches,
                                           detail="server shut down during the match")
                     referee.result = aborted
-                    await record(aborted)
+                    try:
+                        await record(aborted, retry=False)
+                    except STORAGE_ERRORS:  # left pending: the next start marks it aborted
+                        pass
             raise
         finally:
+            if log.error is not None and health is not None:
+                health.fail("match log", log.error)
             if hub is not None:
                 r = referee.result
                 hub.match_ended(row.match_key, r.winner if r else None, r.reason if r else "aborted",

@@ -658,13 +658,24 @@ async def _send(stream: trio.SocketStream, obj: dict[str, Any]) -> None:
     await stream.send_all(msgspec.json.encode(obj) + b"\n")
 
 
+KEEPALIVE_S = 30.0
+"""After this many seconds without a line from the server, the watcher sends an empty line, so
+that the server does not drop it as an idle spectator (docs/protocol.md §13.6)."""
+
+
 async def _recv(reader: LineReader) -> dict[str, Any] | None:
-    """The next message as a dict, or None at the end of the stream (blank lines skipped)."""
+    """The next message as a dict, or None at the end of the stream (blank lines skipped).
+    Sends an empty line to the server (a keepalive) every :data:`KEEPALIVE_S` seconds of quiet."""
     while True:
-        try:
-            line = await reader.read_line()
-        except ProtocolError as exc:
-            raise WatchError(f"bad data from the server: {exc.message}") from None
+        line = b""
+        with trio.move_on_after(KEEPALIVE_S) as quiet:
+            try:
+                line = await reader.read_line()
+            except ProtocolError as exc:
+                raise WatchError(f"bad data from the server: {exc.message}") from None
+        if quiet.cancelled_caught:
+            await reader.stream.send_all(b"\n")
+            continue
         if line is None:
             return None
         if not line.strip():

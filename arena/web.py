@@ -132,7 +132,20 @@ def make_app(contest: Contest) -> Starlette:
     async def api_matches(request: Request) -> Response:
         return Response(msgspec.json.encode({"matches": hub.listing()}), media_type="application/json")
 
+    async def api_status(request: Request) -> Response:
+        srv = contest.server
+        return JSONResponse({"storage": contest.health.state(),
+                             "connections": {"open": srv.open_connections, "reserve": srv.reserved,
+                                             "spectators": srv.spectators, "web_viewers": len(web_subscribers),
+                                             "refused": dict(srv.refused)}})
+
     async def events(request: Request) -> Response:
+        if len(web_subscribers) >= contest.config.server.max_spectators:  # the same cap as TCP spectators
+            srv = contest.server
+            srv.refused["server_full"] += 1
+            METRICS.refused.labels("server_full").inc()
+            return JSONResponse({"error": "server_full", "message": "too many viewers: try again later"},
+                                status_code=503)
         sub = Subscriber(f"web:{request.client.host if request.client else '?'}")
         hub.add(sub)
         web_subscribers.add(sub)
@@ -160,6 +173,7 @@ def make_app(contest: Contest) -> Starlette:
         Route("/api/replay/{match_id}", api_replay),
         Route("/api/leaderboard", api_leaderboard),
         Route("/api/matches", api_matches),
+        Route("/api/status", api_status),
         Route("/api/events", events),
         Route("/metrics", metrics),
     ])

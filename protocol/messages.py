@@ -456,12 +456,31 @@ class MatchEnd(_Msg, tag="match_end"):
     detail: str = ""
 
 
+ErrorCode = Literal[
+    # handshake (docs/protocol.md §4)
+    "too_many_connections", "server_full", "handshake_timeout", "expected_hello", "bad_version",
+    "unsupported_role", "auth_failed", "rate_limited", "name_in_use", "bad_name",
+    # framing and protocol faults
+    "line_too_long", "truncated", "bad_utf8", "bad_json", "not_object", "missing_type", "unknown_type",
+    "bad_message", "unexpected_hello", "unknown_request", "not_your_turn", "duplicate_answer", "late_answer",
+    "too_many_errors",
+    # decisions
+    "timeout", "illegal_action", "wrong_decision", "wrong_role", "disconnect",
+    # spectators and bettors (§13, §14)
+    "unknown_match", "too_slow", "idle_timeout", "betting_disabled", "not_authenticated", "unknown_book",
+    "betting_closed", "bad_seat", "bad_amount", "below_minimum", "bad_bettor", "insufficient_funds",
+    "already_settled", "duplicate_book", "corrupt_state", "wager_error",
+]  # fmt: skip
+"""Every ``error`` code, as listed in docs/protocol.md §11."""
+
+
 class Error(_Msg, tag="error"):
     """Something the client sent (or failed to send) was wrong. ``code`` is one of
-    docs/protocol.md's error codes; ``id`` names the request concerned, if any; ``fatal`` is
-    true when the error costs the client its current match (forfeit) or its connection."""
+    docs/protocol.md's error codes (:data:`ErrorCode`); ``id`` names the request concerned, if
+    any; ``fatal`` is true when the error costs the client its current match (forfeit) or its
+    connection."""
 
-    code: str
+    code: ErrorCode
     message: str
     id: int | None = None
     fatal: bool = False

@@ -82,3 +82,15 @@ def test_main_prints_every_figure(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     for text in ("deals/s", "decisions/deal", "decisions/s", "round trips/s", "bytes", "ratio", "target"):
         assert text in out
+
+
+async def test_flood_phase_counts_answers_and_keeps_refereeing() -> None:
+    """Phase 4 at a tiny size: the flooders only ever get refusals, matches go on in every
+    window, and the scrypt work stays within the overall failure budget."""
+    f = await bench.flood_rate(window_s=0.5, clients=8, spectators=40)
+    assert f.quiet_decisions_per_s > 0 and f.hello_decisions_per_s > 0 and f.spectator_decisions_per_s > 0
+    assert set(f.hello_answers) <= {"auth_failed", "rate_limited", "reset", "closed"}
+    assert "welcome" not in f.hello_answers and sum(f.hello_answers.values()) > 0
+    assert f.scrypt_checks <= 10 + 2 * 5  # burst + 2/s over the flood's few seconds
+    assert f.spectator_answers == {"welcome": 40} and f.spectators_refused == 0
+    assert f.hello_peak_rss_mib > 0 and len(f.cpu_share) == 3

@@ -108,6 +108,7 @@ async def test_logs_are_gzip_smaller_deterministic_and_read_back_whole(server, s
     with MatchLog(again) as log:  # the same lines written again: the same compressed bytes
         for line in plain.splitlines():
             log._fh.write(line + b"\n")
+        log.flush()  # as the referee does after the result line, before it commits the result
     assert again.read_bytes() == packed
     cut = read_bytes_of(tmp_path / "cut.jsonl.gz", packed[: len(packed) // 2])
     assert cut and plain.startswith(cut)  # a crash mid-write leaves the lines before the cut

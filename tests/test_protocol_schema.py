@@ -362,3 +362,12 @@ async def test_the_annotated_transcript_is_a_real_capture(index):
     assert not t.tail or same(t.tail, captured[-len(t.tail) :]), f"the {t.game} transcript's ending is stale: {hint}"
     first_deal_end = next(i for i, ln in enumerate(captured) if '"kind":"deal_end"' in ln)
     assert len(t.head) > first_deal_end, "a transcript must run at least to the end of the first deal"
+
+
+def test_the_error_code_literal_is_the_doc_table():
+    """protocol.messages.ErrorCode (hence the schema's enum) lists exactly the documented codes."""
+    from protocol.messages import ErrorCode
+
+    documented = set(re.findall(r"^\|\s*`([a-z0-9_]+)`\s*\|", section(doc_text(), "Error codes"), re.M))
+    assert set(get_args(ErrorCode)) == documented
+    assert {"rate_limited", "server_full", "idle_timeout"} <= documented

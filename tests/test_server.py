@@ -96,7 +96,7 @@ async def test_a_bad_client_never_stops_the_server(server):
 async def test_connections_per_address_are_capped(store, nursery):
     from arena.server import ArenaServer, ServerConfig
 
-    srv = ArenaServer(store, ServerConfig(max_conns_per_addr=3, handshake_timeout_s=5))
+    srv = ArenaServer(store, ServerConfig(max_conns_per_addr=3, bot_reserve=0, handshake_timeout_s=5))
     await nursery.start(srv.serve)
     held = [await Client.connect(srv.port) for _ in range(3)]
     await trio.sleep(0.1)

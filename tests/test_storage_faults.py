@@ -1,0 +1,286 @@
+"""A full disk or a read-only path never stops the server (arena/storage_health.py): the match
+concerned is aborted, scheduling pauses and resumes by itself, and no result is dropped.
+
+Real faults where the machine allows: as root, a tiny tmpfs is mounted for the logs and the
+database, then remounted read-only or filled up; as another user, the logs directory is made
+read-only with chmod. ENOSPC is also injected through a seam (the module's ``open``)."""
+
+from __future__ import annotations
+
+import errno
+import os
+import sqlite3
+import subprocess
+from pathlib import Path
+
+import pytest
+import trio
+
+import arena.matchlog
+from arena.contest import Contest, ContestConfig
+from arena.matchlog import MatchLog
+from arena.metrics import METRICS
+from arena.referee import MatchConfig, Referee
+from arena.server import ServerConfig
+from arena.storage_health import StorageHealth
+from arena.store import Store
+from tests.conftest import connect_bot
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class FullDisk:
+    """A binary file whose writes fail with ENOSPC once ``room`` bytes were taken."""
+
+    def __init__(self, room: int) -> None:
+        self.room = room
+
+    def write(self, data: bytes) -> int:
+        if len(data) > self.room:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        self.room -= len(data)
+        return len(data)
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def test_match_log_keeps_its_storage_error_instead_of_raising(tmp_path, monkeypatch):
+    monkeypatch.setattr(arena.matchlog, "open", lambda path, mode: FullDisk(300), raising=False)
+    log = MatchLog(tmp_path / "m.jsonl")
+    for i in range(20):
+        log.write({"type": "incident", "seat": 0, "code": "x", "detail": str(i)})
+    assert isinstance(log.error, OSError) and log.error.errno == errno.ENOSPC
+    log.close()
+    monkeypatch.undo()
+    if os.geteuid() != 0:  # root writes anywhere: the read-only directory case is tested below
+        ro = tmp_path / "ro"
+        ro.mkdir(mode=0o555)
+        assert isinstance(MatchLog(ro / "sub" / "m.jsonl").error, PermissionError)
+
+
+async def test_a_match_whose_log_fills_the_disk_is_aborted_with_the_error(server, store, tmp_path, monkeypatch):
+    alice, bob = await connect_bot(server, "alice"), await connect_bot(server, "bob")
+    monkeypatch.setattr(arena.matchlog, "open", lambda path, mode: FullDisk(4000), raising=False)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(alice.play)
+        nursery.start_soon(bob.play)
+        with MatchLog(tmp_path / "m.jsonl") as log:
+            result = await Referee("m1", 3, MatchConfig(), (server.bots["alice"], server.bots["bob"]), log).run()
+    assert result.reason == "aborted" and result.winner is None
+    assert "match log could not be written" in result.detail and "No space left" in result.detail
+    assert alice.received[-1]["type"] == "match_end" and alice.received[-1]["reason"] == "aborted"
+
+
+async def test_storage_health_retries_a_write_and_resumes_only_when_the_probe_passes(autojump_clock):
+    broken = {"db": True, "probe": True}
+    written: list[int] = []
+
+    def write(x: int) -> int:
+        if broken["db"]:
+            raise sqlite3.OperationalError("database or disk is full")
+        written.append(x)
+        return x
+
+    def probe() -> None:
+        if broken["probe"]:
+            raise OSError(errno.EROFS, "Read-only file system")
+
+    health = StorageHealth(retry_s=1.0, probe=probe)
+    resumed: list[bool] = []
+    health.on_resume.append(lambda: resumed.append(True))
+    out: list[int] = []
+    async with trio.open_nursery() as nursery:
+
+        async def commit() -> None:
+            out.append(await health.commit("database", write, 7))
+
+        nursery.start_soon(commit)
+        nursery.start_soon(health.watch)
+        await trio.sleep(5)
+        assert health.paused and health.waiting == 1 and not written
+        assert health.state()["reason"].startswith("database") or "still failing" in health.state()["reason"]
+        assert METRICS.storage_paused._value.get() == 1
+        broken["db"] = False
+        await trio.sleep(1.5)
+        assert out == [7] and health.waiting == 0
+        assert health.paused  # the probe still fails
+        broken["probe"] = False
+        await trio.sleep(1.5)
+        assert not health.paused and resumed == [True] and METRICS.storage_paused._value.get() == 0
+        nursery.cancel_scope.cancel()
+    assert written == [7]  # written once, never twice, never dropped
+
+
+# --------------------------------------------------------------------------- whole contest
+
+
+def _mount_tmpfs(path: Path, size: str) -> bool:
+    path.mkdir(parents=True, exist_ok=True)
+    if os.geteuid() != 0:
+        return False
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)], capture_output=True)
+    return done.returncode == 0
+
+
+def _read_only(path: Path) -> None:
+    """Make ``path`` read-only for every new open, root included: a read-only bind mount on
+    itself (files already open for writing keep their old mount, so it is not busy)."""
+    subprocess.run(["mount", "--bind", str(path), str(path)], check=True, capture_output=True)
+    subprocess.run(["mount", "-o", "remount,bind,ro", str(path)], check=True, capture_output=True)
+
+
+def _writable(path: Path) -> None:
+    subprocess.run(["umount", str(path)], check=True, capture_output=True)
+
+
+def _counts(db: Path) -> dict[str, int]:
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as c:
+        return dict(c.execute("SELECT status, COUNT(*) FROM matches GROUP BY status").fetchall())
+
+
+async def _until(cond, timeout: float = 60.0) -> None:
+    with trio.fail_after(timeout):
+        while not cond():
+            await trio.sleep(0.05)
+
+
+@pytest.fixture
+def disk(tmp_path):
+    """A directory for logs and database: a 2 MiB tmpfs as root (unmounted afterwards), a
+    plain directory otherwise."""
+    where = tmp_path / "disk"
+    mounted = _mount_tmpfs(where, "2m")
+    yield where, mounted
+    if mounted:
+        subprocess.run(["umount", "-l", str(where)], capture_output=True)
+
+
+def _contest(where: Path, store: Store) -> Contest:
+    for name in ("greedy", "random"):
+        store.submit_bot(name, str(ROOT / "sample_bots" / f"{name}.toml"))
+    cfg = ContestConfig(db=str(where / "arena.db"), logs=str(where / "logs"), http_port=0, seed=3,
+                        server=ServerConfig(port=0), storage_retry_s=0.2, duplicate=False, concurrency=1)
+    return Contest(cfg, store)
+
+
+@pytest.mark.parametrize("fault", ["read-only", "full"])
+async def test_a_storage_fault_pauses_the_contest_which_resumes_and_loses_nothing(disk, fault):
+    where, mounted = disk
+    if not mounted and (fault == "full" or os.geteuid() == 0):
+        pytest.skip("needs root and mount (a tmpfs, a read-only bind); as another user, chmod is used")
+    store = Store(where / "arena.db")
+    contest = _contest(where, store)
+    db = where / "arena.db"
+    filler = where / "filler"
+    async with trio.open_nursery() as nursery:
+        await nursery.start(contest.run)
+        await _until(lambda: _counts(db).get("done", 0) >= 2)
+        if fault == "read-only" and mounted:
+            _read_only(where / "logs")
+        elif fault == "read-only":
+            for d in (where / "logs", where / "logs" / f"t{contest.tournament_id}"):
+                d.chmod(0o555)
+        else:
+            with open(filler, "wb") as fh:  # fill the tmpfs up to its last byte
+                try:
+                    while True:
+                        fh.write(b"\0" * 65536)
+                        fh.flush()
+                except OSError:
+                    pass
+        await _until(lambda: contest.health.paused)
+        assert contest.health.state()["paused"] and contest.health.reason
+        assert METRICS.storage_paused._value.get() == 1
+        started = contest.matches_started
+        await trio.sleep(1.0)  # paused: no new match is scheduled
+        assert contest.matches_started == started
+        if fault == "read-only" and mounted:
+            _writable(where / "logs")
+        elif fault == "read-only":
+            for d in (where / "logs", where / "logs" / f"t{contest.tournament_id}"):
+                d.chmod(0o755)
+        else:
+            filler.unlink()
+        await _until(lambda: not contest.health.paused)
+        done_before = _counts(db).get("done", 0)
+        await _until(lambda: _counts(db).get("done", 0) >= done_before + 2)
+        contest.stop()
+    counts = _counts(db)
+    assert "pending" not in counts  # every match scheduled has its result
+    with sqlite3.connect(db) as c:
+        aborted = c.execute("SELECT detail FROM matches WHERE status='aborted'").fetchall()
+        assert c.execute("SELECT status FROM tournaments").fetchone()[0] == "finished"
+    assert all("match log could not be" in d or "server shut down" in d for (d,) in aborted)
+    log_aborts = [d for (d,) in aborted if "match log could not be" in d]
+    if fault == "read-only":
+        assert log_aborts and ("Read-only file system" in log_aborts[0] or "Permission denied" in log_aborts[0])
+    else:
+        assert log_aborts and "No space left on device" in log_aborts[0]
+    store.close()
+
+
+async def test_a_result_the_database_refuses_is_retried_until_committed(tmp_path):
+    """ENOSPC seen by SQLite ("database or disk is full") while a result is committed: the
+    contest pauses, the bots wait for match_end, and the very result is committed once the
+    database accepts it again; nothing is scheduled meanwhile."""
+    store = Store(tmp_path / "arena.db")
+    contest = _contest(tmp_path, store)
+    real = store.record_result
+    full = {"on": False}
+    refused: list[str] = []
+
+    def record_result(match_key, result, *args):
+        if full["on"]:
+            refused.append(match_key)
+            raise sqlite3.OperationalError("database or disk is full")
+        return real(match_key, result, *args)
+
+    store.record_result = record_result
+    db = tmp_path / "arena.db"
+    async with trio.open_nursery() as nursery:
+        await nursery.start(contest.run)
+        await _until(lambda: _counts(db).get("done", 0) >= 1)
+        full["on"] = True
+        await _until(lambda: contest.health.waiting == 1)
+        key = refused[0]
+        assert contest.health.paused and "database or disk is full" in contest.health.reason
+        assert store.match_row(key).status == "pending"
+        started = contest.matches_started
+        await trio.sleep(0.6)  # several retries, all refused; nothing new scheduled
+        assert len(refused) >= 2 and contest.matches_started == started
+        full["on"] = False
+        await _until(lambda: not contest.health.paused)
+        assert store.match_row(key).status == "done"  # the same result, committed once
+        contest.stop()
+    assert "pending" not in _counts(db)
+    store.close()
+
+
+async def test_an_unexpected_error_in_one_match_ends_that_match_only(tmp_path, monkeypatch):
+    import arena.contest
+
+    store = Store(tmp_path / "arena.db")
+    contest = _contest(tmp_path, store)
+    real = arena.contest.play_match
+    calls = {"n": 0}
+
+    async def flaky(*args, **kw):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise RuntimeError("a bug")
+        return await real(*args, **kw)
+
+    monkeypatch.setattr(arena.contest, "play_match", flaky)
+    db = tmp_path / "arena.db"
+    async with trio.open_nursery() as nursery:
+        await nursery.start(contest.run)
+        await _until(lambda: _counts(db).get("done", 0) >= 3)
+        contest.stop()
+    with sqlite3.connect(db) as c:
+        details = [d for (d,) in c.execute("SELECT detail FROM matches WHERE status='aborted'")]
+    assert "internal error (see the server's log)" in details and "pending" not in _counts(db)
+    store.close()
