@@ -21,7 +21,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from arena.formats import FORMATS
-from arena.launcher import load_manifest, sandbox_available
+from arena.launcher import NO_SANDBOX, load_manifest, sandbox_available
 from arena.referee import MatchConfig
 from arena.store import Store
 from arena.tournament import TournamentConfig, TournamentReport, run_tournament
@@ -54,7 +54,9 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--resume", nargs="?", type=int, const=0, metavar="ID",
                    help="finish an interrupted tournament of --db (default: the newest unfinished)")
     t.add_argument("--sandbox", action="store_true",
-                   help="run each bot under bubblewrap: no network, read-only filesystem (stdin/stdout)")
+                   help="the default: each bot runs under bubblewrap (kept for old command lines)")
+    t.add_argument("--trust-bots", action="store_true",
+                   help="UNSAFE: run the bots as plain processes, without bubblewrap (only for code you trust)")
     t.add_argument("--games", type=int, default=10, help="matches per pair (default 10)")
     t.add_argument("--seed", type=int, default=1, help="tournament seed (default 1)")
     t.add_argument("--db", default="arena.db", help="SQLite database (default arena.db)")
@@ -95,6 +97,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--move-ms", type=int, default=2000)
     sp.add_argument("--db", default="arena.db")
     sp.add_argument("--logs", default="logs")
+    sp.add_argument("--trust-bots", action="store_true",
+                    help="UNSAFE: run the bots as plain processes, without bubblewrap")
 
     wt = sub.add_parser("watch", help="follow a match live in the terminal, as a spectator")
     wt.add_argument("match", nargs="?", help="the match id (default: the first in play, then the next)")
@@ -126,7 +130,8 @@ def build_parser() -> argparse.ArgumentParser:
     sb = bsub.add_parser("submit", help="register a bot that the contest server launches itself")
     sb.add_argument("manifest", help="the bot's manifest (TOML)")
     sb.add_argument("--name", help="the name in the contest (default: the manifest's)")
-    sb.add_argument("--sandbox", action="store_true", help="always launch it under bubblewrap")
+    sb.add_argument("--sandbox", action="store_true",
+                    help="launch it under bubblewrap even if the contest sets trust_bots (sandboxed is the default)")
     sb.add_argument("--db", default="arena.db")
     ls = bsub.add_parser("list", help="list registered bots with their ladder rating")
     ls.add_argument("--game", choices=["ecarte", "piquet"], default="ecarte")
@@ -218,6 +223,7 @@ def cmd_tournament(args: argparse.Namespace) -> int:
                 concurrency=args.concurrency,
                 logs_dir=args.logs,
                 sandbox=args.sandbox,
+                trust_bots=args.trust_bots,
                 manifests=[str(Path(p).resolve()) for p in args.bots],
                 match=MatchConfig(
                     game=args.game,
@@ -232,8 +238,10 @@ def cmd_tournament(args: argparse.Namespace) -> int:
         from arena.games import validate_rules
 
         validate_rules(config.match.game, config.match.rules)
-        if config.sandbox and not sandbox_available():
-            raise ValueError("--sandbox needs bwrap (Debian package bubblewrap)")
+        if args.trust_bots:
+            config.trust_bots, config.sandbox = True, False
+        if (config.sandbox or not config.trust_bots) and not sandbox_available():
+            raise ValueError(NO_SANDBOX)
     except ValueError as exc:
         console.print(f"[red]error:[/red] {exc}")
         return 2
@@ -286,8 +294,12 @@ def cmd_sprt(args: argparse.Namespace) -> int:
     console.print(f"SPRT {bot.name} vs {vs.name}: H0 elo={args.elo0:g}, H1 elo={args.elo1:g}, "
                   f"alpha={args.alpha:g}, beta={args.beta:g}; bounds [{lo:.2f}, {hi:.2f}]")
     fmt = SprtFormat(bot.name, vs.name, args.seed, test, args.max_pairs, on_pair=lambda t: print(t.summary()))
+    if not args.trust_bots and not sandbox_available():
+        console.print(f"[red]error:[/red] {NO_SANDBOX}")
+        return 2
     config = TournamentConfig(
         format="sprt", games=2 * args.max_pairs, seed=args.seed, concurrency=1, logs_dir=args.logs,
+        trust_bots=args.trust_bots,
         manifests=[str(Path(args.bot).resolve()), str(Path(args.vs).resolve())],
         match=MatchConfig(game=args.game, time=TimeControl(move_ms=args.move_ms)),
     )
@@ -400,6 +412,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except ValueError as exc:
         console.print(f"[red]error:[/red] {exc}")
         return 2
+    if not (config.trust_bots or sandbox_available()):
+        console.print(f"[red]submitted bots will not be launched:[/red] {NO_SANDBOX}")
     contest = Contest(config)
 
     async def main() -> None:

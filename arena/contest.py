@@ -35,8 +35,9 @@ from typing import Literal
 import msgspec
 import trio
 
+from arena.copies import PAIR_COPIES, bot_log, launch_copy, secrets_of
 from arena.formats import Pairing, derive_seed
-from arena.launcher import BotProcess, Limits, launch, load_manifest
+from arena.launcher import BotProcess, Limits, SandboxError, load_manifest
 from arena.metrics import METRICS
 from arena.referee import MatchConfig
 from arena.server import ArenaServer, ServerConfig
@@ -69,6 +70,13 @@ class ContestConfig(msgspec.Struct, forbid_unknown_fields=True):
     http_host: str = "127.0.0.1"
     http_port: int = 8080
     sandbox: bool = False
+    """Kept for old contest files: submitted bots are sandboxed unless ``trust_bots``."""
+    trust_bots: bool = False
+    """UNSAFE: launch submitted bots as plain processes, without bubblewrap (docs/contests.md,
+    "Security model"); without it and without ``bwrap`` they are not launched at all."""
+    duplicate_remote: bool = False
+    """Play duplicate pairs with remote bots too (trusting them not to remember a pack: one
+    connection plays both halves); otherwise their units are two unpaired matches."""
     on_timeout: Literal["forfeit", "auto"] = "forfeit"
     max_strikes: int = 3
     max_illegal: int = 0
@@ -180,7 +188,9 @@ class Contest:
         self.running = 0
         self.matches_started = 0
         self.stopping = trio.Event()
-        self.procs: dict[str, BotProcess] = {}
+        self.procs: dict[tuple[str, int], BotProcess] = {}
+        self.launched: set[str] = set()  # names of the submitted bots, launched as copies
+        self.copies = PAIR_COPIES if config.duplicate else 1
         self.port: int | None = None
         self.http_port: int | None = None
         self._changed = trio.Event()
@@ -192,8 +202,9 @@ class Contest:
         self._changed = trio.Event()
 
     def ready_bots(self) -> list[str]:
-        """Connected, idle bots, by name."""
-        return sorted(n for n, c in self.server.bots.items() if not c.closed.is_set() and n not in self.busy)
+        """Connected, idle bots, by name (a launched bot once all its copies are connected)."""
+        return sorted(n for n, c in self.server.bots.items() if not c.closed.is_set() and n not in self.busy
+                      and (n not in self.launched or all(self.server.connection(n, k) for k in range(self.copies))))
 
     def next_pair(self) -> tuple[str, str] | None:
         """The pair to play next among ready bots (see ``pairing``), or None."""
@@ -227,12 +238,17 @@ class Contest:
             k = self.matches_started
             seed = derive_seed(self.seed, "ladder", k)
             legs = [(a, b), (b, a)] if cfg.duplicate else [(a, b)]
-            pair = f"{a}|{b}|{k}" if cfg.duplicate else None
+            # a remote bot plays both halves itself: paired only if the organiser trusts it to
+            paired = cfg.duplicate and (cfg.duplicate_remote or {a, b} <= self.launched)
+            pair = f"{a}|{b}|{k}" if paired else None
             self.matches_started += len(legs)
             for i, (x, y) in enumerate(legs):
                 if self.stopping.is_set() and i > 0:
                     break
-                p = Pairing(index=k + i, bot0=x, bot1=y, seed=seed, pair=pair)
+                leg_seed = seed if paired or i == 0 else derive_seed(self.seed, "ladder", k + i)
+                copies = (i % self.copies if x in self.launched and paired else 0,
+                          i % self.copies if y in self.launched and paired else 0)
+                p = Pairing(index=k + i, bot0=x, bot1=y, seed=leg_seed, pair=pair)
                 row = self.store.add_match(self.tournament_id, cfg.game, p)
                 logs = Path(cfg.logs) / f"t{self.tournament_id}"
                 betting = cfg.betting_s > 0
@@ -243,7 +259,7 @@ class Contest:
                 result = None
                 try:
                     result = await play_match(self.store, self.server, row, cfg.match_config(), logs,
-                                              hub=self.hub, pair=pair, abort_on_cancel=True)
+                                              hub=self.hub, pair=pair, abort_on_cancel=True, copies=copies)
                 finally:
                     if betting:  # settled whatever happened: an aborted match returns every stake
                         self.desk.settle(row.match_key, result.winner if result else None,
@@ -270,27 +286,32 @@ class Contest:
     # ------------------------------------------------------------------ launched bots
 
     async def _launch_submitted(self, nursery: trio.Nursery) -> None:
-        """Launch every submitted bot and relaunch any that dies (at most once a second)."""
+        """Launch every submitted bot (as ``self.copies`` copies, :mod:`arena.copies`) and
+        relaunch any copy that dies (at most once a second)."""
         rows = self.store.submissions()
+        hide = secrets_of(self.store.path, self.config.logs)
         while not self.stopping.is_set():
+            self.launched = {row[0] for row in rows}
             for name, manifest_path, sandbox in rows:
-                proc = self.procs.get(name)
-                if proc is not None and proc.running:
-                    continue
-                try:
-                    m = load_manifest(manifest_path)
-                except ValueError:
-                    continue
-                m.name = name
-                token = self.store.add_bot(name)
-                env = {"ARENA_HOST": self.config.server.host, "ARENA_PORT": str(self.port), "ARENA_NAME": name,
-                       "ARENA_TOKEN": token, "ARENA_BOT_SEED": str(derive_seed(self.seed, "bot", name))}
-                log = Path(self.config.logs) / "bots" / f"{name}.log"
-                try:
-                    self.procs[name] = await launch(nursery, m, env, log, self.config.limits,
-                                                    bool(sandbox) or self.config.sandbox)
-                except (OSError, RuntimeError):
-                    continue
+                for copy in range(self.copies):
+                    proc = self.procs.get((name, copy))
+                    if proc is not None and proc.running:
+                        continue
+                    try:
+                        m = load_manifest(manifest_path)
+                    except ValueError:
+                        continue
+                    m.name = name  # its stored token was never shown: each copy gets its own
+                    env = {"ARENA_HOST": self.config.server.host, "ARENA_PORT": str(self.port),
+                           "ARENA_BOT_SEED": str(derive_seed(self.seed, "bot", name))}
+                    others = [str(Path(r[1]).parent) for r in rows if r[0] != name]
+                    try:
+                        log = bot_log(Path(self.config.logs), self.store.bot_id(name), copy)
+                        self.procs[(name, copy)] = await launch_copy(
+                            nursery, self.server, m, copy, env, log, self.config.limits,
+                            bool(sandbox) or self.config.sandbox or not self.config.trust_bots, hide, others)
+                    except (OSError, SandboxError, KeyError):  # KeyError: removed meanwhile
+                        continue
             with trio.move_on_after(1.0):
                 await self.stopping.wait()
             rows = self.store.submissions()
@@ -347,7 +368,7 @@ class Contest:
         self.hub.announce(Goodbye(reason="server shutting down"))
         with trio.CancelScope(shield=True):
             await trio.sleep(0.05)  # let spectator writers flush the goodbye
-            for conn in list(self.server.bots.values()):
+            for conn in [*self.server.bots.values(), *self.server.copies.values()]:
                 with trio.move_on_after(1):
                     try:
                         await conn.send(Goodbye(reason="server shutting down"))

@@ -23,15 +23,26 @@ Containment:
   largest file written;
 * the bot's output relayed to a per-bot log file capped at ``Limits.log_bytes``.
 
-Sandbox (``sandbox=True``, needs ``bwrap`` from Debian's ``bubblewrap``): the bot runs with no
-network, a read-only view of the whole filesystem, its own PID namespace (no
-process it forks survives it) and dies with the arena. Without a network it speaks the very same
-protocol over stdin/stdout (``ARENA_TRANSPORT=stdio``): the launcher opens the TCP connection to
-the server on its behalf and relays bytes both ways, so the server cannot tell the transports
-apart. Its stderr goes to the capped log.
+Sandbox (``sandbox=True``, the default of every command that launches bots; needs ``bwrap``
+from Debian's ``bubblewrap``): the bot sees only what it needs (:func:`sandbox_command`): the
+system directories (``/usr``, ``/bin``, ``/lib*``), the few files of ``/etc`` an interpreter
+reads, the interpreter prefixes it runs with (``sys.prefix``, ``sys.base_prefix``, node's
+prefix), its own directory read-only, a private ``/tmp`` (tmpfs, gone when it exits), a fresh
+``/proc`` and ``/dev``; its own PID, IPC, UTS and network namespaces (no network at all, no view
+of any other process), and it dies with the arena. Nothing it can write survives it or is seen
+by another process. Our logs directory, our database and other bots' directories are not
+visible at all: where one lies inside a directory the bot needs, it is covered (a tmpfs over a
+directory, ``/dev/null`` over a file); a bot directory inside one of them is refused
+(:class:`SandboxError`). Its environment holds only ``PATH``, ``HOME=/tmp``, ``LANG`` and the
+``ARENA_*`` variables. Without a network it speaks the very same protocol over stdin/stdout
+(``ARENA_TRANSPORT=stdio``): the launcher opens the TCP connection to the server on its behalf
+and relays bytes both ways, so the server cannot tell the transports apart. Its stderr goes to
+the capped log.
 
-A process that escapes its group on purpose (``setsid`` in a fork) is only contained by the
-sandbox: without it, such a grandchild outlives the match. Use ``--sandbox`` for untrusted code.
+Without the sandbox (the organiser's explicit ``--trust-bots``, unsafe) a bot runs as an
+ordinary process of the arena's user: it can read other bots' tokens in ``/proc``, signal them,
+read our files. A process that escapes its group on purpose (``setsid`` in a fork) is then not
+contained either.
 """
 
 from __future__ import annotations
@@ -44,6 +55,7 @@ import signal
 import subprocess
 import sys
 import tomllib
+from collections.abc import Sequence
 from pathlib import Path
 
 import msgspec
@@ -73,21 +85,103 @@ class Limits(msgspec.Struct):
     log_bytes: int = 2**20
 
 
+NO_SANDBOX = ("launched bots run under bubblewrap, and bwrap is not installed: install it (Debian package "
+              "bubblewrap) or run them unsandboxed with --trust-bots (trust_bots = true in a contest file; "
+              "unsafe: only for bots whose code you trust)")
+"""The one line shown when isolation is asked for (the default) and ``bwrap`` is missing."""
+
+
+class SandboxError(ValueError):
+    """A bot cannot be sandboxed as asked: ``bwrap`` is missing, or the bot's directory lies
+    inside a path that bots must not read (our logs, our database)."""
+
+
 def sandbox_available() -> bool:
     """True if ``bwrap`` is on PATH (Debian package ``bubblewrap``)."""
     return shutil.which("bwrap") is not None
 
 
-def sandbox_command(command: list[str], directory: str) -> list[str]:
-    """Wrap ``command`` in bubblewrap: the whole filesystem read-only, a private /dev and /proc,
-    no network, its own PID namespace, killed when the arena dies; run in ``directory``."""
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+"""Bound read-only (or re-created as the same symlinks, on a merged-/usr system)."""
+
+ETC_ENTRIES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "nsswitch.conf", "passwd", "group",
+               "hosts", "alternatives", "ssl", "ca-certificates", "os-release")
+"""The parts of /etc an interpreter may read (the dynamic loader, time zone, user names)."""
+
+
+def interpreter_prefixes() -> list[str]:
+    """Directories holding the interpreters bots run with: ``sys.prefix``, ``sys.base_prefix``
+    (and the exec prefixes) of the arena's Python, and the prefix of the ``node`` on PATH
+    (``<prefix>/bin/node``). Real paths, existing ones only, without repeats."""
+    out: list[str] = []
+    candidates = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix]
+    node = shutil.which("node")
+    if node:
+        candidates.append(str(Path(node).resolve().parent.parent))
+    for c in candidates:
+        real = os.path.realpath(c)
+        if os.path.isdir(real) and real not in out:
+            out.append(real)
+    return out
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def sandbox_command(command: list[str], directory: str, hide: Sequence[str | Path] = (),
+                    others: Sequence[str | Path] = ()) -> list[str]:
+    """Wrap ``command`` in bubblewrap, to run in ``directory`` (see the module docstring for
+    what the bot sees). ``hide`` lists paths no bot may read (our logs directory, our database),
+    ``others`` the other bots' directories: one lying inside a directory the bot needs is
+    covered (a tmpfs over a directory, ``/dev/null`` over a file and over an SQLite database's
+    ``-wal``, ``-shm`` and ``-journal`` files). Another bot's directory that holds this bot's
+    (the same directory, or a parent) is left alone: only this bot's part of it is bound. Raises
+    :class:`SandboxError` if ``directory`` lies inside a ``hide`` path (the bot could not run
+    without seeing it)."""
+    directory = os.path.realpath(directory)
+    args = ["bwrap", "--tmpfs", "/tmp"]
+    bound: list[str] = []
+    for d in SYSTEM_DIRS:
+        if os.path.islink(d):
+            args += ["--symlink", os.readlink(d), d]
+        elif os.path.isdir(d):
+            args += ["--ro-bind", d, d]
+            bound.append(d)
+    for entry in ETC_ENTRIES:
+        if os.path.lexists(path := f"/etc/{entry}"):
+            args += ["--ro-bind", path, path]
+            bound.append(path)
+    binds = [p for p in interpreter_prefixes() if not any(_inside(p, b) for b in bound)] + [directory]
+    for p in sorted(set(binds), key=len):  # parents before children
+        args += ["--ro-bind", p, p]
+        bound.append(p)
+    for h, other in [*((h, False) for h in hide), *((o, True) for o in others)]:
+        secret = os.path.realpath(h)
+        if _inside(directory, secret):
+            if other:
+                continue
+            raise SandboxError(f"the bot directory {directory} lies inside {secret}, which bots must not read: "
+                               "move the bot, or the logs and database, elsewhere")
+        if not any(_inside(secret, b) for b in bound):
+            continue
+        if os.path.isdir(secret):
+            args += ["--tmpfs", secret]
+        else:
+            for f in (secret, secret + "-wal", secret + "-shm", secret + "-journal"):
+                if os.path.exists(f):
+                    args += ["--ro-bind", "/dev/null", f]
     return [
-        # the whole filesystem read-only, /tmp included: a private writable /tmp would hide a bot
-        # or an interpreter (a venv) that lives under /tmp
-        "bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-        "--unshare-net", "--unshare-pid", "--unshare-ipc", "--die-with-parent", "--new-session",
-        "--chdir", directory, "--", *command,
+        *args, "--proc", "/proc", "--dev", "/dev",
+        "--unshare-all", "--die-with-parent", "--new-session", "--chdir", directory, "--", *command,
     ]  # fmt: skip
+
+
+def sandbox_env(env: dict[str, str]) -> dict[str, str]:
+    """The whole environment of a sandboxed bot: ``PATH``, ``HOME=/tmp``, ``LANG``, then
+    ``env`` (the ``ARENA_*`` variables) and ``ARENA_TRANSPORT=stdio``; nothing else of ours."""
+    base = {"PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"), "HOME": "/tmp", "LANG": "C.UTF-8"}
+    return {**base, **env, "ARENA_TRANSPORT": "stdio"}
 
 
 def load_manifest(path: str | Path) -> Manifest:
@@ -252,22 +346,27 @@ async def launch(
     log_path: Path,
     limits: Limits | None = None,
     sandbox: bool = False,
+    hide: Sequence[str | Path] = (),
+    others: Sequence[str | Path] = (),
 ) -> BotProcess:
     """Start the bot of ``manifest`` with extra environment ``env`` (``ARENA_HOST`` and
     ``ARENA_PORT`` say where the server is); its output goes to ``log_path`` (appended,
-    capped). Relay tasks run in ``nursery``. With ``sandbox`` the bot runs under bubblewrap
-    and speaks over stdin/stdout (see the module docstring). Raises ``OSError`` if the command
-    cannot be started, ``RuntimeError`` if ``sandbox`` is asked and ``bwrap`` is missing."""
+    capped). Relay tasks run in ``nursery``. With ``sandbox`` the bot runs under bubblewrap,
+    ``hide`` and ``others`` out of its sight (:func:`sandbox_command`), and speaks over
+    stdin/stdout (see the module docstring). Raises
+    ``OSError`` if the command cannot be started, :class:`SandboxError` if ``sandbox`` is asked
+    and ``bwrap`` is missing or a hidden path cannot be hidden."""
     limits = limits or Limits()
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    log_path.touch()
-    full_env = {**os.environ, **env}
     command = resolve_command(manifest)
     if sandbox:
         if not sandbox_available():
-            raise RuntimeError("--sandbox needs bwrap (Debian package bubblewrap)")
-        command = sandbox_command(command, manifest.directory)
-        full_env["ARENA_TRANSPORT"] = "stdio"
+            raise SandboxError(NO_SANDBOX)
+        command = sandbox_command(command, manifest.directory, hide, others)
+        full_env = sandbox_env(env)
+    else:
+        full_env = {**os.environ, **env}
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    log_path.touch()
     # forked here, in the main thread, so that PR_SET_PDEATHSIG tracks the arena's lifetime
     popen = subprocess.Popen(
         command,

@@ -15,7 +15,9 @@ only ever closes that one connection.
 
 from __future__ import annotations
 
+import hmac
 import logging
+import secrets
 from collections import Counter
 from typing import Any
 
@@ -56,6 +58,10 @@ class ArenaServer:
         self.hub = hub
         self.desk: Any = None  # the contest's BettingDesk, if wagers are served
         self.bots: dict[str, Connection] = {}
+        self.copies: dict[tuple[str, int], Connection] = {}
+        """Copies 1, 2, ... of launched bots, by (name, copy); copy 0 is in ``bots`` (see
+        :mod:`arena.copies`)."""
+        self._copy_tokens: dict[str, dict[int, str]] = {}
         self.port: int | None = None
         self._per_addr: Counter[str] = Counter()
         self._changed = trio.Event()
@@ -71,11 +77,31 @@ class ArenaServer:
         task_status.started(self.port)
         await trio.serve_listeners(self._handle, listeners)
 
-    async def wait_for(self, name: str, timeout_s: float) -> Connection | None:
-        """The connection of bot ``name`` once it has connected, or None after ``timeout_s``."""
+    def copy_token(self, name: str, copy: int) -> str:
+        """A fresh secret token for copy ``copy`` of the launched bot ``name`` (held in memory
+        only, replacing any earlier one): a hello with it is seated as that copy."""
+        token = secrets.token_urlsafe(24)
+        self._copy_tokens.setdefault(name, {})[copy] = token
+        return token
+
+    def _copy_of(self, name: str, token: str) -> int | None:
+        """The copy whose token ``token`` is (constant-time compare), or None."""
+        found = None
+        for copy, expected in self._copy_tokens.get(name, {}).items():
+            if hmac.compare_digest(expected.encode(), token.encode()):
+                found = copy
+        return found
+
+    def connection(self, name: str, copy: int = 0) -> Connection | None:
+        """The connection of copy ``copy`` of bot ``name`` (copy 0: the bot itself), or None."""
+        return self.bots.get(name) if copy == 0 else self.copies.get((name, copy))
+
+    async def wait_for(self, name: str, timeout_s: float, copy: int = 0) -> Connection | None:
+        """The connection of bot ``name`` (its copy ``copy``) once it has connected, or None
+        after ``timeout_s``."""
         with trio.move_on_after(timeout_s):
             while True:
-                conn = self.bots.get(name)
+                conn = self.connection(name, copy)
                 if conn is not None and not conn.closed.is_set():
                     return conn
                 await self._changed.wait()
@@ -152,14 +178,17 @@ class ArenaServer:
                 bettor = True
             await self._spectator(stream, reader, hello.name, bettor)
             return
-        if not await self._authenticate(hello.name, hello.token):
+        copy = self._copy_of(hello.name, hello.token)
+        if copy is None and not await self._authenticate(hello.name, hello.token):
             await self._refuse(stream, "auth_failed", "unknown bot name or wrong token")
             return
-        if hello.name in self.bots and not self.bots[hello.name].closed.is_set():
+        registry: dict[Any, Connection] = self.copies if copy else self.bots
+        key: Any = (hello.name, copy) if copy else hello.name
+        if key in registry and not registry[key].closed.is_set():
             await self._refuse(stream, "name_in_use", f"bot {hello.name!r} is already connected")
             return
         conn = Connection(stream, reader, hello.name, "bot", addr, self.config.send_timeout_s)
-        self.bots[hello.name] = conn
+        registry[key] = conn
         METRICS.connections.labels("bot").inc()
         try:
             await conn.send(Welcome(name=hello.name, server=f"arena {__version__}"))
@@ -170,8 +199,8 @@ class ArenaServer:
         finally:
             METRICS.connections.labels("bot").dec()
             await conn.aclose()
-            if self.bots.get(hello.name) is conn:
-                del self.bots[hello.name]
+            if registry.get(key) is conn:
+                del registry[key]
             self._notify()
 
     async def _spectator(self, stream: trio.SocketStream, reader: LineReader, name: str, bettor: bool) -> None:

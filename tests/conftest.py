@@ -15,8 +15,14 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from arena.launcher import sandbox_available  # noqa: E402
 from arena.server import ArenaServer, ServerConfig  # noqa: E402
 from arena.store import Store  # noqa: E402
+
+TRUST_BOTS = not sandbox_available()
+"""Tests that are not about isolation run their launched bots sandboxed where bwrap exists (CI
+installs it) and trusted where it does not (the default would refuse to launch them)."""
+TRUST_ARGS = ["--trust-bots"] if TRUST_BOTS else []
 
 
 class Client:

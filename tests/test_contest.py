@@ -18,13 +18,14 @@ from prometheus_client.parser import text_string_to_metric_families
 from arena.contest import Contest, ContestConfig, load_config
 from arena.server import ServerConfig
 from arena.store import Store
+from tests.conftest import TRUST_BOTS
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def config(tmp_path: Path, **kw) -> ContestConfig:
     return ContestConfig(db=str(tmp_path / "arena.db"), logs=str(tmp_path / "logs"), http_port=0,
-                         server=ServerConfig(port=0), seed=7, **kw)
+                         server=ServerConfig(port=0), seed=7, **{"trust_bots": TRUST_BOTS, **kw})
 
 
 async def wait_matches(store: Store, n: int, timeout: float = 60) -> None:
@@ -93,6 +94,7 @@ def test_sigterm_finishes_or_aborts_matches_and_loses_nothing(tmp_path):
     store.close()
     cfg = tmp_path / "c.toml"
     cfg.write_text(f'db = "{db}"\nlogs = "{tmp_path / "logs"}"\nhttp_port = 0\nshutdown_grace_s = 0.2\n'
+                   f'trust_bots = {"true" if TRUST_BOTS else "false"}\n'
                    '[server]\nport = 0\n[time]\nmove_ms = 2000\n')
     proc = subprocess.Popen([sys.executable, "-m", "arena.cli", "serve", "--config", str(cfg)], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
