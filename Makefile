@@ -18,14 +18,21 @@ $(TESTS): $(STAMP)
 	$(BIN)/pip install --quiet -e '.[test]'
 	touch $(TESTS)
 
+# Bots run under bubblewrap by default; on a machine without bwrap the demo (our own sample bots)
+# runs them unsandboxed, and says so in one line.
+TRUST   := $(if $(shell command -v bwrap 2>/dev/null),,--trust-bots)
+NOTRUST := @command -v bwrap >/dev/null 2>&1 || echo "note: bwrap (Debian bubblewrap) not found: the sample bots run unsandboxed (--trust-bots); install it to sandbox them"
+
 ## make run: the demo round-robin of the four quick sample bots over real TCP, Elo table at the end
 ## (the search bot thinks for up to 40% of each decision's time: see docs/contests.md to include it)
 run: $(STAMP)
-	$(BIN)/arena tournament --bots sample_bots/random.toml sample_bots/greedy.toml sample_bots/highcard.toml sample_bots/cautious.toml --games 200 --seed 2026 --db arena.db
+	$(NOTRUST)
+	$(BIN)/arena tournament $(TRUST) --bots sample_bots/random.toml sample_bots/greedy.toml sample_bots/highcard.toml sample_bots/cautious.toml --games 200 --seed 2026 --db arena.db
 
 ## make run-piquet: the same demo in Piquet
 run-piquet: $(STAMP)
-	$(BIN)/arena tournament --game piquet --bots sample_bots/random.toml sample_bots/greedy.toml sample_bots/highcard.toml sample_bots/cautious.toml --games 40 --seed 2026 --db arena.db
+	$(NOTRUST)
+	$(BIN)/arena tournament $(TRUST) --game piquet --bots sample_bots/random.toml sample_bots/greedy.toml sample_bots/highcard.toml sample_bots/cautious.toml --games 40 --seed 2026 --db arena.db
 
 ## make test: the whole test suite
 test: $(TESTS)
