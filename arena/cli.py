@@ -413,7 +413,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         console.print(f"[red]error:[/red] {exc}")
         return 2
     if not (config.trust_bots or sandbox_available()):
-        console.print(f"[red]submitted bots will not be launched:[/red] {NO_SANDBOX}")
+        line = NO_SANDBOX.replace("pass --trust-bots", "set trust_bots = true")
+        console.print(f"[red]submitted bots will not be launched:[/red] {line}")
     contest = Contest(config)
 
     async def main() -> None:

@@ -83,7 +83,9 @@ async def launch_copy(
 
 
 def secrets_of(store_path: str, logs_dir: str | Path) -> list[str]:
-    """The paths no launched bot may read: our logs directory and our database."""
+    """The paths no launched bot may read: our logs directory (created here, so that it can be
+    hidden) and our database."""
+    Path(logs_dir).mkdir(parents=True, exist_ok=True)
     out = [str(Path(logs_dir).resolve())]
     if store_path != ":memory:":
         out.append(str(Path(store_path).resolve()))

@@ -85,9 +85,8 @@ class Limits(msgspec.Struct):
     log_bytes: int = 2**20
 
 
-NO_SANDBOX = ("launched bots run under bubblewrap, and bwrap is not installed: install it (Debian package "
-              "bubblewrap) or run them unsandboxed with --trust-bots (trust_bots = true in a contest file; "
-              "unsafe: only for bots whose code you trust)")
+NO_SANDBOX = ("bwrap (Debian bubblewrap) is not installed: bots cannot be sandboxed; install it, or pass "
+              "--trust-bots (unsafe: trusted code only)")
 """The one line shown when isolation is asked for (the default) and ``bwrap`` is missing."""
 
 
@@ -167,6 +166,8 @@ def sandbox_command(command: list[str], directory: str, hide: Sequence[str | Pat
             continue
         if os.path.isdir(secret):
             args += ["--tmpfs", secret]
+        elif not os.path.exists(secret):  # it could appear later, visible: create it first
+            raise SandboxError(f"{secret} does not exist yet, so it cannot be hidden from the bot in {directory}")
         else:
             for f in (secret, secret + "-wal", secret + "-shm", secret + "-journal"):
                 if os.path.exists(f):
@@ -357,6 +358,7 @@ async def launch(
     ``OSError`` if the command cannot be started, :class:`SandboxError` if ``sandbox`` is asked
     and ``bwrap`` is missing or a hidden path cannot be hidden."""
     limits = limits or Limits()
+    log_path.parent.mkdir(parents=True, exist_ok=True)
     command = resolve_command(manifest)
     if sandbox:
         if not sandbox_available():
@@ -365,7 +367,6 @@ async def launch(
         full_env = sandbox_env(env)
     else:
         full_env = {**os.environ, **env}
-    log_path.parent.mkdir(parents=True, exist_ok=True)
     log_path.touch()
     # forked here, in the main thread, so that PR_SET_PDEATHSIG tracks the arena's lifetime
     popen = subprocess.Popen(
