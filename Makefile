@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 TESTS  := $(VENV)/.installed-test
 
-.PHONY: run run-piquet test bench lint schema clean
+.PHONY: run run-piquet test bench twins lint schema clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -41,6 +41,11 @@ test: $(TESTS)
 ## make bench: engine deals/s and referee decisions/s next to a raw loopback ping-pong
 bench: $(STAMP)
 	$(BIN)/arena bench
+
+## make twins: the memorising bot's twin study over 200 duplicate pairs (first- v second-half score,
+## sandboxed as two copies, as one process, and with --trust-bots); a few minutes
+twins: $(TESTS)
+	$(BIN)/python tests/test_twins.py 200
 
 lint: $(TESTS)
 	$(BIN)/ruff check arena protocol tests sample_bots

@@ -7,7 +7,9 @@ with ``name_in_use``: the first connection keeps its seat. A ``spectator`` (any 
 token) may ``list`` the matches in play and ``subscribe`` to their feed (see
 :mod:`arena.spectate`). Each address may hold at most
 ``max_conns_per_addr`` connections. Once welcomed, a bot's :class:`~arena.seat.Connection`
-waits in :attr:`ArenaServer.bots` until the scheduler seats it in a match.
+waits in :attr:`ArenaServer.bots` until the scheduler seats it in a match. A launched bot runs
+as copies (:mod:`arena.copies`), each with its own token held in memory
+(:meth:`ArenaServer.copy_token`): copy 0 waits in ``bots``, copy *k* in ``copies[(name, k)]``.
 
 Every failure is answered with an ``error`` whose code is listed in docs/protocol.md, and
 only ever closes that one connection.

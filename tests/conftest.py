@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -23,6 +25,14 @@ TRUST_BOTS = not sandbox_available()
 """Tests that are not about isolation run their launched bots sandboxed where bwrap exists (CI
 installs it) and trusted where it does not (the default would refuse to launch them)."""
 TRUST_ARGS = ["--trust-bots"] if TRUST_BOTS else []
+
+
+def remote_random_bot(port: int, name: str, token: str) -> subprocess.Popen:
+    """sample_bots/random_bot.py started as a remote bot (`arena bots add`): it connects over TCP
+    to 127.0.0.1:``port`` on its own. Terminate it when done."""
+    env = {**os.environ, "ARENA_HOST": "127.0.0.1", "ARENA_PORT": str(port), "ARENA_NAME": name, "ARENA_TOKEN": token}
+    return subprocess.Popen([sys.executable, str(ROOT / "sample_bots" / "random_bot.py")], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 class Client:

@@ -3,7 +3,6 @@ Prometheus metrics scraped over HTTP, and a clean shutdown on SIGTERM."""
 
 from __future__ import annotations
 
-import os
 import signal
 import sqlite3
 import subprocess
@@ -18,7 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from arena.contest import Contest, ContestConfig, load_config
 from arena.server import ServerConfig
 from arena.store import Store
-from tests.conftest import TRUST_BOTS
+from tests.conftest import TRUST_BOTS, remote_random_bot
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -55,10 +54,7 @@ async def test_ladder_api_metrics_and_a_remote_bot(tmp_path):
     contest = Contest(config(tmp_path, max_matches=16), store)
     async with trio.open_nursery() as nursery:
         port, http_port = await nursery.start(contest.run)
-        env = {**os.environ, "ARENA_HOST": "127.0.0.1", "ARENA_PORT": str(port), "ARENA_NAME": "remote",
-               "ARENA_TOKEN": token}
-        remote = subprocess.Popen([sys.executable, str(ROOT / "sample_bots" / "random_bot.py")], env=env,
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        remote = remote_random_bot(port, "remote", token)
         try:
             await wait_matches(store, 16)
             async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{http_port}") as http:

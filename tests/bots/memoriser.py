@@ -20,7 +20,8 @@ Without such knowledge it plays a plain heuristic: propose and accept, discard p
 below the king, follow with the cheapest winning card, lead its highest card. Each deal where it
 knew the opponent's hand (no exchange, and every card the opponent played, two at least, was in
 its guess) is counted on stderr at the deal's end (``KNEW <match_id> <deal>``); a guess that a
-card contradicts is dropped.
+card contradicts is dropped. Every guess, right or wrong, is noted (``GUESS <match_id> <deal>``):
+without one, its play is exactly the heuristic's.
 """
 
 import functools
@@ -185,6 +186,8 @@ def on_event(match, memory, event, match_id):
         key = (match.opponent, "".join(match.draw), match.deal, match.turn_up)
         match.known = memory.opponent_hand(key, event["cards"], match.turn_up)
         match.confirmed = 0
+        if match.known is not None:
+            print(f"GUESS {match_id} {match.deal}", file=sys.stderr, flush=True)
         memory.add(key, event["cards"])
     elif kind == "exchange":
         match.known = None
