@@ -27,9 +27,9 @@ Sandbox (``sandbox=True``, the default of every command that launches bots; need
 from Debian's ``bubblewrap``): the bot sees only what it needs (:func:`sandbox_command`): the
 system directories (``/usr``, ``/bin``, ``/lib*``), the few files of ``/etc`` an interpreter
 reads, the interpreter prefixes it runs with (``sys.prefix``, ``sys.base_prefix``, node's
-prefix), its own directory read-only, a private ``/tmp`` (tmpfs, gone when it exits), a fresh
+prefix), its own directory read-only, a private ``/tmp`` (a tmpfs of ``Limits.tmp_bytes``, gone when it exits), a fresh
 ``/proc`` and ``/dev``; its own PID, IPC, UTS and network namespaces (no network at all, no view
-of any other process), and it dies with the arena. Nothing it can write survives it or is seen
+of any other process), without any capability, and it dies with the arena. Nothing it can write survives it or is seen
 by another process. Our logs directory, our database and other bots' directories are not
 visible at all: where one lies inside a directory the bot needs, it is covered (a tmpfs over a
 directory, ``/dev/null`` over a file); a bot directory inside one of them is refused
@@ -48,6 +48,7 @@ contained either.
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import resource
 import shutil
@@ -75,7 +76,8 @@ class Manifest(msgspec.Struct):
 class Limits(msgspec.Struct):
     """Resource limits per bot process (``setrlimit``): CPU seconds, address space (bytes),
     open files, processes (counted per user by the kernel, and not enforced for root), largest
-    file written (bytes); and how much captured output is kept (bytes)."""
+    file written (bytes); how much captured output is kept (bytes); the size of a sandboxed
+    bot's ``/tmp`` (bytes)."""
 
     cpu_s: int = 3600
     address_space: int = 2 * 2**30
@@ -83,6 +85,8 @@ class Limits(msgspec.Struct):
     processes: int = 256
     file_bytes: int = 64 * 2**20
     log_bytes: int = 2**20
+    tmp_bytes: int = 64 * 2**20
+    """Size of the sandbox's private ``/tmp`` and of its ``/dev/shm`` (each a tmpfs)."""
 
 
 NO_SANDBOX = ("bwrap (Debian bubblewrap) is not installed: bots cannot be sandboxed; install it, or pass "
@@ -124,12 +128,21 @@ def interpreter_prefixes() -> list[str]:
     return out
 
 
+@functools.cache
+def _bwrap_sizes() -> bool:
+    """True if this ``bwrap`` knows ``--size`` (0.5 and later)."""
+    try:
+        return "--size" in subprocess.run(["bwrap", "--help"], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
 def _inside(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
 
 
 def sandbox_command(command: list[str], directory: str, hide: Sequence[str | Path] = (),
-                    others: Sequence[str | Path] = ()) -> list[str]:
+                    others: Sequence[str | Path] = (), tmp_bytes: int | None = None) -> list[str]:
     """Wrap ``command`` in bubblewrap, to run in ``directory`` (see the module docstring for
     what the bot sees). ``hide`` lists paths no bot may read (our logs directory, our database),
     ``others`` the other bots' directories: one lying inside a directory the bot needs is
@@ -137,9 +150,11 @@ def sandbox_command(command: list[str], directory: str, hide: Sequence[str | Pat
     ``-wal``, ``-shm`` and ``-journal`` files). Another bot's directory that holds this bot's
     (the same directory, or a parent) is left alone: only this bot's part of it is bound. Raises
     :class:`SandboxError` if ``directory`` lies inside a ``hide`` path (the bot could not run
-    without seeing it)."""
+    without seeing it). ``tmp_bytes`` caps the private ``/tmp`` and ``/dev/shm`` (where
+    ``bwrap`` supports ``--size``); the rest of ``/dev`` and every cover are read-only."""
     directory = os.path.realpath(directory)
-    args = ["bwrap", "--tmpfs", "/tmp"]
+    size = ["--size", str(tmp_bytes)] if tmp_bytes and _bwrap_sizes() else []
+    args = ["bwrap", *size, "--tmpfs", "/tmp"]
     bound: list[str] = []
     for d in SYSTEM_DIRS:
         if os.path.islink(d):
@@ -165,7 +180,7 @@ def sandbox_command(command: list[str], directory: str, hide: Sequence[str | Pat
         if not any(_inside(secret, b) for b in bound):
             continue
         if os.path.isdir(secret):
-            args += ["--tmpfs", secret]
+            args += ["--tmpfs", secret, "--remount-ro", secret]
         elif not os.path.exists(secret):  # it could appear later, visible: create it first
             raise SandboxError(f"{secret} does not exist yet, so it cannot be hidden from the bot in {directory}")
         else:
@@ -173,8 +188,11 @@ def sandbox_command(command: list[str], directory: str, hide: Sequence[str | Pat
                 if os.path.exists(f):
                     args += ["--ro-bind", "/dev/null", f]
     return [
-        *args, "--proc", "/proc", "--dev", "/dev",
-        "--unshare-all", "--die-with-parent", "--new-session", "--chdir", directory, "--", *command,
+        *args, "--proc", "/proc", "--dev", "/dev", *size, "--tmpfs", "/dev/shm", "--remount-ro", "/dev",
+        # no capability even inside its namespaces (bwrap keeps them when the arena runs as root):
+        # with CAP_SYS_ADMIN a bot could unmount what covers our logs and remount its binds
+        "--unshare-all", "--cap-drop", "ALL", "--die-with-parent", "--new-session", "--chdir", directory,
+        "--", *command,
     ]  # fmt: skip
 
 
@@ -363,7 +381,7 @@ async def launch(
     if sandbox:
         if not sandbox_available():
             raise SandboxError(NO_SANDBOX)
-        command = sandbox_command(command, manifest.directory, hide, others)
+        command = sandbox_command(command, manifest.directory, hide, others, limits.tmp_bytes)
         full_env = sandbox_env(env)
     else:
         full_env = {**os.environ, **env}

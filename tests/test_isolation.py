@@ -17,7 +17,15 @@ import trio
 
 from arena.copies import Halves
 from arena.formats import Pairing
-from arena.launcher import Manifest, SandboxError, launch, load_manifest, sandbox_available, sandbox_command
+from arena.launcher import (
+    Limits,
+    Manifest,
+    SandboxError,
+    launch,
+    load_manifest,
+    sandbox_available,
+    sandbox_command,
+)
 from arena.store import Store
 from arena.tournament import TournamentConfig, run_tournament
 
@@ -122,6 +130,7 @@ async def tournament_attack(tmp_path: Path, trust: bool) -> list[dict]:
 async def test_a_playing_bot_cannot_read_its_match_log_or_the_database_even_inside_its_directory(tmp_path):
     for report in await tournament_attack(tmp_path, trust=False):
         assert report["logs"] == [] and report["log_files"] == 0 and report["db"] is False, report
+        assert report["unmounted"] == [], report
 
 
 async def test_unsandboxed_a_playing_bot_reads_the_pack_of_its_match(tmp_path):
@@ -135,13 +144,18 @@ def test_a_bot_directory_inside_our_logs_is_refused(tmp_path):
     (logs / "bot").mkdir(parents=True)
     with pytest.raises(SandboxError, match="must not read"):
         sandbox_command(["python3", "bot.py"], str(logs / "bot"), hide=[logs])
-    # the other way round, the logs are covered by a tmpfs, the database by /dev/null
+    # the other way round, the logs are covered by a read-only tmpfs, the database by /dev/null
     (tmp_path / "arena.db").write_text("x")
     cmd = sandbox_command(["python3", "bot.py"], str(tmp_path), hide=[logs, tmp_path / "arena.db"])
-    assert ["--tmpfs", str(logs.resolve())] == cmd[cmd.index("--tmpfs", 2):][:2]
-    assert "/dev/null" in cmd and str((tmp_path / "arena.db").resolve()) in cmd
+    assert str(logs.resolve()) in tmpfs_targets(cmd)
+    assert ["--remount-ro", str(logs.resolve())] == cmd[cmd.index("--remount-ro"):][:2]
+    assert ["--ro-bind", "/dev/null", str((tmp_path / "arena.db").resolve())] == cmd[cmd.index("/dev/null") - 1:][:3]
     # another bot sharing this bot's directory is not covered (it would hide this bot)
-    assert "--tmpfs" not in sandbox_command(["x"], str(tmp_path), others=[tmp_path])[2:]
+    assert str(tmp_path.resolve()) not in tmpfs_targets(sandbox_command(["x"], str(tmp_path), others=[tmp_path]))
+
+
+def tmpfs_targets(cmd: list[str]) -> list[str]:
+    return [cmd[i + 1] for i, arg in enumerate(cmd) if arg == "--tmpfs"]
 
 
 def test_without_bwrap_the_tournament_refuses_in_one_line_unless_trusted(tmp_path):
@@ -170,3 +184,28 @@ def test_the_two_halves_of_a_pair_go_to_different_copies():
     # a bot with one copy (remote) plays both halves itself
     halves.assign(Pairing(index=5, bot0="a", bot1="remote", seed=4, pair="p"))
     assert halves.assign(Pairing(index=6, bot0="remote", bot1="a", seed=4, pair="p")) == (0, 1)
+
+
+@needs_bwrap
+async def test_a_sandboxed_bot_has_a_small_private_tmp_and_a_read_only_dev(tmp_path):
+    (tmp_path / "filler.py").write_text(
+        "import sys\n"
+        "for path in ('/tmp/a', '/tmp/b', '/dev/shm/a', '/dev/x'):\n"
+        "    try:\n"
+        "        with open(path, 'wb') as fh:\n"
+        "            fh.write(b'x' * 900_000)\n"
+        "        print(path, 'written', file=sys.stderr)\n"
+        "    except OSError as exc:\n"
+        "        print(path, 'refused', exc.errno, file=sys.stderr)\n"
+        "open('/dev/null', 'w').write('fine')\n"
+        "print('done', file=sys.stderr)\n"
+    )
+    m = Manifest(name="filler", command=["{python}", "filler.py"], directory=str(tmp_path))
+    async with trio.open_nursery() as n:
+        proc = await launch(n, m, {"ARENA_HOST": "127.0.0.1", "ARENA_PORT": "9"}, tmp_path / "out.log",
+                            Limits(tmp_bytes=2**20), sandbox=True)
+        with trio.fail_after(20):
+            await proc.process.wait()
+    out = (tmp_path / "out.log").read_text()
+    assert "/tmp/a written" in out and "/tmp/b refused" in out  # 1 MiB in all
+    assert "/dev/shm/a written" in out and "/dev/x refused" in out and "done" in out

@@ -11,7 +11,8 @@ line ``PROBE {json}`` to stderr (the launcher keeps it in the bot's output log):
   test: it never signals a process it was not told to, since unsandboxed it could reach any);
 * ``secret``: the first line of ``ATTACK_SECRET`` (a file in another bot's directory);
 * ``logs``: cards found in match logs under ``ATTACK_LOGS`` (``deck`` events), ``log_files``
-  how many files it listed there;
+  how many files it listed there, after trying to unmount whatever covers that directory and
+  the database (``unmounted``: the paths where ``umount2`` succeeded);
 * ``db``: True if ``ATTACK_DB`` (or its ``-wal``) could be read and holds SQLite data;
 * ``network``: True if a TCP connection to ``ATTACK_NET`` (``host:port``) opened.
 
@@ -20,6 +21,7 @@ manifest has no environment); with ``ATTACK_ONLY=1`` it exits after the first pr
 only ever names pids and paths of its own processes and temporary files.
 """
 
+import ctypes
 import json
 import os
 import signal
@@ -46,7 +48,11 @@ def other_tokens(mine):
 def probe():
     mine = os.environ.get("ARENA_TOKEN", "")
     report = {"tokens": [], "killed": [], "secret": None, "logs": [], "log_files": 0, "db": False,
-              "network": False}
+              "network": False, "unmounted": []}
+    libc = ctypes.CDLL(None, use_errno=True)
+    for path in (os.environ.get("ATTACK_LOGS"), os.environ.get("ATTACK_DB")):
+        if path and libc.umount2(path.encode(), 2) == 0:  # MNT_DETACH
+            report["unmounted"].append(path)
     tokens = other_tokens(mine)
     report["tokens"] = sorted(set(tokens.values()))
     for pid in [int(p) for p in os.environ.get("ATTACK_PIDS", "").split(",") if p.strip()]:
