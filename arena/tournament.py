@@ -110,13 +110,18 @@ async def run_tournament(
     ``on_start(tournament_id, n_matches_to_play)`` is called once scheduled;
     ``on_result(row, result)`` after each match is committed. ``fmt`` replaces the format
     named in ``config`` (``arena sprt`` passes its own). Raises ``ValueError`` for an unknown
-    format, duplicate bot names, or a ``resume`` id that does not exist.
+    format, duplicate bot names, or a ``resume`` id that does not exist, and its subclass
+    :class:`~arena.launcher.SandboxError` if the bots are to be sandboxed (the default) and
+    ``bwrap`` is missing.
     """
     names = [m.name for m in manifests]
     if len(set(names)) != len(names):
         raise ValueError(f"bot names must be unique: {names}")
     if config.concurrency < 1:
         raise ValueError("concurrency must be at least 1")
+    isolated = config.sandbox or not config.trust_bots
+    if isolated and not sandbox_available():
+        raise SandboxError(NO_SANDBOX)
     if fmt is None:
         fmt = make_format(config.format, names, config.games, config.seed, config.duplicate, config.hero)
     for name in names:  # registered with a token nobody holds: each copy gets its own (arena.copies)
@@ -135,9 +140,6 @@ async def run_tournament(
     server = ArenaServer(store, config.server)
     procs: dict[tuple[str, int], BotProcess] = {}
     logs = Path(config.logs_dir) / f"t{tid}"
-    isolated = config.sandbox or not config.trust_bots
-    if isolated and not sandbox_available():
-        raise SandboxError(NO_SANDBOX)
     n_copies = config.copies or (PAIR_COPIES if plays_pairs(fmt) else 1)
     halves = Halves(lambda name: n_copies)
     hide = secrets_of(store.path, config.logs_dir)
