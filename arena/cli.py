@@ -21,7 +21,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from arena.formats import FORMATS
-from arena.launcher import NO_SANDBOX, load_manifest, sandbox_available
+from arena.launcher import load_manifest, sandbox_problem
 from arena.referee import MatchConfig
 from arena.store import Store
 from arena.tournament import TournamentConfig, TournamentReport, run_tournament
@@ -240,8 +240,8 @@ def cmd_tournament(args: argparse.Namespace) -> int:
         validate_rules(config.match.game, config.match.rules)
         if args.trust_bots:
             config.trust_bots, config.sandbox = True, False
-        if (config.sandbox or not config.trust_bots) and not sandbox_available():
-            raise ValueError(NO_SANDBOX)
+        if (config.sandbox or not config.trust_bots) and (problem := sandbox_problem()) is not None:
+            raise ValueError(problem)
     except ValueError as exc:
         console.print(f"[red]error:[/red] {exc}")
         return 2
@@ -294,8 +294,8 @@ def cmd_sprt(args: argparse.Namespace) -> int:
     console.print(f"SPRT {bot.name} vs {vs.name}: H0 elo={args.elo0:g}, H1 elo={args.elo1:g}, "
                   f"alpha={args.alpha:g}, beta={args.beta:g}; bounds [{lo:.2f}, {hi:.2f}]")
     fmt = SprtFormat(bot.name, vs.name, args.seed, test, args.max_pairs, on_pair=lambda t: print(t.summary()))
-    if not args.trust_bots and not sandbox_available():
-        console.print(f"[red]error:[/red] {NO_SANDBOX}")
+    if not args.trust_bots and (problem := sandbox_problem()) is not None:
+        console.print(f"[red]error:[/red] {problem}")
         return 2
     config = TournamentConfig(
         format="sprt", games=2 * args.max_pairs, seed=args.seed, concurrency=1, logs_dir=args.logs,
@@ -412,8 +412,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except ValueError as exc:
         console.print(f"[red]error:[/red] {exc}")
         return 2
-    if not (config.trust_bots or sandbox_available()):
-        line = NO_SANDBOX.replace("pass --trust-bots", "set trust_bots = true")
+    if not config.trust_bots and (problem := sandbox_problem()) is not None:
+        line = problem.replace("pass --trust-bots", "set trust_bots = true")
         console.print(f"[red]submitted bots will not be launched:[/red] {line}")
     contest = Contest(config)
 

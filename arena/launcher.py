@@ -92,6 +92,9 @@ class Limits(msgspec.Struct):
 NO_SANDBOX = ("bwrap (Debian bubblewrap) is not installed: bots cannot be sandboxed; install it, or pass "
               "--trust-bots (unsafe: trusted code only)")
 """The one line shown when isolation is asked for (the default) and ``bwrap`` is missing."""
+BROKEN_SANDBOX = ("bwrap cannot sandbox here (user namespaces disabled?): fix the host, or pass --trust-bots "
+                  "(unsafe: trusted code only)")
+"""The one line shown when ``bwrap`` is there but cannot create its namespaces."""
 
 
 class SandboxError(ValueError):
@@ -99,9 +102,24 @@ class SandboxError(ValueError):
     inside a path that bots must not read (our logs, our database)."""
 
 
+@functools.cache
+def sandbox_problem() -> str | None:
+    """None if bubblewrap can sandbox a bot on this host (``bwrap`` on PATH, and a trial sandbox
+    with every namespace starts); otherwise the one line that says why not and how to fix it
+    (:data:`NO_SANDBOX` or :data:`BROKEN_SANDBOX`). Checked once per process."""
+    if shutil.which("bwrap") is None:
+        return NO_SANDBOX
+    try:
+        trial = subprocess.run(["bwrap", "--ro-bind", "/", "/", "--unshare-all", "--cap-drop", "ALL", "true"],
+                               capture_output=True, timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        return BROKEN_SANDBOX
+    return None if trial.returncode == 0 else BROKEN_SANDBOX
+
+
 def sandbox_available() -> bool:
-    """True if ``bwrap`` is on PATH (Debian package ``bubblewrap``)."""
-    return shutil.which("bwrap") is not None
+    """True if bots can be sandboxed here (:func:`sandbox_problem`)."""
+    return sandbox_problem() is None
 
 
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
@@ -379,8 +397,8 @@ async def launch(
     log_path.parent.mkdir(parents=True, exist_ok=True)
     command = resolve_command(manifest)
     if sandbox:
-        if not sandbox_available():
-            raise SandboxError(NO_SANDBOX)
+        if (problem := sandbox_problem()) is not None:
+            raise SandboxError(problem)
         command = sandbox_command(command, manifest.directory, hide, others, limits.tmp_bytes)
         full_env = sandbox_env(env)
     else:

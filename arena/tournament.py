@@ -31,7 +31,7 @@ from arena.copies import PAIR_COPIES, Halves, bot_log, launch_copy, secrets_of
 from arena.formats import Auction, Format, StaticFormat, Step, derive_seed, make_format
 from arena.formats.chouette import Chouette, Reign, legal_bids
 from arena.formats.rotation import Rotation
-from arena.launcher import NO_SANDBOX, BotProcess, Limits, Manifest, SandboxError, sandbox_available
+from arena.launcher import BotProcess, Limits, Manifest, SandboxError, sandbox_problem
 from arena.matchlog import MatchLog
 from arena.metrics import METRICS
 from arena.rating import Fit, Rating, fit, fit_pairs
@@ -120,8 +120,8 @@ async def run_tournament(
     if config.concurrency < 1:
         raise ValueError("concurrency must be at least 1")
     isolated = config.sandbox or not config.trust_bots
-    if isolated and not sandbox_available():
-        raise SandboxError(NO_SANDBOX)
+    if isolated and (problem := sandbox_problem()) is not None:
+        raise SandboxError(problem)
     if fmt is None:
         fmt = make_format(config.format, names, config.games, config.seed, config.duplicate, config.hero)
     for name in names:  # registered with a token nobody holds: each copy gets its own (arena.copies)

@@ -23,15 +23,14 @@ from arena.launcher import (
     SandboxError,
     launch,
     load_manifest,
-    sandbox_available,
     sandbox_command,
 )
 from arena.store import Store
 from arena.tournament import TournamentConfig, run_tournament
+from tests.conftest import needs_bwrap
 
 ROOT = Path(__file__).resolve().parent.parent
 ATTACKER = ROOT / "tests" / "bots" / "attacker.py"
-needs_bwrap = pytest.mark.skipif(not sandbox_available(), reason="bwrap (Debian bubblewrap) is not installed")
 VICTIM_TOKEN = "victim-token-4f1c9a"
 
 

@@ -17,7 +17,6 @@ import sys
 from pathlib import Path
 
 import msgspec
-import pytest
 import trio
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -32,10 +31,9 @@ from arena.server import ServerConfig  # noqa: E402
 from arena.store import Store  # noqa: E402
 from arena.tournament import TournamentConfig, run_tournament  # noqa: E402
 from protocol.messages import Rules  # noqa: E402
-from tests.conftest import TRUST_BOTS, remote_random_bot  # noqa: E402
+from tests.conftest import TRUST_BOTS, needs_bwrap, remote_random_bot  # noqa: E402
 
 MEMORISER = ROOT / "tests" / "bots" / "memoriser.py"
-needs_bwrap = pytest.mark.skipif(not sandbox_available(), reason="bwrap (Debian bubblewrap) is not installed")
 
 
 class Study(msgspec.Struct):
