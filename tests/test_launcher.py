@@ -77,7 +77,7 @@ async def test_stop_kills_the_whole_process_group(tmp_path):
     async with trio.open_nursery() as n:
         proc = await launch(n, m, {}, tmp_path / "out.log")
         with trio.fail_after(10):
-            while "child" not in (tmp_path / "out.log").read_text():
+            while not (tmp_path / "out.log").read_text().endswith("\n"):  # the whole line "child <pid>"
                 await trio.sleep(0.02)
         child = int((tmp_path / "out.log").read_text().split()[1])
         assert alive(child)
