@@ -295,7 +295,7 @@ def cmd_sprt(args: argparse.Namespace) -> int:
                   f"alpha={args.alpha:g}, beta={args.beta:g}; bounds [{lo:.2f}, {hi:.2f}]")
     fmt = SprtFormat(bot.name, vs.name, args.seed, test, args.max_pairs, on_pair=lambda t: print(t.summary()))
     if not args.trust_bots and (problem := sandbox_problem()) is not None:
-        console.print(f"[red]error:[/red] {problem}")
+        console.print(f"[red]error:[/red] {problem}", soft_wrap=True)
         return 2
     config = TournamentConfig(
         format="sprt", games=2 * args.max_pairs, seed=args.seed, concurrency=1, logs_dir=args.logs,
@@ -414,7 +414,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return 2
     if not config.trust_bots and (problem := sandbox_problem()) is not None:
         line = problem.replace("pass --trust-bots", "set trust_bots = true")
-        console.print(f"[red]submitted bots will not be launched:[/red] {line}")
+        console.print(f"[red]submitted bots will not be launched:[/red] {line}", soft_wrap=True)
     contest = Contest(config)
 
     async def main() -> None:

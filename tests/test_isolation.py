@@ -208,3 +208,18 @@ async def test_a_sandboxed_bot_has_a_small_private_tmp_and_a_read_only_dev(tmp_p
     out = (tmp_path / "out.log").read_text()
     assert "/tmp/a written" in out and "/tmp/b refused" in out  # 1 MiB in all
     assert "/dev/shm/a written" in out and "/dev/x refused" in out and "done" in out
+
+
+def test_without_bwrap_a_contest_says_in_one_line_it_will_not_launch_submitted_bots(tmp_path):
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(f'db = "{tmp_path / "a.db"}"\nlogs = "{tmp_path / "logs"}"\nhttp_port = 0\n[server]\nport = 0\n')
+    proc = subprocess.Popen([sys.executable, "-m", "arena.cli", "serve", "--config", str(cfg)], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={"PATH": "/nonexistent"})
+    try:
+        first = proc.stdout.readline()
+        second = proc.stdout.readline()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    assert first.startswith("submitted bots will not be launched:") and "trust_bots = true" in first, first
+    assert "bots and spectators on tcp://" in second  # remote bots can still play
