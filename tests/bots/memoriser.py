@@ -17,11 +17,10 @@ shares no card with its own and is not the turn-up, it takes that hand as the op
   (both hands known, ecarte.md §E5 obligations).
 
 Without such knowledge it plays a plain heuristic: propose and accept, discard plain cards
-below the king, follow with the cheapest winning card, lead its highest card. Each deal where it
-knew the opponent's hand (no exchange, and every card the opponent played, two at least, was in
-its guess) is counted on stderr at the deal's end (``KNEW <match_id> <deal>``); a guess that a
-card contradicts is dropped. Every guess, right or wrong, is noted (``GUESS <match_id> <deal>``):
-without one, its play is exactly the heuristic's.
+below the king, follow with the cheapest winning card, lead its highest card. Every guess is
+written to stderr (``GUESS <match_id> <deal> <cards>``), so that a test can check it against the
+match log; a guess that a card played contradicts is dropped. Without a guess its play is
+exactly the heuristic's.
 """
 
 import functools
@@ -132,7 +131,6 @@ class Match:
         self.deal, self.turn_up, self.trump = 0, None, None
         self.draw = []  # the cards of the draw for first dealer, both seats
         self.known = None  # the opponent's cards still in hand, while known
-        self.confirmed = 0  # opponent's cards played that the guess held
 
 
 def heuristic(decision, legal, state):
@@ -185,20 +183,16 @@ def on_event(match, memory, event, match_id):
     elif kind == "hand" and event.get("seat") == match.seat:
         key = (match.opponent, "".join(match.draw), match.deal, match.turn_up)
         match.known = memory.opponent_hand(key, event["cards"], match.turn_up)
-        match.confirmed = 0
         if match.known is not None:
-            print(f"GUESS {match_id} {match.deal}", file=sys.stderr, flush=True)
+            print(f"GUESS {match_id} {match.deal} {','.join(match.known)}", file=sys.stderr, flush=True)
         memory.add(key, event["cards"])
     elif kind == "exchange":
         match.known = None
     elif kind == "play" and event.get("seat") != match.seat and match.known is not None:
         if event["card"] in match.known:
             match.known.remove(event["card"])
-            match.confirmed += 1
         else:
             match.known = None  # a wrong guess (another pack with the same key)
-    elif kind == "deal_end" and match.known is not None and match.confirmed >= 2:
-        print(f"KNEW {match_id} {match.deal}", file=sys.stderr, flush=True)
 
 
 class Stdio:
