@@ -1,13 +1,14 @@
 """A duplicate twin gives a memorising bot nothing (issue 9, item 2).
 
 tests/bots/memoriser.py stores every hand it is dealt, in memory and in every file it can
-write, and when it recognises a pack in a second half it plays knowing the opponent's hand. With
-the arena's defaults (each bot sandboxed, as two copies: copy 0 plays first halves, copy 1
-second halves, :mod:`arena.copies`) it never recognises a pack, and its second-half score
-equals its first-half score within noise. As one process (``copies=1``) it recognises every
-pack and wins far more second halves: the test can fail. The study is seeded, so its numbers
-are the same on every run; ``python tests/test_twins.py PAIRS`` runs a larger one.
-"""
+write, and when it recognises a pack in a second half it plays knowing the opponent's hand;
+every guess it makes is checked here against the match logs. With the arena's defaults (each
+bot sandboxed, as two copies: copy 0 plays first halves, copy 1 second halves,
+:mod:`arena.copies`) no guess is ever right, and its second-half score equals its first-half
+score within noise. As one process (``copies=1``) its guesses are right and it wins far more
+second halves: the test can fail. The study is seeded, so its numbers are the same on every
+run; ``python tests/test_twins.py PAIRS`` (``make twins``) runs a larger one, adding the
+``--trust-bots`` case."""
 
 from __future__ import annotations
 
