@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 TESTS  := $(VENV)/.installed-test
 
-.PHONY: run run-piquet test bench study lint schema clean
+.PHONY: run run-piquet test bench study twins lint schema clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,14 +18,21 @@ $(TESTS): $(STAMP)
 	$(BIN)/pip install --quiet -e '.[test]'
 	touch $(TESTS)
 
+# Bots run under bubblewrap by default; on a machine without bwrap the demo (our own sample bots)
+# runs them unsandboxed, and says so in one line.
+TRUST   := $(if $(shell command -v bwrap 2>/dev/null),,--trust-bots)
+NOTRUST := @command -v bwrap >/dev/null 2>&1 || echo "note: bwrap (Debian bubblewrap) not found: the sample bots run unsandboxed (--trust-bots); install it to sandbox them"
+
 ## make run: the demo round-robin of the four quick sample bots over real TCP, Elo table at the end
 ## (the search bot thinks for up to 40% of each decision's time: see docs/contests.md to include it)
 run: $(STAMP)
-	$(BIN)/arena tournament --bots sample_bots/random.toml sample_bots/greedy.toml sample_bots/highcard.toml sample_bots/cautious.toml --games 200 --seed 2026 --db arena.db
+	$(NOTRUST)
+	$(BIN)/arena tournament $(TRUST) --bots sample_bots/random.toml sample_bots/greedy.toml sample_bots/highcard.toml sample_bots/cautious.toml --games 200 --seed 2026 --db arena.db
 
 ## make run-piquet: the same demo in Piquet
 run-piquet: $(STAMP)
-	$(BIN)/arena tournament --game piquet --bots sample_bots/random.toml sample_bots/greedy.toml sample_bots/highcard.toml sample_bots/cautious.toml --games 40 --seed 2026 --db arena.db
+	$(NOTRUST)
+	$(BIN)/arena tournament $(TRUST) --game piquet --bots sample_bots/random.toml sample_bots/greedy.toml sample_bots/highcard.toml sample_bots/cautious.toml --games 40 --seed 2026 --db arena.db
 
 ## make test: the whole test suite
 test: $(TESTS)
@@ -38,6 +45,10 @@ bench: $(STAMP)
 ## make study: the seeded simulation studies of the ladder and the SPRT (arena/studies.py)
 study: $(STAMP)
 	$(BIN)/python -m arena.studies
+## make twins: the memorising bot's twin study over 200 duplicate pairs (first- v second-half score,
+## sandboxed as two copies, as one process, and with --trust-bots); a few minutes
+twins: $(TESTS)
+	$(BIN)/python tests/test_twins.py 200
 
 lint: $(TESTS)
 	$(BIN)/ruff check arena protocol tests sample_bots

@@ -26,7 +26,7 @@ from arena.bounds import MAX_ELO, float_in, int_in, option_int
 from arena.errors import INTERRUPTED, USAGE, Unavailable, UserError, find_user_error, interrupted
 from arena.formats import FORMATS
 from arena.formats.duplicate_deals import DEFAULT_DEALS
-from arena.launcher import load_manifest, sandbox_available
+from arena.launcher import load_manifest, sandbox_problem
 from arena.names import check_name, escape, plain
 from arena.referee import MatchConfig
 from arena.store import Store
@@ -86,7 +86,9 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--resume", nargs="?", type=option_int("resume"), const=0, metavar="ID",
                    help="finish an interrupted tournament of --db (default: the newest unfinished)")
     t.add_argument("--sandbox", action="store_true",
-                   help="run each bot under bubblewrap: no network, read-only filesystem (stdin/stdout)")
+                   help="the default: each bot runs under bubblewrap (kept for old command lines)")
+    t.add_argument("--trust-bots", action="store_true",
+                   help="UNSAFE: run the bots as plain processes, without bubblewrap (only for code you trust)")
     t.add_argument("--games", type=option_int("games"), default=10, help="matches per pair (default 10)")
     t.add_argument("--seed", type=option_int("seed"), default=1, help="tournament seed (default 1)")
     t.add_argument("--db", default="arena.db", help="SQLite database (default arena.db)")
@@ -139,6 +141,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--move-ms", type=option_int("move_ms"), default=2000)
     sp.add_argument("--db", default="arena.db")
     sp.add_argument("--logs", default="logs")
+    sp.add_argument("--trust-bots", action="store_true",
+                    help="UNSAFE: run the bots as plain processes, without bubblewrap")
 
     wt = sub.add_parser("watch", help="follow a match live in the terminal, as a spectator")
     wt.add_argument("match", nargs="?", help="the match id (default: the first in play, then the next)")
@@ -174,7 +178,8 @@ def build_parser() -> argparse.ArgumentParser:
     sb = bsub.add_parser("submit", help="register a bot that the contest server launches itself")
     sb.add_argument("manifest", help="the bot's manifest (TOML)")
     sb.add_argument("--name", help="the name in the contest (default: the manifest's)")
-    sb.add_argument("--sandbox", action="store_true", help="always launch it under bubblewrap")
+    sb.add_argument("--sandbox", action="store_true",
+                    help="launch it under bubblewrap even if the contest sets trust_bots (sandboxed is the default)")
     sb.add_argument("--db", default="arena.db")
     ls = bsub.add_parser("list", help="list registered bots with their ladder rating")
     ls.add_argument("--game", choices=["ecarte", "piquet"], default="ecarte")
@@ -247,7 +252,8 @@ def print_report(console: Console, report: TournamentReport) -> None:
 def check_tournament(config: TournamentConfig, manifests: list) -> None:
     """Refuse a tournament that cannot be played, before any bot is launched: duplicate bot
     names, an unknown ``--hero``, too few bots for the format, rule options the game does not
-    have, a bad time control, ``--sandbox`` without bwrap. Raises :class:`UserError`."""
+    have, a bad time control, no working bwrap for the sandbox (the default; ``--trust-bots``
+    opts out). Raises :class:`UserError`."""
     from arena.clock import Clock
     from arena.formats import make_format
     from arena.games import validate_rules
@@ -272,8 +278,8 @@ def check_tournament(config: TournamentConfig, manifests: list) -> None:
         Clock(config.match.time)
     except ValueError as exc:
         raise UserError(f"time control: {exc}") from None
-    if config.sandbox and not sandbox_available():
-        raise Unavailable("--sandbox needs bwrap: install the Debian package bubblewrap")
+    if (config.sandbox or not config.trust_bots) and (problem := sandbox_problem()) is not None:
+        raise Unavailable(problem)
 
 
 def cmd_tournament(args: argparse.Namespace) -> int:
@@ -308,6 +314,7 @@ def cmd_tournament(args: argparse.Namespace) -> int:
             concurrency=args.concurrency,
             logs_dir=args.logs,
             sandbox=args.sandbox,
+            trust_bots=args.trust_bots,
             manifests=[str(Path(p).resolve()) for p in args.bots],
             match=MatchConfig(
                 game=args.game,
@@ -320,6 +327,8 @@ def cmd_tournament(args: argparse.Namespace) -> int:
                 max_illegal=args.max_illegal,
             ),
         )
+    if args.trust_bots:  # also for --resume: the organiser's choice of this run
+        config.trust_bots, config.sandbox = True, False
     check_tournament(config, manifests)
     progress_lines = None
     if not console.is_terminal and not args.quiet:  # a log file: plain lines, not a redrawn bar
@@ -382,8 +391,11 @@ def cmd_sprt(args: argparse.Namespace) -> int:
     console.print(plain(f"SPRT {bot.name} vs {vs.name}: H0 elo={args.elo0:g}, H1 elo={args.elo1:g}, "
                   f"alpha={args.alpha:g}, beta={args.beta:g}; bounds [{lo:.2f}, {hi:.2f}]"))
     fmt = SprtFormat(bot.name, vs.name, args.seed, test, args.max_pairs, on_pair=lambda t: print(t.summary()))
+    if not args.trust_bots and (problem := sandbox_problem()) is not None:
+        raise Unavailable(problem)
     config = TournamentConfig(
         format="sprt", games=2 * args.max_pairs, seed=args.seed, concurrency=1, logs_dir=args.logs,
+        trust_bots=args.trust_bots,
         manifests=[str(Path(args.bot).resolve()), str(Path(args.vs).resolve())],
         match=MatchConfig(game=args.game, time=TimeControl(move_ms=args.move_ms)),
     )
@@ -521,6 +533,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     console = make_console()
     config = load_config(args.config)
+    if not config.trust_bots and (problem := sandbox_problem()) is not None:
+        line = problem.replace("pass --trust-bots", "set trust_bots = true")
+        console.print(plain(f"submitted bots will not be launched: {line}", "red"), soft_wrap=True)
     contest = Contest(config)
 
     async def main() -> None:

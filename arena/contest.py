@@ -45,8 +45,9 @@ import msgspec
 import trio
 
 from arena.bounds import check_contest_numbers
+from arena.copies import PAIR_COPIES, bot_log, launch_copy, secrets_of
 from arena.formats import Pairing, derive_seed
-from arena.launcher import BotProcess, Limits, launch, load_manifest
+from arena.launcher import BotProcess, Limits, SandboxError, load_manifest
 from arena.metrics import METRICS
 from arena.names import is_valid_name
 from arena.referee import MatchConfig, MatchResult
@@ -87,6 +88,13 @@ class ContestConfig(msgspec.Struct, forbid_unknown_fields=True):
     http_host: str = "127.0.0.1"
     http_port: int = 8080
     sandbox: bool = False
+    """Kept for old contest files: submitted bots are sandboxed unless ``trust_bots``."""
+    trust_bots: bool = False
+    """UNSAFE: launch submitted bots as plain processes, without bubblewrap (docs/contests.md,
+    "Security model"); without it and without ``bwrap`` they are not launched at all."""
+    duplicate_remote: bool = False
+    """Play duplicate pairs with remote bots too (trusting them not to remember a pack: one
+    connection plays both halves); otherwise their units are two unpaired matches."""
     on_timeout: Literal["forfeit", "auto"] = "forfeit"
     max_strikes: int = 3
     max_illegal: int = 0
@@ -284,10 +292,12 @@ class Contest:
         self.running = 0
         self.matches_started = 0
         self.stopping = trio.Event()
-        self.procs: dict[str, BotProcess] = {}
+        self.procs: dict[tuple[str, int], BotProcess] = {}
+        self.launched: set[str] = set()  # names of the submitted bots, launched as copies
+        self.copies = PAIR_COPIES if config.duplicate else 1
         self.supervisor = Supervisor()
         self._submitted: dict[str, float] = {}
-        self._log_start: dict[str, int] = {}
+        self._log_start: dict[tuple[str, int], int] = {}
         self.port: int | None = None
         self.http_port: int | None = None
         self._changed = trio.Event()
@@ -327,8 +337,9 @@ class Contest:
         self._changed = trio.Event()
 
     def ready_bots(self) -> list[str]:
-        """Connected, idle bots, by name."""
-        return sorted(n for n, c in self.server.bots.items() if not c.closed.is_set() and n not in self.busy)
+        """Connected, idle bots, by name (a launched bot once all its copies are connected)."""
+        return sorted(n for n, c in self.server.bots.items() if not c.closed.is_set() and n not in self.busy
+                      and (n not in self.launched or all(self.server.connection(n, k) for k in range(self.copies))))
 
     def next_pair(self) -> tuple[str, str] | None:
         """The pair to play next among ready bots (see ``pairing``), or None."""
@@ -362,12 +373,17 @@ class Contest:
             k = self.matches_started
             seed = derive_seed(self.seed, "ladder", k)
             legs = [(a, b), (b, a)] if cfg.duplicate else [(a, b)]
-            pair = f"{a}|{b}|{k}" if cfg.duplicate else None
+            # a remote bot plays both halves itself: paired only if the organiser trusts it to
+            paired = cfg.duplicate and (cfg.duplicate_remote or {a, b} <= self.launched)
+            pair = f"{a}|{b}|{k}" if paired else None
             self.matches_started += len(legs)
             for i, (x, y) in enumerate(legs):
                 if (self.stopping.is_set() or self.health.paused) and i > 0:
                     break
-                p = Pairing(index=k + i, bot0=x, bot1=y, seed=seed, pair=pair)
+                leg_seed = seed if paired or i == 0 else derive_seed(self.seed, "ladder", k + i)
+                copies = (i % self.copies if x in self.launched and paired else 0,
+                          i % self.copies if y in self.launched and paired else 0)
+                p = Pairing(index=k + i, bot0=x, bot1=y, seed=leg_seed, pair=pair)
                 try:
                     row = self.store.add_match(self.tournament_id, cfg.game, p)
                 except STORAGE_ERRORS as exc:  # nothing scheduled, nothing lost
@@ -382,7 +398,8 @@ class Contest:
                         await trio.sleep(cfg.betting_s)
                         self._wagers("betting", self.desk.close, row.match_key)
                     result = await play_match(self.store, self.server, row, cfg.match_config(), logs,
-                                              hub=self.hub, pair=pair, abort_on_cancel=True, health=self.health)
+                                              hub=self.hub, pair=pair, abort_on_cancel=True, health=self.health,
+                                              copies=copies)
                 except Exception:  # a bug in one match ends that match, never the server
                     log.exception("match %s failed", row.match_key)
                     await self._abort_if_pending(row.match_key)
@@ -427,50 +444,63 @@ class Contest:
     # ------------------------------------------------------------------ launched bots
 
     async def _launch_submitted(self, nursery: trio.Nursery) -> None:
-        """Launch every submitted bot and relaunch any that dies, backing off and disabling one
-        that keeps failing (:mod:`arena.supervisor`); publish their states once a second."""
+        """Launch every submitted bot (as ``self.copies`` copies, :mod:`arena.copies`) and
+        relaunch any copy that dies, backing off and disabling a bot that keeps failing
+        (:mod:`arena.supervisor`); publish their states once a second."""
         from arena.botlog import tail
 
         rows = self.store.submissions()
+        hide = secrets_of(self.store.path, self.config.logs)
         while not self.stopping.is_set():
             for name, when in self.store.submission_times().items():
                 if self._submitted.setdefault(name, when) != when:  # submitted again: a fresh start
                     self._submitted[name] = when
                     self.supervisor.reset(name)
+            self.launched = {row[0] for row in rows}
             for name, manifest_path, sandbox in rows:
                 if not is_valid_name(name):  # registered before names were checked: never launched
                     continue
-                proc = self.procs.get(name)
-                if proc is not None and proc.running:
-                    continue
-                if proc is not None:  # died since the last look
-                    del self.procs[name]
-                    self.supervisor.failed(name, tail(proc.log_path, start=self._log_start.get(name, 0)))
-                if not self.supervisor.due(name):
-                    continue
-                try:
-                    m = load_manifest(manifest_path)
-                except ValueError as exc:
-                    self.supervisor.failed(name, [str(exc)])
-                    continue
-                m.name = name
-                try:
-                    token = self.store.add_bot(name)
-                except STORAGE_ERRORS as exc:  # tried again next round
-                    self.health.fail("database", exc)
-                    continue
-                env = {"ARENA_HOST": self.config.server.host, "ARENA_PORT": str(self.port), "ARENA_NAME": name,
-                       "ARENA_TOKEN": token, "ARENA_BOT_SEED": str(derive_seed(self.seed, "bot", name))}
-                log = Path(self.config.logs) / "bots" / f"{name}.log"
-                try:
-                    self.procs[name] = await launch(nursery, m, env, log, self.config.limits,
-                                                    bool(sandbox) or self.config.sandbox,
-                                                    connect=self.server.attach_local)
-                    self.supervisor.launched(name)
-                    self._log_start[name] = log.stat().st_size  # this launch's output starts here
-                except (OSError, RuntimeError) as exc:
-                    self.supervisor.failed(name, [f"cannot start: {exc}"])
-                    continue
+                dead = [(name, c) for c in range(self.copies)
+                        if (p := self.procs.get((name, c))) is not None and not p.running]
+                if dead:  # died since the last look: one failure of the bot, however many copies
+                    self.supervisor.failed(name, tail(self.procs[dead[0]].log_path,
+                                                      start=self._log_start.get(dead[0], 0)))
+                    for key in dead:
+                        del self.procs[key]
+                for copy in range(self.copies):
+                    key = (name, copy)
+                    proc = self.procs.get(key)
+                    if proc is not None and proc.running:
+                        continue
+                    # the other copy of a running bot starts at once; a bot backing off waits for all of its copies
+                    if not (self.supervisor.health(name).state == "running" or self.supervisor.due(name)):
+                        continue
+                    try:
+                        m = load_manifest(manifest_path)
+                    except ValueError as exc:
+                        self.supervisor.failed(name, [str(exc)])
+                        continue
+                    m.name = name  # its stored token was never shown: each copy gets its own
+                    env = {"ARENA_HOST": self.config.server.host, "ARENA_PORT": str(self.port),
+                           "ARENA_BOT_SEED": str(derive_seed(self.seed, "bot", name))}
+                    others = [str(Path(r[1]).parent) for r in rows if r[0] != name]
+                    try:
+                        log = bot_log(Path(self.config.logs), self.store.bot_id(name), copy)
+                    except KeyError:  # removed meanwhile
+                        continue
+                    except STORAGE_ERRORS as exc:  # tried again next round
+                        self.health.fail("database", exc)
+                        continue
+                    try:
+                        self.procs[key] = await launch_copy(
+                            nursery, self.server, m, copy, env, log, self.config.limits,
+                            bool(sandbox) or self.config.sandbox or not self.config.trust_bots, hide, others,
+                            connect=self.server.attach_local)
+                        self.supervisor.launched(name)
+                        self._log_start[key] = log.stat().st_size  # this launch's output starts here
+                    except (OSError, SandboxError) as exc:
+                        self.supervisor.failed(name, [f"cannot start: {exc}"])
+                        continue
             try:  # the bots' state for `arena bots list`: a storage fault pauses, never stops, the server
                 publish(self.store, self.supervisor,
                         {n for n, c in self.server.bots.items() if not c.closed.is_set()})
@@ -542,7 +572,7 @@ class Contest:
         self.hub.announce(Goodbye(reason="server shutting down"))
         with trio.CancelScope(shield=True):
             await trio.sleep(0.05)  # let spectator writers flush the goodbye
-            for conn in list(self.server.bots.values()):
+            for conn in [*self.server.bots.values(), *self.server.copies.values()]:
                 with trio.move_on_after(1):
                     try:
                         await conn.send(Goodbye(reason="server shutting down"))

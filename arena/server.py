@@ -7,7 +7,9 @@ and per name (``rate_limited``), verified tokens cached, constant-time compariso
 is already connected is refused with ``name_in_use``: the first connection keeps its seat. A
 ``spectator`` (any name, no token) may ``list`` the matches in play and ``subscribe`` to their
 feed (see :mod:`arena.spectate`). Once welcomed, a bot's :class:`~arena.seat.Connection`
-waits in :attr:`ArenaServer.bots` until the scheduler seats it in a match.
+waits in :attr:`ArenaServer.bots` until the scheduler seats it in a match. A launched bot runs
+as copies (:mod:`arena.copies`), each with its own token held in memory
+(:meth:`ArenaServer.copy_token`): copy 0 waits in ``bots``, copy *k* in ``copies[(name, k)]``.
 
 Caps, so that no anonymous client can exhaust the process's file descriptors or lock bots out
 (docs/contests.md, "Anonymous clients and authentication"):
@@ -28,8 +30,10 @@ only ever closes that one connection.
 
 from __future__ import annotations
 
+import hmac
 import logging
 import resource
+import secrets
 from collections import Counter
 from typing import Any
 
@@ -117,6 +121,10 @@ class ArenaServer:
         self.hub = hub
         self.desk: Any = None  # the contest's BettingDesk, if wagers are served
         self.bots: dict[str, Connection] = {}
+        self.copies: dict[tuple[str, int], Connection] = {}
+        """Copies 1, 2, ... of launched bots, by (name, copy); copy 0 is in ``bots`` (see
+        :mod:`arena.copies`)."""
+        self._copy_tokens: dict[str, dict[int, str]] = {}
         self.port: int | None = None
         self.auth = Authenticator(store, self.config.auth_limits())
         self.open_connections = 0  # TCP connections counted against max_connections
@@ -164,11 +172,31 @@ class ArenaServer:
             log.exception("local connection failed")
             await stream.aclose()
 
-    async def wait_for(self, name: str, timeout_s: float) -> Connection | None:
-        """The connection of bot ``name`` once it has connected, or None after ``timeout_s``."""
+    def copy_token(self, name: str, copy: int) -> str:
+        """A fresh secret token for copy ``copy`` of the launched bot ``name`` (held in memory
+        only, replacing any earlier one): a hello with it is seated as that copy."""
+        token = secrets.token_urlsafe(24)
+        self._copy_tokens.setdefault(name, {})[copy] = token
+        return token
+
+    def _copy_of(self, name: str, token: str) -> int | None:
+        """The copy whose token ``token`` is (constant-time compare), or None."""
+        found = None
+        for copy, expected in self._copy_tokens.get(name, {}).items():
+            if hmac.compare_digest(expected.encode(), token.encode()):
+                found = copy
+        return found
+
+    def connection(self, name: str, copy: int = 0) -> Connection | None:
+        """The connection of copy ``copy`` of bot ``name`` (copy 0: the bot itself), or None."""
+        return self.bots.get(name) if copy == 0 else self.copies.get((name, copy))
+
+    async def wait_for(self, name: str, timeout_s: float, copy: int = 0) -> Connection | None:
+        """The connection of bot ``name`` (its copy ``copy``) once it has connected, or None
+        after ``timeout_s``."""
         with trio.move_on_after(timeout_s):
             while True:
-                conn = self.bots.get(name)
+                conn = self.connection(name, copy)
                 if conn is not None and not conn.closed.is_set():
                     return conn
                 await self._changed.wait()
@@ -272,13 +300,16 @@ class ArenaServer:
             finally:
                 self.spectators -= 1
             return
-        if not await self._authenticate(stream, "bots", hello.name, hello.token, addr, local):
+        copy = self._copy_of(hello.name, hello.token)
+        if copy is None and not await self._authenticate(stream, "bots", hello.name, hello.token, addr, local):
             return
-        if hello.name in self.bots and not self.bots[hello.name].closed.is_set():
+        registry: dict[Any, Connection] = self.copies if copy else self.bots
+        key: Any = (hello.name, copy) if copy else hello.name
+        if key in registry and not registry[key].closed.is_set():
             await self._refuse(stream, "name_in_use", f"bot {hello.name!r} is already connected")
             return
         conn = Connection(stream, reader, hello.name, "bot", addr, self.config.send_timeout_s)
-        self.bots[hello.name] = conn
+        registry[key] = conn
         METRICS.connections.labels("bot").inc()
         try:
             await conn.send(Welcome(name=hello.name, server=f"arena {__version__}"))
@@ -289,8 +320,8 @@ class ArenaServer:
         finally:
             METRICS.connections.labels("bot").dec()
             await conn.aclose()
-            if self.bots.get(hello.name) is conn:
-                del self.bots[hello.name]
+            if registry.get(key) is conn:
+                del registry[key]
             self._notify()
 
     async def _spectator(self, stream: trio.SocketStream, reader: LineReader, name: str, bettor: bool) -> None:

@@ -248,6 +248,14 @@ class Store:
         )
         return token
 
+    def bot_id(self, name: str) -> int:
+        """The database id of registered bot ``name`` (for file names: never a name in a
+        path). Raises ``KeyError`` if it is not registered."""
+        row = self.db.execute("SELECT rowid FROM bots WHERE name=?", (name,)).fetchone()
+        if row is None:
+            raise KeyError(name)
+        return int(row[0])
+
     def check_token(self, name: str, token: str) -> bool:
         """True if ``name`` is registered and ``token`` is its token (constant-time compare)."""
         row = self.db.execute("SELECT salt, token_hash FROM bots WHERE name=?", (name,)).fetchone()

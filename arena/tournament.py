@@ -1,8 +1,9 @@
 """Run a tournament end to end: server, bot processes, scheduled matches, results, ratings.
 
 :func:`run_tournament` starts the TCP server on a free loopback port, registers every bot
-with a fresh token (so no manual ``arena bots add`` is needed), launches each bot as its own
-process, waits for them to connect, then plays the schedule of the chosen format with up to
+with a fresh token (so no manual ``arena bots add`` is needed), launches each bot in its own sandbox
+(:mod:`arena.launcher`; as two copies when duplicate pairs are played, :mod:`arena.copies`),
+waits for them to connect, then plays the schedule of the chosen format with up to
 ``concurrency`` matches at once, a bot never in two matches at the same time. Each result is
 committed to the store before the bots hear ``match_end``; each match writes
 ``<logs>/t<id>/<match_key>.jsonl``.
@@ -25,12 +26,14 @@ import msgspec
 import trio
 
 from arena.clock import Clock
+from arena.copies import PAIR_COPIES, Halves, bot_log, launch_copy, secrets_of
 from arena.deal_pairs import fit_twin_deals
 from arena.errors import Unavailable, UserError
 from arena.formats import Auction, Format, StaticFormat, Step, derive_seed, make_format
 from arena.formats.chouette import Chouette, Reign, legal_bids
+from arena.formats.rotation import Rotation
 from arena.ladder import ladder_units
-from arena.launcher import BotProcess, Limits, Manifest, launch
+from arena.launcher import BotProcess, Limits, Manifest, sandbox_problem
 from arena.matchlog import MatchLog, write_unplayed
 from arena.metrics import METRICS
 from arena.rating import Fit, Rating, fit_units
@@ -61,6 +64,11 @@ class TournamentConfig(msgspec.Struct, omit_defaults=True):
     connect_timeout_s: float = 20.0
     limits: Limits = msgspec.field(default_factory=Limits)
     sandbox: bool = False
+    """Kept for old command lines and stored configs: bots are sandboxed unless ``trust_bots``."""
+    trust_bots: bool = False
+    """UNSAFE: run the bots as plain processes without bubblewrap (docs/contests.md, "Security model")."""
+    copies: int = 0
+    """Processes per bot (:mod:`arena.copies`); 0: two when matches are played in duplicate pairs, else one."""
     manifests: list[str] = msgspec.field(default_factory=list)
     """Manifest paths of the bots (stored with the tournament, so ``--resume`` can relaunch them)."""
 
@@ -107,7 +115,9 @@ async def run_tournament(
     ``on_start(tournament_id, n_matches_to_play)`` is called once scheduled;
     ``on_result(row, result)`` after each match is committed. ``fmt`` replaces the format
     named in ``config`` (``arena sprt`` passes its own). Raises ``ValueError`` for an unknown
-    format, duplicate bot names, or a ``resume`` id that does not exist.
+    format, duplicate bot names, or a ``resume`` id that does not exist, and its subclass
+    :class:`~arena.launcher.SandboxError` if the bots are to be sandboxed (the default) and
+    ``bwrap`` is missing.
     """
     names = [m.name for m in manifests]
     if len(set(names)) != len(names):
@@ -116,9 +126,13 @@ async def run_tournament(
         raise UserError("concurrency must be at least 1")
     if config.format == "duplicate-deals" and config.match.rules.deals < 1:
         raise UserError("duplicate-deals needs matches of a fixed number of deals (rules.deals, --deals N)")
+    isolated = config.sandbox or not config.trust_bots
+    if isolated and (problem := sandbox_problem()) is not None:
+        raise Unavailable(problem)
     if fmt is None:
         fmt = make_format(config.format, names, config.games, config.seed, config.duplicate, config.hero)
-    tokens = {name: store.add_bot(name) for name in names}
+    for name in names:  # registered with a token nobody holds: each copy gets its own (arena.copies)
+        store.add_bot(name)
     if resume is None:
         static = fmt.schedule if isinstance(fmt, StaticFormat) else []
         tid = store.create_tournament(config.match.game, config.format, config.seed, config, names, static)
@@ -131,24 +145,26 @@ async def run_tournament(
         on_start(tid, total)
     t0 = trio.current_time()
     server = ArenaServer(store, config.server)
-    procs: dict[str, BotProcess] = {}
+    procs: dict[tuple[str, int], BotProcess] = {}
     logs = Path(config.logs_dir) / f"t{tid}"
+    n_copies = config.copies or (PAIR_COPIES if plays_pairs(fmt) else 1)
+    halves = Halves(lambda name: n_copies)
+    hide = secrets_of(store.path, config.logs_dir)
 
     async with trio.open_nursery() as nursery:
         port = await nursery.start(server.serve)
 
-        async def start_bot(m: Manifest) -> None:
+        async def start_bot(m: Manifest, copy: int) -> None:
             env = {
                 "ARENA_HOST": config.server.host,
                 "ARENA_PORT": str(port),
-                "ARENA_NAME": m.name,
-                "ARENA_TOKEN": tokens[m.name],
                 "ARENA_BOT_SEED": str(derive_seed(config.seed, "bot", m.name)),
             }
+            others = [o.directory for o in manifests if o.name != m.name]
             try:
-                procs[m.name] = await launch(
-                    nursery, m, env, logs / "bots" / f"{m.name}.log", config.limits, config.sandbox,
-                    connect=server.attach_local,
+                procs[(m.name, copy)] = await launch_copy(
+                    nursery, server, m, copy, env, bot_log(logs, store.bot_id(m.name), copy), config.limits,
+                    isolated, hide, others, connect=server.attach_local,
                 )
             except OSError as exc:  # a missing or non-executable program
                 raise Unavailable(f"bot {m.name}: cannot start {' '.join(m.command)!r} in {m.directory} "
@@ -156,25 +172,28 @@ async def run_tournament(
 
         try:
             for m in manifests:
-                await start_bot(m)
-            for name in names:
-                await server.wait_for(name, config.connect_timeout_s)
-            relaunched: set[str] = set()
+                for copy in range(n_copies):
+                    await start_bot(m, copy)
+            deadline = trio.current_time() + config.connect_timeout_s
+            for name, copy in list(procs):
+                await server.wait_for(name, max(0.0, deadline - trio.current_time()), copy)
+            relaunched: set[tuple[str, int]] = set()
             by_name = {m.name: m for m in manifests}
 
             async def ensure_connected(name: str) -> None:
-                if name in server.bots or name in relaunched:
-                    return
-                proc = procs.get(name)
-                if proc is not None and not proc.running:
-                    relaunched.add(name)
-                    await start_bot(by_name[name])
-                    await server.wait_for(name, config.connect_timeout_s)
+                for copy in range(n_copies):
+                    if server.connection(name, copy) is not None or (name, copy) in relaunched:
+                        continue
+                    proc = procs.get((name, copy))
+                    if proc is not None and not proc.running:
+                        relaunched.add((name, copy))
+                        await start_bot(by_name[name], copy)
+                        await server.wait_for(name, config.connect_timeout_s, copy)
 
-            await _play_format(store, server, tid, fmt, config, logs, ensure_connected, on_result)
+            await _play_format(store, server, tid, fmt, config, logs, ensure_connected, on_result, halves)
         finally:
             with trio.CancelScope(shield=True):
-                for conn in list(server.bots.values()):
+                for conn in [*server.bots.values(), *server.copies.values()]:
                     with trio.move_on_after(1):
                         try:
                             await conn.send(Goodbye(reason="tournament over"))
@@ -222,6 +241,12 @@ def rate_tournament(store: Store, tid: int, names: list[str], config: Tournament
             for m in store.matches(tid) if m["status"] == "done"]
     units = ladder_units(rows)
     return fit_units(units, names, variance="robust"), any(u[3] == 2 for u in units)
+def plays_pairs(fmt: Format) -> bool:
+    """True if ``fmt`` may hand out duplicate pairs (its bots then run as two copies): a static
+    schedule with a pair key, or any dynamic format but rotation and chouette (which never pair)."""
+    if isinstance(fmt, StaticFormat):
+        return any(p.pair is not None for p in fmt.schedule)
+    return not isinstance(fmt, (Rotation, Chouette))
 
 
 def settle_stored(store: Store, tid: int, fmt: Format, steps: list[Step]) -> list[Step]:
@@ -256,9 +281,11 @@ async def _play_format(
     logs: Path,
     ensure_connected: Callable[[str], object],
     on_result: OnResult | None,
+    halves: Halves | None = None,
 ) -> None:
     """Run the format's steps with at most ``concurrency`` matches at once, each bot in one
-    step at a time, until the format is done."""
+    step at a time, until the format is done; ``halves`` picks the copies of the bots that play
+    each match (:mod:`arena.copies`; default: copy 0)."""
     queue: list[Step] = []
     busy: set[str] = set()
     running = 0
@@ -275,7 +302,9 @@ async def _play_format(
                 fmt.record_auction(step, winner_bids)
             else:
                 row = store.add_match(tid, config.match.game, step)
-                result = await play_match(store, server, row, config.match, logs, ensure_connected, on_result)
+                copies = halves.assign(step) if halves is not None else (0, 0)
+                result = await play_match(store, server, row, config.match, logs, ensure_connected, on_result,
+                                          copies=copies)
                 fmt.record(step, None if result.winner is None else (step.bot0, step.bot1)[result.winner])
         finally:
             running -= 1
@@ -360,9 +389,11 @@ async def play_match(
     pair: str | None = None,
     abort_on_cancel: bool = False,
     health: StorageHealth | None = None,
+    copies: tuple[int, int] = (0, 0),
 ) -> MatchResult:
-    """Referee one scheduled match, commit its result, then announce it. A bot not connected
-    loses by ``forfeit_disconnect`` (both absent: ``aborted``).
+    """Referee one scheduled match, commit its result, then announce it. ``copies`` are the
+    copies of bot0 and bot1 that play it (:mod:`arena.copies`). A bot not connected loses by
+    ``forfeit_disconnect`` (both absent: ``aborted``).
 
     Storage faults (:mod:`arena.storage_health`): a match log that cannot be opened or written
     aborts the match (``aborted``, the error in its detail); with ``health`` the fault pauses
@@ -371,7 +402,7 @@ async def play_match(
     if ensure_connected is not None:
         for name in (row.bot0, row.bot1):
             await ensure_connected(name)  # type: ignore[misc]
-    conns = [server.bots.get(row.bot0), server.bots.get(row.bot1)]
+    conns = [server.connection(row.bot0, copies[0]), server.connection(row.bot1, copies[1])]
     log_path = logs / f"{row.match_key}.jsonl.gz"  # gzip (arena.matchlog): under a third of the bytes
     try:
         (logs / f"{row.match_key}.jsonl").unlink(missing_ok=True)  # a partial plain log of an older version's run

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -15,8 +17,26 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from arena.launcher import sandbox_available  # noqa: E402
 from arena.server import ArenaServer, ServerConfig  # noqa: E402
 from arena.store import Store  # noqa: E402
+
+TRUST_BOTS = not sandbox_available()
+"""Tests that are not about isolation run their launched bots sandboxed where bwrap exists (CI
+installs it) and trusted where it does not (the default would refuse to launch them)."""
+TRUST_ARGS = ["--trust-bots"] if TRUST_BOTS else []
+needs_bwrap = pytest.mark.skipif(TRUST_BOTS and os.environ.get("ARENA_REQUIRE_SANDBOX") != "1",
+                                 reason="bwrap (Debian bubblewrap) cannot sandbox here")
+"""For the sandbox tests: skipped without a working bwrap, unless ``ARENA_REQUIRE_SANDBOX=1``
+(set by .ci/run once bwrap is installed), where they run and fail."""
+
+
+def remote_random_bot(port: int, name: str, token: str) -> subprocess.Popen:
+    """sample_bots/random_bot.py started as a remote bot (`arena bots add`): it connects over TCP
+    to 127.0.0.1:``port`` on its own. Terminate it when done."""
+    env = {**os.environ, "ARENA_HOST": "127.0.0.1", "ARENA_PORT": str(port), "ARENA_NAME": name, "ARENA_TOKEN": token}
+    return subprocess.Popen([sys.executable, str(ROOT / "sample_bots" / "random_bot.py")], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 class Client:

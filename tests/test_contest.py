@@ -3,7 +3,6 @@ Prometheus metrics scraped over HTTP, and a clean shutdown on SIGTERM."""
 
 from __future__ import annotations
 
-import os
 import signal
 import sqlite3
 import subprocess
@@ -18,13 +17,14 @@ from prometheus_client.parser import text_string_to_metric_families
 from arena.contest import Contest, ContestConfig, load_config
 from arena.server import ServerConfig
 from arena.store import Store
+from tests.conftest import TRUST_BOTS, remote_random_bot
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def config(tmp_path: Path, **kw) -> ContestConfig:
     return ContestConfig(db=str(tmp_path / "arena.db"), logs=str(tmp_path / "logs"), http_port=0,
-                         server=ServerConfig(port=0), seed=7, **kw)
+                         server=ServerConfig(port=0), seed=7, **{"trust_bots": TRUST_BOTS, **kw})
 
 
 async def wait_matches(store: Store, n: int, timeout: float = 60) -> None:
@@ -54,10 +54,7 @@ async def test_ladder_api_metrics_and_a_remote_bot(tmp_path):
     contest = Contest(config(tmp_path, max_matches=16), store)
     async with trio.open_nursery() as nursery:
         port, http_port = await nursery.start(contest.run)
-        env = {**os.environ, "ARENA_HOST": "127.0.0.1", "ARENA_PORT": str(port), "ARENA_NAME": "remote",
-               "ARENA_TOKEN": token}
-        remote = subprocess.Popen([sys.executable, str(ROOT / "sample_bots" / "random_bot.py")], env=env,
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        remote = remote_random_bot(port, "remote", token)
         try:
             await wait_matches(store, 16)
             async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{http_port}") as http:
@@ -95,6 +92,7 @@ def test_sigterm_finishes_or_aborts_matches_and_loses_nothing(tmp_path):
     store.close()
     cfg = tmp_path / "c.toml"
     cfg.write_text(f'db = "{db}"\nlogs = "{tmp_path / "logs"}"\nhttp_port = 0\nshutdown_grace_s = 0.2\n'
+                   f'trust_bots = {"true" if TRUST_BOTS else "false"}\n'
                    '[server]\nport = 0\n[time]\nmove_ms = 2000\n')
     proc = subprocess.Popen([sys.executable, "-m", "arena.cli", "serve", "--config", str(cfg)], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

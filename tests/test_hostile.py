@@ -499,7 +499,7 @@ async def test_forked_descendants_die_with_the_process_group(tmp_path: Path, cap
             alive_during.extend(not gone(int(p)) for p in pidfile.read_text().split())
 
     store = Store(tmp_path / "arena.db")
-    cfg = TournamentConfig(games=1, seed=4, concurrency=2, logs_dir=str(tmp_path / "logs"),
+    cfg = TournamentConfig(games=1, seed=4, concurrency=2, logs_dir=str(tmp_path / "logs"), trust_bots=True,
                            server=ServerConfig(handshake_timeout_s=1.0), connect_timeout_s=10)  # fmt: skip
     with trio.fail_after(40):
         report = await run_tournament(store, manifests, cfg, on_result=on_result)
@@ -528,7 +528,7 @@ async def test_a_bot_crashing_in_every_match_of_a_tournament(tmp_path: Path, cap
         hostile_manifest("steady", "good", tmp_path),
     ]
     store = Store(tmp_path / "arena.db")
-    cfg = TournamentConfig(games=1, seed=4, concurrency=2, logs_dir=str(tmp_path / "logs"),
+    cfg = TournamentConfig(games=1, seed=4, concurrency=2, logs_dir=str(tmp_path / "logs"), trust_bots=True,
                            server=ServerConfig(handshake_timeout_s=1.0), connect_timeout_s=10)  # fmt: skip
     with trio.fail_after(40):
         report = await run_tournament(store, manifests, cfg)

@@ -9,12 +9,12 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
 import trio
 
-from arena.launcher import Limits, launch, load_manifest, sandbox_available
+from arena.launcher import Limits, launch, load_manifest
 from arena.store import Store
 from arena.tournament import TournamentConfig, run_tournament
+from tests.conftest import needs_bwrap
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -77,7 +77,7 @@ async def test_stop_kills_the_whole_process_group(tmp_path):
     async with trio.open_nursery() as n:
         proc = await launch(n, m, {}, tmp_path / "out.log")
         with trio.fail_after(10):
-            while "child" not in (tmp_path / "out.log").read_text():
+            while not (tmp_path / "out.log").read_text().endswith("\n"):  # the whole line "child <pid>"
                 await trio.sleep(0.02)
         child = int((tmp_path / "out.log").read_text().split()[1])
         assert alive(child)
@@ -88,7 +88,7 @@ async def test_stop_kills_the_whole_process_group(tmp_path):
             await trio.sleep(0.02)
 
 
-@pytest.mark.skipif(not sandbox_available(), reason="bwrap (Debian bubblewrap) is not installed")
+@needs_bwrap
 async def test_sandbox_has_no_network_and_a_read_only_filesystem(tmp_path):
     code = (
         "import os, socket, sys\n"
@@ -113,7 +113,7 @@ async def test_sandbox_has_no_network_and_a_read_only_filesystem(tmp_path):
     assert not (tmp_path / "written.txt").exists()
 
 
-@pytest.mark.skipif(not sandbox_available(), reason="bwrap (Debian bubblewrap) is not installed")
+@needs_bwrap
 async def test_sandboxed_tournament_plays_over_stdin_stdout(tmp_path):
     bots = [load_manifest(ROOT / "sample_bots" / f"{n}.toml") for n in ("greedy", "random")]
     if shutil.which("node"):
@@ -124,7 +124,7 @@ async def test_sandboxed_tournament_plays_over_stdin_stdout(tmp_path):
     assert report.reasons == {"target": report.matches} and report.matches == len(bots) * (len(bots) - 1)
 
 
-@pytest.mark.skipif(not sandbox_available(), reason="bwrap (Debian bubblewrap) is not installed")
+@needs_bwrap
 async def test_sandbox_leaves_no_process_behind_even_one_that_escapes_its_group(tmp_path):
     marker = "7654.321"
     code = (

@@ -13,6 +13,8 @@ import sys
 import time
 from pathlib import Path
 
+from tests.conftest import TRUST_ARGS
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -24,7 +26,7 @@ def copy_bots(dest: Path) -> list[str]:
 
 
 def arena(*args: str) -> list[str]:
-    return [sys.executable, "-m", "arena.cli", "tournament", *args]
+    return [sys.executable, "-m", "arena.cli", "tournament", *TRUST_ARGS, *args]
 
 
 def counts(db: Path) -> tuple[int, int]:

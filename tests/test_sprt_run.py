@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from arena.sprt import SPRT, SprtFormat
+from tests.conftest import TRUST_ARGS
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -45,7 +46,7 @@ def test_sprt_accepts_h0_for_equal_bots_and_respects_max_pairs():
 
 def test_cli_sprt_greedy_beats_random(tmp_path):
     out = subprocess.run(
-        [sys.executable, "-m", "arena.cli", "sprt", "--bot", "sample_bots/greedy.toml",
+        [sys.executable, "-m", "arena.cli", "sprt", *TRUST_ARGS, "--bot", "sample_bots/greedy.toml",
          "--vs", "sample_bots/random.toml", "--elo0", "0", "--elo1", "100",
          "--db", str(tmp_path / "a.db"), "--logs", str(tmp_path / "logs")],
         capture_output=True, text=True, timeout=180, cwd=ROOT,

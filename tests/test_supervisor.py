@@ -84,7 +84,7 @@ def get(url: str) -> bytes:
 
 async def test_a_crash_looping_bot_is_shown_and_disabled(tmp_path: Path) -> None:
     crasher = tmp_path / "crasher.toml"
-    crasher.write_text('name = "crasher"\ncommand = ["{python}", "-c", "import sys; print(\'boom: no model file\'); '
+    crasher.write_text('name = "crasher"\ncommand = ["{python}", "-c", "import sys; print(\'boom: no model file\', file=sys.stderr); '
                        'sys.exit(3)"]\n')
     db = tmp_path / "c.db"
     store = Store(db)

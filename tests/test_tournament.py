@@ -14,6 +14,7 @@ import trio
 from arena.launcher import load_manifest
 from arena.store import Store
 from arena.tournament import TournamentConfig, run_tournament
+from tests.conftest import TRUST_ARGS, TRUST_BOTS
 
 ROOT = Path(__file__).resolve().parent.parent
 BOTS = sorted(p for p in (ROOT / "sample_bots").glob("*.toml") if p.stem != "search")  # search: own tests
@@ -27,7 +28,7 @@ def _manifests():
 
 async def _tournament(tmp: Path, games: int = 2, seed: int = 11):
     store = Store(tmp / "arena.db")
-    cfg = TournamentConfig(games=games, seed=seed, logs_dir=str(tmp / "logs"))
+    cfg = TournamentConfig(games=games, seed=seed, logs_dir=str(tmp / "logs"), trust_bots=TRUST_BOTS)
     report = await run_tournament(store, _manifests(), cfg)
     return store, report
 
@@ -39,7 +40,8 @@ async def test_tournament_of_sample_bots_records_every_match(tmp_path):
     manifests = [load_manifest(tmp_path / "bots" / p.name) for p in BOTS]
     manifests = [m for m in manifests if HAVE_NODE or m.language != "javascript"]
     store = Store(tmp_path / "arena.db")
-    report = await run_tournament(store, manifests, TournamentConfig(games=2, seed=11, logs_dir=str(tmp_path / "logs")))
+    report = await run_tournament(store, manifests, TournamentConfig(games=2, seed=11, logs_dir=str(tmp_path / "logs"),
+                                                                       trust_bots=TRUST_BOTS))
     n = len(_manifests())
     assert report.matches == n * (n - 1) // 2 * 2
     rows = store.matches(report.tournament_id)
@@ -50,7 +52,9 @@ async def test_tournament_of_sample_bots_records_every_match(tmp_path):
     assert sum(r.games for r in report.ratings) == 2 * report.matches
     assert abs(sum(r.elo for r in report.ratings) / len(report.ratings) - 1500) < 1e-6
     bot_logs = list((tmp_path / "logs" / f"t{report.tournament_id}" / "bots").glob("*.log"))
-    assert len(bot_logs) == n
+    assert len(bot_logs) == 2 * n  # two copies of each bot (duplicate pairs), named by ids
+    expected = [f"b{store.bot_id(m.name)}-c{c}.log" for m in manifests for c in (0, 1)]
+    assert sorted(p.name for p in bot_logs) == sorted(expected)
     # no bot process outlives the tournament
     assert bot_processes(str(tmp_path / "bots")) == []
 
@@ -76,7 +80,8 @@ async def test_a_bot_that_cannot_start_loses_its_matches_and_the_rest_play_on(tm
     ms = [load_manifest(BOTS[0]), load_manifest(broken), *[load_manifest(p) for p in BOTS[1:2]]]
     ms = [m for m in ms if HAVE_NODE or m.language != "javascript"]
     store = Store(tmp_path / "arena.db")
-    cfg = TournamentConfig(games=2, seed=3, logs_dir=str(tmp_path / "logs"), connect_timeout_s=2)
+    cfg = TournamentConfig(games=2, seed=3, logs_dir=str(tmp_path / "logs"), connect_timeout_s=2,
+                           trust_bots=TRUST_BOTS)
     with trio.fail_after(60):
         report = await run_tournament(store, ms, cfg)
     rows = store.matches(report.tournament_id)
@@ -90,7 +95,7 @@ async def test_a_bot_that_cannot_start_loses_its_matches_and_the_rest_play_on(tm
 def test_cli_tournament_prints_the_elo_table(tmp_path):
     bots = [str(p) for p in BOTS if HAVE_NODE or not p.name.endswith(("highcard.toml", "cautious.toml"))]
     out = subprocess.run(
-        [sys.executable, "-m", "arena.cli", "tournament", "--bots", *bots, "--games", "2", "--seed", "5",
+        [sys.executable, "-m", "arena.cli", "tournament", *TRUST_ARGS, "--bots", *bots, "--games", "2", "--seed", "5",
          "--db", str(tmp_path / "a.db"), "--logs", str(tmp_path / "logs"), "--quiet"],
         capture_output=True, text=True, timeout=120, cwd=ROOT,
     )

@@ -26,6 +26,7 @@ from arena.metrics import METRICS
 from arena.server import ServerConfig
 from arena.store import Store
 from arena.watch import WatchState
+from tests.conftest import TRUST_BOTS
 
 ROOT = Path(__file__).resolve().parent.parent
 SYMBOL = {"♣": "c", "♦": "d", "♥": "h", "♠": "s"}
@@ -339,7 +340,7 @@ async def test_watch_once_against_a_running_contest(tmp_path):
     store.submit_bot("greedy", str(ROOT / "sample_bots" / "greedy.toml"))
     store.submit_bot("random", str(ROOT / "sample_bots" / "random.toml"))
     cfg = ContestConfig(db=str(tmp_path / "arena.db"), logs=str(tmp_path / "logs"), http_port=0,
-                        server=ServerConfig(port=0), seed=11, duplicate=False)
+                        server=ServerConfig(port=0), seed=11, duplicate=False, trust_bots=TRUST_BOTS)
     contest = Contest(cfg, store)
     code = ("import sys; from arena.watch import main; "
             "sys.exit(main('127.0.0.1', int(sys.argv[1]), None, once=True, name='ci-watcher'))")

@@ -32,6 +32,7 @@ from arena.contest import Contest, ContestConfig
 from arena.server import ServerConfig
 from arena.store import Store
 from protocol.messages import TimeControl
+from tests.conftest import TRUST_BOTS
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install playwright)",
                                exc_type=ImportError)
@@ -272,7 +273,7 @@ async def test_the_page_follows_matches_live_and_never_shows_a_card_early(tmp_pa
     store = Store(tmp_path / "arena.db")
     config = ContestConfig(db=str(tmp_path / "arena.db"), logs=str(tmp_path / "logs"), http_port=0,
                            server=ServerConfig(port=0), seed=11, max_matches=MAX_MATCHES, duplicate=False,
-                           concurrency=2, time=TimeControl(move_ms=1000))
+                           concurrency=2, time=TimeControl(move_ms=1000), trust_bots=TRUST_BOTS)
     contest = Contest(config, store)
     feed: list[dict[str, Any]] = []
     SCREENSHOT.unlink(missing_ok=True)
