@@ -174,15 +174,18 @@ class PingPongFigures:
 
 
 def engine_deals_per_second(
-    n_deals: int, seed: int = 1, max_seconds: float = DEFAULT_MAX_SECONDS, game: str = "ecarte"
+    n_deals: int, seed: int = 1, max_seconds: float = DEFAULT_MAX_SECONDS, game: str = "ecarte",
+    compact: bool = False,
 ) -> EngineFigures:
     """Random self-play of ``game`` matches (Écarté by default, or ``"piquet"``) until at
     least ``n_deals`` deals were played.
 
     Match ``i`` uses ``random.Random(seed + i)`` for the engine; one ``random.Random(seed)``
-    picks a uniformly random legal action for every decision. Whole matches are played, so the
-    count may exceed ``n_deals`` by the deals of the last match. Stops after ``max_seconds``
-    seconds at a match boundary in any case.
+    picks a uniformly random legal action for every decision. Every decision is offered as the
+    referee offers it (:func:`arena.games.base.offer`): the full list, or with ``compact`` a
+    discard's description, answered with a random size then a random set of that size. Whole
+    matches are played, so the count may exceed ``n_deals`` by the deals of the last match.
+    Stops after ``max_seconds`` seconds at a match boundary in any case.
     """
     import random
 
@@ -192,16 +195,21 @@ def engine_deals_per_second(
     engine_class = GAMES[game]
     rules = Rules()
     chooser = random.Random(seed)
-    choice = chooser.choice
+    uniform = chooser.random
     deals = decisions = matches = 0
     t0 = perf_counter()
     while deals < n_deals and perf_counter() - t0 < max_seconds:
         match = engine_class(rules, random.Random(seed + matches))
         match.start()
-        apply = match.apply
-        legal_actions = match.legal_actions
+        apply, legal_actions, described = match.apply, match.legal_actions, match.choice
         while not match.over:
-            apply(choice(legal_actions()))
+            # what arena.games.base.offer does for the referee, inlined
+            c = described() if compact else None
+            if c is not None:
+                apply(chooser.sample(c.from_, c.min + int(uniform() * (c.max - c.min + 1))))
+            else:
+                legal = legal_actions()
+                apply(legal[int(uniform() * len(legal))])
             decisions += 1
         deals += match.deal_no
         matches += 1

@@ -25,14 +25,26 @@ first dealer until the two cards differ in rank (§E2.1); then one shuffled pack
 from __future__ import annotations
 
 import random
-from itertools import combinations
 from typing import Any, ClassVar
 
 from arena.cards import PACK_32, Card, shuffled
-from arena.games.base import BOTH, NOBODY, ONLY, IllegalAction, Seen, WrongDecision, check_discard, exchange
+from arena.games.base import (
+    BOTH,
+    NOBODY,
+    ONLY,
+    IllegalAction,
+    Seen,
+    WrongDecision,
+    check_choice,
+    exchange,
+    expand_choice,
+    first_choice,
+    quote,
+)
 from protocol.messages import (
     Call,
     CardPlayed,
+    Choose,
     DealEnd,
     DealerDraw,
     DealStart,
@@ -215,11 +227,18 @@ class EcarteMatch:
         if kind == "king":
             return ["announce", "decline"]
         if kind == "discard":
-            hand = self.hands[seat]
-            most = min(5, len(self.stock), len(hand))
-            least = 1 if seat == self.elder else 0
-            return [list(c) for k in range(least, most + 1) for c in combinations(hand, k)]
+            return expand_choice(self.choice())  # type: ignore[arg-type]
         raise RuntimeError("no decision is pending")
+
+    def choice(self) -> Choose | None:
+        """A discard as a choice of cards of the hand (None for any other decision): elder 1 to
+        min(5, stock) cards (§E4.3), the dealer 0 to min(5, stock) (§E4.4).
+        :meth:`legal_actions` expands it; :meth:`apply` checks an answer against it."""
+        if self.decision != "discard":
+            return None
+        hand = self.hands[self.to_act]
+        least = 1 if self.to_act == self.elder else 0
+        return Choose(from_=list(hand), min=least, max=min(5, len(self.stock), len(hand)))
 
     def apply(self, action: Any) -> list[Seen]:
         """Apply the action of ``to_act`` and return the events it causes.
@@ -267,8 +286,9 @@ class EcarteMatch:
 
     def auto_action(self) -> Any:
         """The action the referee plays for a bot under ``on_timeout = auto`` (§E8.1): the first
-        legal action."""
-        return self.legal_actions()[0]
+        legal action (for a discard, without building the list)."""
+        choose = self.choice()
+        return first_choice(choose) if choose is not None else self.legal_actions()[0]
 
     # ------------------------------------------------------------------ flow
 
@@ -395,8 +415,8 @@ class EcarteMatch:
     def _word(self, action: Any, words: tuple[str, str]) -> str:
         if not isinstance(action, str) or action not in words:
             raise WrongDecision(
-                f"decision '{self.decision}' takes one of {', '.join(repr(w) for w in words)}; "
-                f"got {action!r}"
+                f"decision '{self.decision}' takes one of {', '.join(quote(w) for w in words)}; "
+                f"got {quote(action)}"
             )
         return action
 
@@ -434,16 +454,8 @@ class EcarteMatch:
         """§E4.3-§E4.5: discard face down and draw as many from the top of the stock."""
         seat = self.to_act
         hand = self.hands[seat]
-        cards = check_discard(action, hand, "ecarte.md §E4.3")
-        n = len(cards)
-        if seat == self.elder and n < 1:
-            raise IllegalAction("elder must discard at least one card", "ecarte.md §E4.3")
-        if n > 5:
-            raise IllegalAction("at most five cards may be discarded", "ecarte.md §E4.3")
-        if n > len(self.stock):
-            raise IllegalAction(
-                f"cannot discard {n}: the stock holds only {len(self.stock)}", "ecarte.md §E4.3"
-            )
+        who = "elder" if seat == self.elder else "the dealer"
+        cards = check_choice(action, self.choice(), "ecarte.md §E4.3", "ecarte.md §E4.3", who)  # type: ignore[arg-type]
         out = exchange(seat, hand, cards, self.stock, self.discards[seat], _HAND_ORDER)
         left = len(self.stock)
         if seat == self.elder:
@@ -476,9 +488,9 @@ class EcarteMatch:
         legal = self._legal if self._legal is not None else self._compute_legal()
         if card not in legal:
             if not isinstance(card, str) or len(card) != 2:
-                raise WrongDecision(f"decision 'play' takes one card like 'Ks'; got {card!r}")
+                raise WrongDecision(f"decision 'play' takes one card like \"Ks\"; got {quote(card)}")
             if card not in hand:
-                raise IllegalAction(f"{card} is not in the hand {hand}", "ecarte.md §E5")
+                raise IllegalAction(f"{quote(card)} is not in the hand {quote(hand)}", "ecarte.md §E5")
             lead = self.trick[0].card
             raise IllegalAction(self._why_illegal(hand, lead, card), self._rule(hand, lead))
         hand.remove(card)
@@ -513,12 +525,12 @@ class EcarteMatch:
     def _why_illegal(self, hand: list[Card], lead: Card, card: Card) -> str:
         same = [c for c in hand if c[1] == lead[1]]
         if same and card[1] != lead[1]:
-            return f"{card} does not follow suit: {lead} was led and the hand holds {' '.join(same)}"
+            return f"{quote(card)} does not follow suit: {quote(lead)} was led and the hand holds {quote(same)}"
         if same:
             higher = [c for c in same if RANK[c[0]] > RANK[lead[0]]]
-            return f"{card} does not win {lead}: a higher card of the suit must be played ({' '.join(higher)})"
+            return f"{quote(card)} does not win {quote(lead)}: a higher card of the suit must be played {quote(higher)}"
         trumps = [c for c in hand if c[1] == self.trump]
-        return f"{card} is not a trump: void in {lead[1]}, the hand must trump ({' '.join(trumps)})"
+        return f"{quote(card)} is not a trump: void in {quote(lead[1])}, the hand must trump {quote(trumps)}"
 
     def _rule(self, hand: list[Card], lead: Card) -> str:
         return "ecarte.md §E5.1" if any(c[1] == lead[1] for c in hand) else "ecarte.md §E5.2"

@@ -33,14 +33,26 @@ rank (§P2.1, lower deals); then one shuffled pack per deal, all from the ``rand
 from __future__ import annotations
 
 import random
-from itertools import combinations
 from typing import Any, ClassVar
 
 from arena.cards import RANKS_32, RANKS_36, Card, make_pack, shuffled
-from arena.games.base import BOTH, NOBODY, ONLY, IllegalAction, Seen, WrongDecision, check_discard, exchange
+from arena.games.base import (
+    BOTH,
+    NOBODY,
+    ONLY,
+    IllegalAction,
+    Seen,
+    WrongDecision,
+    check_choice,
+    exchange,
+    expand_choice,
+    first_choice,
+    quote,
+)
 from protocol.messages import (
     CardPlayed,
     CarteBlanche,
+    Choose,
     DealEnd,
     DealerDraw,
     DealStart,
@@ -74,19 +86,29 @@ RANK_NAMES = {"A": "ace", "K": "king", "Q": "queen", "J": "jack", "T": "ten", "9
 SET_RANKS = "TJQKA"
 """§P5.3: only A K Q J T form quatorzes and trios."""
 DEALS_RUBICON = 6
+_SUIT_INDEX = {s: i for i, s in enumerate("cdhs")}
+_RANK_BIT = {r: 1 << i for i, r in enumerate(RANK_ORDER)}
+
+
+def _suit_counts(hand: list[Card]) -> tuple[list[int], list[int]]:
+    """Cards and point values per suit (index in ``"cdhs"``), in one pass over the hand."""
+    n = [0, 0, 0, 0]
+    t = [0, 0, 0, 0]
+    for c in hand:
+        i = _SUIT_INDEX[c[1]]
+        n[i] += 1
+        t[i] += VALUE[c[0]]
+    return n, t
 
 
 def point_of(hand: list[Card]) -> tuple[int, int, str]:
     """§P5.1: ``(total, length, suit)`` of the longest suit (of two equally long, the higher
     total); ``(0, 0, "")`` for an empty hand."""
     best = (0, 0, "")
-    for suit in "cdhs":
-        cards = [c for c in hand if c[1] == suit]
-        if not cards:
-            continue
-        total = sum(VALUE[c[0]] for c in cards)
-        if (len(cards), total) > (best[1], best[0]):
-            best = (total, len(cards), suit)
+    n, t = _suit_counts(hand)
+    for i, suit in enumerate("cdhs"):
+        if n[i] and (n[i], t[i]) > (best[1], best[0]):
+            best = (t[i], n[i], suit)
     return best
 
 
@@ -95,20 +117,32 @@ def point_score(total: int) -> int:
     return (total + 5) // 10
 
 
+def _runs(mask: int) -> tuple[tuple[int, int], ...]:
+    """The maximal runs of 3+ set bits of a 9-bit rank mask as ``(length, top bit)``."""
+    out = []
+    run = 0
+    for bit in range(len(RANK_ORDER) + 1):
+        if bit < len(RANK_ORDER) and mask >> bit & 1:
+            run += 1
+            continue
+        if run >= 3:
+            out.append((run, bit - 1))
+        run = 0
+    return tuple(out)
+
+
+_RUNS = [_runs(m) for m in range(1 << len(RANK_ORDER))]
+"""Every 9-bit rank mask's runs (:func:`_runs`), computed once: the declarations are settled
+every deal, and a table lookup per suit is the cheapest way to find the sequences."""
+
+
 def sequences_of(hand: list[Card]) -> list[tuple[int, int, str]]:
     """§P5.2: every maximal run of 3+ consecutive ranks in one suit, as
     ``(length, top rank index, suit)``, best first."""
-    out = []
-    for suit in "cdhs":
-        ranks = sorted(RANK[c[0]] for c in hand if c[1] == suit)
-        run = 1
-        for i in range(1, len(ranks) + 1):
-            if i < len(ranks) and ranks[i] == ranks[i - 1] + 1:
-                run += 1
-                continue
-            if run >= 3:
-                out.append((run, ranks[i - 1], suit))
-            run = 1
+    masks = [0, 0, 0, 0]
+    for c in hand:
+        masks[_SUIT_INDEX[c[1]]] |= _RANK_BIT[c[0]]
+    out = [(length, top, suit) for suit, m in zip("cdhs", masks) for length, top in _RUNS[m]]
     out.sort(reverse=True)
     return out
 
@@ -116,11 +150,12 @@ def sequences_of(hand: list[Card]) -> list[tuple[int, int, str]]:
 def sets_of(hand: list[Card]) -> list[tuple[int, int]]:
     """§P5.3: every quatorze (4) or trio (3) of A K Q J T as ``(count, rank index)``, best
     first (any quatorze above any trio, then by rank)."""
-    out = []
-    for r in SET_RANKS:
-        n = sum(1 for c in hand if c[0] == r)
-        if n >= 3:
-            out.append((min(n, 4), RANK[r]))
+    count = dict.fromkeys(SET_RANKS, 0)
+    for c in hand:
+        r = c[0]
+        if r in count:
+            count[r] += 1
+    out = [(min(n, 4), RANK[r]) for r, n in count.items() if n >= 3]
     out.sort(reverse=True)
     return out
 
@@ -245,17 +280,25 @@ class PiquetMatch:
             hand = self.hands[seat]
             return legal_follows(hand, self.trick[0].card) if self.trick else list(hand)
         if kind == "discard":
-            hand = self.hands[seat]
-            if seat == self.elder:
-                lo, hi = 1, min(self.elder_max, len(self.talon))
-            else:
-                lo, hi = 0, len(self.talon)
-            return [list(c) for k in range(lo, hi + 1) for c in combinations(hand, k)]
+            return expand_choice(self.choice())  # type: ignore[arg-type]
         if kind == "look":
             return ["look", "pass"]
         if kind == "expose":
             return ["expose", "keep"]
         raise RuntimeError("no decision is pending")
+
+    def choice(self) -> Choose | None:
+        """A discard as a choice of cards of the hand (None for any other decision): elder
+        1 to min(5, talon) cards, 8 with 36 cards (§P4.1); younger 0 to what the talon holds
+        (§P4.2). :meth:`legal_actions` expands it; :meth:`apply` checks an answer against it."""
+        if self.decision != "discard":
+            return None
+        seat = self.to_act
+        if seat == self.elder:
+            lo, hi = 1, min(self.elder_max, len(self.talon))
+        else:
+            lo, hi = 0, len(self.talon)
+        return Choose(from_=list(self.hands[seat]), min=lo, max=hi)
 
     def apply(self, action: Any) -> list[Seen]:
         """Apply the action of ``to_act``; see the class docstring for errors."""
@@ -298,8 +341,10 @@ class PiquetMatch:
         )
 
     def auto_action(self) -> Any:
-        """The first legal action (``on_timeout = auto``, ecarte.md §E8.1 via piquet.md §P9)."""
-        return self.legal_actions()[0]
+        """The first legal action (``on_timeout = auto``, ecarte.md §E8.1 via piquet.md §P9);
+        for a discard, without building the list."""
+        choose = self.choice()
+        return first_choice(choose) if choose is not None else self.legal_actions()[0]
 
     # ------------------------------------------------------------------ scoring helpers
 
@@ -358,15 +403,10 @@ class PiquetMatch:
         """§P4.1-§P4.2: discard face down, draw as many from the top of the talon."""
         seat = self.to_act
         hand = self.hands[seat]
-        cards = check_discard(action, hand, "piquet.md §P4")
-        n = len(cards)
         is_elder = seat == self.elder
-        most = min(self.elder_max, len(self.talon)) if is_elder else len(self.talon)
-        if is_elder and n < 1:
-            raise IllegalAction("elder must discard at least one card", "piquet.md §P4.1")
-        if n > most:
-            rule = "piquet.md §P4.1" if is_elder else "piquet.md §P4.2"
-            raise IllegalAction(f"cannot discard {n}: at most {most}", rule)
+        size_rule, who = ("piquet.md §P4.1", "elder") if is_elder else ("piquet.md §P4.2", "younger")
+        cards = check_choice(action, self.choice(), "piquet.md §P4", size_rule, who)  # type: ignore[arg-type]
+        n = len(cards)
         out = exchange(seat, hand, cards, self.talon, self.discards[seat], _HAND_ORDER)
         self.exchanged[seat] = n
         left = len(self.talon)
@@ -383,7 +423,7 @@ class PiquetMatch:
 
     def _look(self, action: Any) -> list[Seen]:
         if not isinstance(action, str) or action not in ("look", "pass"):
-            raise WrongDecision(f"decision 'look' takes 'look' or 'pass'; got {action!r}")
+            raise WrongDecision(f"decision 'look' takes \"look\" or \"pass\"; got {quote(action)}")
         seat = self.to_act
         out: list[Seen] = []
         if action == "look":
@@ -400,7 +440,7 @@ class PiquetMatch:
 
     def _expose(self, action: Any) -> list[Seen]:
         if not isinstance(action, str) or action not in ("expose", "keep"):
-            raise WrongDecision(f"decision 'expose' takes 'expose' or 'keep'; got {action!r}")
+            raise WrongDecision(f"decision 'expose' takes \"expose\" or \"keep\"; got {quote(action)}")
         out: list[Seen] = []
         if action == "expose":
             self.exposed = list(self.talon)
@@ -467,13 +507,13 @@ class PiquetMatch:
         legal = self._legal if self._legal is not None else self._compute_legal()
         if card not in legal:
             if not isinstance(card, str) or len(card) != 2:
-                raise WrongDecision(f"decision 'play' takes one card like 'Ks'; got {card!r}")
+                raise WrongDecision(f"decision 'play' takes one card like \"Ks\"; got {quote(card)}")
             if card not in hand:
-                raise IllegalAction(f"{card} is not in the hand {hand}", "piquet.md §P6.1")
+                raise IllegalAction(f"{quote(card)} is not in the hand {quote(hand)}", "piquet.md §P6.1")
             lead = self.trick[0].card
-            same = " ".join(c for c in hand if c[1] == lead[1])
-            raise IllegalAction(f"{card} does not follow suit: {lead} was led and the hand holds {same}",
-                                "piquet.md §P6.1")
+            same = [c for c in hand if c[1] == lead[1]]
+            raise IllegalAction(f"{quote(card)} does not follow suit: {quote(lead)} was led and the hand holds "
+                                f"{quote(same)}", "piquet.md §P6.1")
         hand.remove(card)
         out: list[Seen] = [(CardPlayed(seat=seat, card=card, trick=self.trick_no), BOTH)]
         self.trick.append(TrickCard(seat=seat, card=card))
