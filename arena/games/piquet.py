@@ -87,29 +87,55 @@ SET_RANKS = "TJQKA"
 """§P5.3: only A K Q J T form quatorzes and trios."""
 DEALS_RUBICON = 6
 _SUIT_INDEX = {s: i for i, s in enumerate("cdhs")}
-_RANK_BIT = {r: 1 << i for i, r in enumerate(RANK_ORDER)}
+_CARD_INFO = {r + s: (_SUIT_INDEX[s], VALUE[r], 1 << RANK[r], RANK[r]) for r in RANK_ORDER for s in "cdhs"}
+"""Per card: suit index, point value (§P1), rank bit, rank index: what the declarations read."""
+_SET_INDEX = [RANK[r] for r in SET_RANKS]
 
 
-def _suit_counts(hand: list[Card]) -> tuple[list[int], list[int]]:
-    """Cards and point values per suit (index in ``"cdhs"``), in one pass over the hand."""
+def _tally(hand: list[Card]) -> tuple[list[int], list[int], list[int], list[int]]:
+    """One pass over the hand: cards, point values and a rank bit mask per suit (index in
+    ``"cdhs"``), and cards per rank (index in :data:`RANK_ORDER`)."""
     n = [0, 0, 0, 0]
     t = [0, 0, 0, 0]
+    masks = [0, 0, 0, 0]
+    ranks = [0] * len(RANK_ORDER)
     for c in hand:
-        i = _SUIT_INDEX[c[1]]
+        i, v, bit, r = _CARD_INFO[c]
         n[i] += 1
-        t[i] += VALUE[c[0]]
-    return n, t
+        t[i] += v
+        masks[i] |= bit
+        ranks[r] += 1
+    return n, t, masks, ranks
+
+
+def _point(n: list[int], t: list[int]) -> tuple[int, int, str]:
+    best = (0, 0, "")
+    for i, suit in enumerate("cdhs"):
+        if n[i] and (n[i], t[i]) > (best[1], best[0]):
+            best = (t[i], n[i], suit)
+    return best
+
+
+def _sequences(masks: list[int]) -> list[tuple[int, int, str]]:
+    out = [(length, top, suit) for suit, m in zip("cdhs", masks) for length, top in _RUNS[m]]
+    out.sort(reverse=True)
+    return out
+
+
+def _sets(ranks: list[int]) -> list[tuple[int, int]]:
+    return [(min(ranks[r], 4), r) for r in _SET_INDEX if ranks[r] >= 3]
+
+def combinations_of(hand: list[Card]) -> tuple[tuple[int, int, str], list[tuple[int, int, str]], list[tuple[int, int]]]:
+    """:func:`point_of`, :func:`sequences_of` and :func:`sets_of` of ``hand`` from one pass
+    over it (§P5: the declarations are settled every deal)."""
+    n, t, masks, ranks = _tally(hand)
+    return _point(n, t), _sequences(masks), sorted(_sets(ranks), reverse=True)
 
 
 def point_of(hand: list[Card]) -> tuple[int, int, str]:
     """§P5.1: ``(total, length, suit)`` of the longest suit (of two equally long, the higher
     total); ``(0, 0, "")`` for an empty hand."""
-    best = (0, 0, "")
-    n, t = _suit_counts(hand)
-    for i, suit in enumerate("cdhs"):
-        if n[i] and (n[i], t[i]) > (best[1], best[0]):
-            best = (t[i], n[i], suit)
-    return best
+    return combinations_of(hand)[0]
 
 
 def point_score(total: int) -> int:
@@ -139,25 +165,13 @@ every deal, and a table lookup per suit is the cheapest way to find the sequence
 def sequences_of(hand: list[Card]) -> list[tuple[int, int, str]]:
     """§P5.2: every maximal run of 3+ consecutive ranks in one suit, as
     ``(length, top rank index, suit)``, best first."""
-    masks = [0, 0, 0, 0]
-    for c in hand:
-        masks[_SUIT_INDEX[c[1]]] |= _RANK_BIT[c[0]]
-    out = [(length, top, suit) for suit, m in zip("cdhs", masks) for length, top in _RUNS[m]]
-    out.sort(reverse=True)
-    return out
+    return combinations_of(hand)[1]
 
 
 def sets_of(hand: list[Card]) -> list[tuple[int, int]]:
     """§P5.3: every quatorze (4) or trio (3) of A K Q J T as ``(count, rank index)``, best
     first (any quatorze above any trio, then by rank)."""
-    count = dict.fromkeys(SET_RANKS, 0)
-    for c in hand:
-        r = c[0]
-        if r in count:
-            count[r] += 1
-    out = [(min(n, 4), RANK[r]) for r, n in count.items() if n >= 3]
-    out.sort(reverse=True)
-    return out
+    return combinations_of(hand)[2]
 
 
 def sequence_name(seq: tuple[int, int, str]) -> str:
@@ -270,15 +284,19 @@ class PiquetMatch:
     def legal_actions(self) -> list[Any]:
         """The complete list of legal actions for the pending decision (cached until the
         next :meth:`apply`; do not mutate)."""
-        if self._legal is None:
-            self._legal = self._compute_legal()
-        return self._legal
+        legal = self._legal
+        if legal is None:
+            legal = self._legal = self._compute_legal()
+        return legal
 
     def _compute_legal(self) -> list[Any]:
         kind, seat = self.decision, self.to_act
         if kind == "play":
             hand = self.hands[seat]
-            return legal_follows(hand, self.trick[0].card) if self.trick else list(hand)
+            if self.trick:  # legal_follows, inlined: this is the most frequent decision
+                suit = self.trick[0].card[1]
+                return [c for c in hand if c[1] == suit] or list(hand)
+            return list(hand)
         if kind == "discard":
             return expand_choice(self.choice())  # type: ignore[arg-type]
         if kind == "look":
@@ -352,7 +370,7 @@ class PiquetMatch:
         """Add points to the deal and check repique / pique (§P7)."""
         self.deal_points[seat] += points
         self.totals[seat] += points
-        out.append((Score(seat=seat, points=points, reason=reason, scores=self._shown(), detail=detail), BOTH))
+        out.append((Score(seat=seat, points=points, reason=reason, scores=list(self.totals), detail=detail), BOTH))
         if self.bonus_taken or self.deal_points[1 - seat] != 0 or self.deal_points[seat] < 30:
             return
         if reason in ("carte_blanche", "point", "sequence", "set"):
@@ -375,11 +393,8 @@ class PiquetMatch:
         pack = shuffled(self.pack, self.rng)
         size = self.rules.packets
         hands: list[list[Card]] = [[], []]
-        pos = 0
-        while pos < 24:
-            for seat in (elder, dealer):
-                hands[seat].extend(pack[pos : pos + size])
-                pos += size
+        hands[elder] = list(_DEALT_TO_ELDER[size](pack))
+        hands[dealer] = list(_DEALT_TO_DEALER[size](pack))
         for h in hands:
             h.sort(key=_HAND_ORDER)
         self.hands = hands
@@ -389,7 +404,7 @@ class PiquetMatch:
                               stock=len(self.talon)), BOTH))
         out.append((HandDealt(seat=0, cards=list(hands[0])), ONLY[0]))
         out.append((HandDealt(seat=1, cards=list(hands[1])), ONLY[1]))
-        self._blanche = [not any(c[0] in FACES for c in hands[s]) for s in (0, 1)]
+        self._blanche = [_FACE_CARDS.isdisjoint(hands[0]), _FACE_CARDS.isdisjoint(hands[1])]
         self._carte_blanche(elder, out)
         self.to_act, self.decision, self.phase = elder, "discard", "exchange"
 
@@ -454,7 +469,7 @@ class PiquetMatch:
         e, y = self.elder, self.dealer
         he, hy = self.hands[e], self.hands[y]
         # point (§P5.1)
-        pe, py = point_of(he), point_of(hy)
+        (pe, se, te), (py, sy, ty) = combinations_of(he), combinations_of(hy)
         name_e = f"point of {pe[1]}, {pe[0]}" if pe[1] else None
         name_y = f"point of {py[1]}, {py[0]}" if py[1] else None
         if pe[0] > py[0]:
@@ -468,11 +483,10 @@ class PiquetMatch:
             out.append((Declaration(category="point", elder=name_e, younger=name_y, result="equal", winner=None),
                         BOTH))
         # sequences (§P5.2)
-        se, sy = sequences_of(he), sequences_of(hy)
         self._settle("sequence", se, sy, lambda s: s[:2], sequence_name,
                      lambda s: SEQUENCE_POINTS[s[0]], out)
         # sets (§P5.3)
-        self._settle("set", sets_of(he), sets_of(hy), lambda s: s, set_name,
+        self._settle("set", te, ty, lambda s: s, set_name,
                      lambda s: 14 if s[0] == 4 else 3, out)
         self.phase = "play"
         self.trick_no = 1
@@ -586,3 +600,18 @@ class PiquetMatch:
 
 _HAND_ORDER = {c: (c[1], RANK[c[0]]) for c in make_pack(RANKS_36)}.__getitem__
 """Hand order: by suit, then by Piquet rank low to high."""
+_FACE_CARDS = frozenset(c for c in make_pack(RANKS_36) if c[0] in FACES)
+"""§P3: the cards whose absence makes a carte blanche."""
+
+
+def _dealt(size: int, first: bool) -> Any:
+    """The positions in the shuffled pack of the twelve cards dealt to elder (``first``) or to
+    the dealer, in packets of ``size`` (§P2.2), as an ``itemgetter`` of the pack."""
+    from operator import itemgetter
+
+    picks = [i for i in range(24) if (i // size) % 2 == (0 if first else 1)]
+    return itemgetter(*picks)
+
+
+_DEALT_TO_ELDER = {size: _dealt(size, True) for size in (2, 3)}
+_DEALT_TO_DEALER = {size: _dealt(size, False) for size in (2, 3)}
