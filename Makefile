@@ -5,7 +5,17 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 TESTS  := $(VENV)/.installed-test
 
-.PHONY: run run-piquet test bench lint schema clean
+.PHONY: all run run-piquet test bench lint schema clean
+
+# the C sample bot (libc only): built by `make`, `make run` and `make test`
+CC     = gcc
+CFLAGS ?= -O2 -std=c11 -Wall -Wextra -Werror
+C_BOT  := sample_bots/c_bot
+
+all: $(STAMP) $(C_BOT)
+
+$(C_BOT): sample_bots/c_bot.c
+	$(CC) $(CFLAGS) -o $@ $<
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,17 +28,17 @@ $(TESTS): $(STAMP)
 	$(BIN)/pip install --quiet -e '.[test]'
 	touch $(TESTS)
 
-## make run: the demo round-robin of the four quick sample bots over real TCP, Elo table at the end
+## make run: the demo round-robin of the five quick sample bots (C included) over real TCP, Elo table at the end
 ## (the search bot thinks for up to 40% of each decision's time: see docs/contests.md to include it)
-run: $(STAMP)
-	$(BIN)/arena tournament --bots sample_bots/random.toml sample_bots/greedy.toml sample_bots/highcard.toml sample_bots/cautious.toml --games 200 --seed 2026 --db arena.db
+run: $(STAMP) $(C_BOT)
+	$(BIN)/arena tournament --bots sample_bots/random.toml sample_bots/greedy.toml sample_bots/highcard.toml sample_bots/cautious.toml sample_bots/c_bot.toml --games 200 --seed 2026 --db arena.db
 
 ## make run-piquet: the same demo in Piquet
-run-piquet: $(STAMP)
-	$(BIN)/arena tournament --game piquet --bots sample_bots/random.toml sample_bots/greedy.toml sample_bots/highcard.toml sample_bots/cautious.toml --games 40 --seed 2026 --db arena.db
+run-piquet: $(STAMP) $(C_BOT)
+	$(BIN)/arena tournament --game piquet --bots sample_bots/random.toml sample_bots/greedy.toml sample_bots/highcard.toml sample_bots/cautious.toml sample_bots/c_bot.toml --games 40 --seed 2026 --db arena.db
 
 ## make test: the whole test suite
-test: $(TESTS)
+test: $(TESTS) $(C_BOT)
 	$(BIN)/python -m pytest -q
 
 ## make bench: engine deals/s and referee decisions/s next to a raw loopback ping-pong
@@ -43,4 +53,4 @@ schema: $(STAMP)
 	$(BIN)/python -m protocol.schema > docs/protocol.schema.json
 
 clean:
-	rm -rf $(VENV) arena.db arena.db-wal arena.db-shm logs
+	rm -rf $(VENV) arena.db arena.db-wal arena.db-shm logs $(C_BOT)

@@ -28,8 +28,14 @@ TOKEN = "s3cret-token"
 
 PY_BOTS = ["random", "greedy"]
 JS_BOTS = ["highcard", "cautious"]
+try:
+    from c_bot import ensure_c_bot
+except ImportError:  # tests/ imported as a package
+    from tests.c_bot import ensure_c_bot
+HAVE_C_BOT = ensure_c_bot() is not None
 ALL_BOTS = [
     *PY_BOTS,
+    pytest.param("c_bot", marks=pytest.mark.skipif(not HAVE_C_BOT, reason="gcc not on PATH")),
     *(
         pytest.param(name, marks=pytest.mark.skipif(NODE is None, reason="node not on PATH"))
         for name in JS_BOTS
