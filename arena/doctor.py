@@ -17,8 +17,8 @@ How it works:
 * **Scripted situations.** Each situation is a real match refereed by
   :class:`~arena.referee.Referee` over TCP between the bot and a scripted opponent (an in-process
   trio client registered as a second bot). The first deal of each match comes from a stacked
-  pack (a deterministic substitute for ``arena.games.ecarte.shuffled``, restored afterwards);
-  later deals come from a seeded shuffle. The first match is played to the target; once one
+  pack handed to the engine (``packs``, :func:`arena.games.base.take_pack`: nothing global is
+  replaced); later deals come from the engine's seeded shuffle. The first match is played to the target; once one
   match has been, the opponent resigns each later match at the start of its second deal (with
   an action that is not legal), so the bot also meets ``match_end`` with a forfeit. The hands
   and the opponent's moves are chosen so that the bot meets every decision kind and every play
@@ -49,8 +49,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-import arena.games.ecarte as ecarte_mod
 from arena.cards import PACK_32
+from arena.games.base import IllegalAction, check_choice
 from arena.games.ecarte import RANK
 from arena.launcher import BotProcess, Manifest, launch, load_manifest
 from arena.matchlog import MatchLog
@@ -59,7 +59,7 @@ from arena.seat import SendFailed
 from arena.server import ArenaServer, ServerConfig
 from arena.store import Store
 from protocol.framing import LineReader, ProtocolError, decode_client
-from protocol.messages import ActionMsg, Goodbye, Hello, TimeControl
+from protocol.messages import ActionMsg, Compact, Goodbye, Hello, TimeControl
 
 OPPONENT = "doctor-opponent"
 CONNECT_TIMEOUT_S = 20.0
@@ -201,7 +201,7 @@ class Req:
     id: int
     match_id: str
     decision: str
-    legal: list[Any]
+    legal: list[Any] | dict[str, Any]  # a dict in the compact form (docs/protocol.md §8.13)
     state: dict[str, Any]
     time_ms: int
     line: WireLine
@@ -293,8 +293,15 @@ def _error_text(err: WireLine) -> str:
     return f"error {m.get('code')}: {m.get('message')}{fatal}"
 
 
-def _is_legal(action: Any, legal: list[Any]) -> bool:
-    """Is ``action`` one of ``legal``? A discard is compared as a set of distinct cards."""
+def _is_legal(action: Any, legal: list[Any] | dict[str, Any]) -> bool:
+    """Is ``action`` one of ``legal``? A discard is compared as a set of distinct cards; a
+    compact ``legal`` (docs/protocol.md §8.13) is checked against its description."""
+    if isinstance(legal, dict):
+        try:
+            check_choice(action, msgspec.convert(legal, Compact).choose, "", "", "the bot")
+        except (IllegalAction, msgspec.ValidationError):
+            return False
+        return True
     if isinstance(action, list):
         if not all(isinstance(c, str) for c in action) or len(set(action)) != len(action):
             return False
@@ -425,7 +432,7 @@ class Wire:
             id=msg.get("id", -1),
             match_id=str(msg.get("match_id")),
             decision=str(msg.get("decision")),
-            legal=list(msg.get("legal") or []),
+            legal=msg["legal"] if isinstance(msg.get("legal"), dict) else list(msg.get("legal") or []),
             state=dict(msg.get("state") or {}),
             time_ms=int(msg.get("time_ms") or 0),
             line=wl,
@@ -704,20 +711,6 @@ def draw_pack(dealer: int) -> list[str]:
     """A pack for the draw for first dealer (§E2.1) that makes ``dealer`` deal first."""
     top = ["Kc", "7d"] if dealer == 0 else ["7d", "Kc"]
     return top + [c for c in PACK_32 if c not in top]
-
-
-class StackedShuffle:
-    """Stands in for ``arena.games.ecarte.shuffled``: hands out prepared packs, then shuffles
-    with the engine's seeded generator."""
-
-    def __init__(self, packs: list[list[str]], fallback: Callable[..., list[str]]) -> None:
-        self.packs = [list(p) for p in packs]
-        self.fallback = fallback
-
-    def __call__(self, cards: Any, rng: Any) -> list[str]:
-        if self.packs:
-            return self.packs.pop(0)
-        return self.fallback(cards, rng)
 
 
 @dataclass(frozen=True)
@@ -1188,15 +1181,11 @@ class Doctor:
             self.types_match = match_id
         conns = (conn, opp) if bot_seat == 0 else (opp, conn)
         config = MatchConfig(time=TimeControl(move_ms=self.move_ms))
-        original = ecarte_mod.shuffled
-        ecarte_mod.shuffled = StackedShuffle([draw_pack(dealer_seat), sc.plan.pack()], original)
-        try:
-            with MatchLog(log_dir / f"{match_id}.jsonl") as log:
-                referee = Referee(match_id, 1000 + self.match_no, config, conns, log)
-                with trio.move_on_after(MATCH_CAP_S) as cap:
-                    result = await referee.run()
-        finally:
-            ecarte_mod.shuffled = original
+        packs = [draw_pack(dealer_seat), sc.plan.pack()]  # the engine deals these, then shuffles
+        with MatchLog(log_dir / f"{match_id}.jsonl") as log:
+            referee = Referee(match_id, 1000 + self.match_no, config, conns, log, packs=packs)
+            with trio.move_on_after(MATCH_CAP_S) as cap:
+                result = await referee.run()
         if cap.cancelled_caught:
             run.cut = f"stopped by the doctor after {MATCH_CAP_S:.0f} s"
             run.faulty_bot = True
@@ -1574,11 +1563,7 @@ async def run_doctor(
     connect_timeout_s: float = CONNECT_TIMEOUT_S,
     keep_logs: bool | None = None,
 ) -> Report:
-    """Run every check on the bot of ``manifest_path`` and return the :class:`Report`.
-
-    Replaces ``arena.games.ecarte.shuffled`` while each match runs: do not run other matches in
-    the same process at the same time.
-    """
+    """Run every check on the bot of ``manifest_path`` and return the :class:`Report`."""
     doctor = Doctor(manifest_path, move_ms=move_ms, connect_timeout_s=connect_timeout_s, keep_logs=keep_logs)
     return await doctor.run()
 

@@ -86,7 +86,8 @@ class Referee:
 
     ``seed`` drives the engine's ``random.Random`` (deck order, first dealer). ``log`` receives
     every line of the match log. ``on_event(match_id, event, seen_by)`` is an optional hook
-    for spectators/metrics. Call :meth:`run`.
+    for spectators/metrics. ``packs``: prepared packs the engine deals before its seeded
+    shuffles (scripted situations: ``arena doctor``). Call :meth:`run`.
     """
 
     def __init__(
@@ -98,6 +99,7 @@ class Referee:
         log: MatchLog,
         record: Recorder = _no_record,
         on_event: Callable[[str, Any, tuple[int, ...]], None] | None = None,
+        packs: Any = (),
     ) -> None:
         if config.game not in GAMES:
             raise ValueError(f"unknown game {config.game!r}; known: {', '.join(GAMES)}")
@@ -110,7 +112,7 @@ class Referee:
         self.seats = [
             Seat(conns[i], i, match_id, Clock(config.time)) for i in (0, 1)
         ]
-        self.engine = GAMES[config.game](config.rules, random.Random(seed))
+        self.engine = GAMES[config.game](config.rules, random.Random(seed), packs)
         self._seq = [0, 0]
         self.strikes = [0, 0]
         self.illegal = [0, 0]

@@ -18,7 +18,6 @@ import msgspec
 import pytest
 
 import arena.doctor as doctor
-import arena.games.ecarte as ecarte_mod
 from arena.cards import PACK_32
 from arena.doctor import (
     DEALER_X,
@@ -30,7 +29,6 @@ from arena.doctor import (
     DealPlan,
     Opponent,
     Report,
-    StackedShuffle,
     Wire,
     classify,
     draw_pack,
@@ -120,7 +118,7 @@ async def test_illegal_card_is_reported_with_the_bot_line(tmp_path: Path) -> Non
     assert line in bot_lines(report)
     action = msgspec.json.decode(line)
     assert "error illegal_action:" in legal.details
-    assert f"{action['action']} is not in the hand" in legal.details
+    assert f'"{action["action"]}" is not in the hand' in legal.details
     assert "(fatal)" in legal.details and f"request {action['id']} (play" in legal.details
     # the same line is quoted by the play situation it happened in
     play_rows = [c for c in report.checks if c.title.startswith("play:") and c.status == "FAIL"]
@@ -252,8 +250,7 @@ def deal_paths(plan: DealPlan, monkeypatch: pytest.MonkeyPatch) -> list[set[str]
     path (until the deal ends)."""
     bot_seat = 0
     dealer = bot_seat if plan.bot_role == "dealer" else 1 - bot_seat
-    monkeypatch.setattr(ecarte_mod, "shuffled", StackedShuffle([draw_pack(dealer), plan.pack()], ecarte_mod.shuffled))
-    match = EcarteMatch(Rules(), random.Random(1))
+    match = EcarteMatch(Rules(), random.Random(1), packs=[draw_pack(dealer), plan.pack()])
     events = [ev for ev, seen in match.start() if bot_seat in seen]
     opp = Opponent("opp", "", 0, Wire())
     opp.plans["t1-m0001"] = plan

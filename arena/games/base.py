@@ -117,6 +117,19 @@ def offer(match: Any, compact: bool) -> list[Any] | Compact:
     return match.legal_actions()
 
 
+def take_pack(packs: list[list[str]], cards: Any) -> list[str] | None:
+    """The next prepared pack (top card first) from ``packs``, removed from it, or None when
+    none is left (the engine then shuffles with its ``random.Random``). An engine accepts
+    ``packs`` to play scripted situations (``arena doctor``, tests) without touching anything
+    global. Raises ``ValueError`` if the pack is not a permutation of ``cards``."""
+    if not packs:
+        return None
+    pack = packs.pop(0)
+    if sorted(pack) != sorted(cards):
+        raise ValueError(f"a prepared pack must hold each card of the pack once: {quote(pack)}")
+    return list(pack)
+
+
 def exchange(seat: int, hand: list[str], cards: list[str], stock: list[str], discards: list[str],
              order: Any) -> list[Seen]:
     """Discard ``cards`` from ``hand`` face down (onto ``discards``) and draw as many from the
@@ -154,7 +167,10 @@ class GameMatch(Protocol):
     over: bool
     winner: int | None
 
-    def __init__(self, rules: Rules, rng: random.Random) -> None: ...
+    def __init__(self, rules: Rules, rng: random.Random, packs: Any = ()) -> None:
+        """``packs``: prepared packs (top card first) used, in order, instead of the first
+        shuffles (:func:`take_pack`); then every shuffle comes from ``rng``."""
+        ...
 
     def start(self) -> list[Seen]:
         """Draw for the first dealer, deal the first hand; return the events."""

@@ -40,6 +40,7 @@ from arena.games.base import (
     expand_choice,
     first_choice,
     quote,
+    take_pack,
 )
 from protocol.messages import (
     Call,
@@ -129,10 +130,11 @@ class EcarteMatch:
 
     game: ClassVar[str] = "ecarte"
 
-    def __init__(self, rules: Rules, rng: random.Random) -> None:
+    def __init__(self, rules: Rules, rng: random.Random, packs: Any = ()) -> None:
         validate_rules(rules)
         self.rules = rules
         self.rng = rng
+        self._packs = [list(p) for p in packs]  # prepared packs first (base.take_pack), then rng
         self.packets = DEAL_PATTERNS[rules.deal_pattern]
         self.target: int = rules.target if isinstance(rules.target, int) else 0
         self.manches_to_win = 2 if rules.manches == 3 else 1
@@ -180,6 +182,10 @@ class EcarteMatch:
     """Why a match played out ends: a player reached the target (§E7.3)."""
     margin: ClassVar[int] = 0
 
+    def _shuffle(self, cards: Any) -> list[Card]:
+        """The next pack: a prepared one if any is left, else shuffled with ``self.rng``."""
+        return take_pack(self._packs, cards) or shuffled(cards, self.rng)
+
     def start(self) -> list[Seen]:
         """Set the target (§E7.1), draw for first dealer (§E2.1) and deal the first hand."""
         if self._started:
@@ -187,11 +193,11 @@ class EcarteMatch:
         self._started = True
         out: list[Seen] = []
         if self.rules.target == "turn-up":
-            card = shuffled(PACK_32, self.rng)[0]
+            card = self._shuffle(PACK_32)[0]
             self.target = TURN_UP_TARGET[card[0]]
             out.append((TargetSet(card=card, target=self.target), BOTH))
         while True:
-            pack = shuffled(PACK_32, self.rng)
+            pack = self._shuffle(PACK_32)
             c0, c1 = pack[0], pack[1]
             if RANK[c0[0]] == RANK[c1[0]]:
                 out.append((DealerDraw(cards=[c0, c1]), BOTH))
@@ -303,7 +309,7 @@ class EcarteMatch:
         dealer = self.dealer
         elder = 1 - dealer
         self.elder = elder
-        pack = shuffled(PACK_32, self.rng)
+        pack = self._shuffle(PACK_32)
         hands: list[list[Card]] = [[], []]
         pos = 0
         for size in self.packets:

@@ -48,6 +48,7 @@ from arena.games.base import (
     expand_choice,
     first_choice,
     quote,
+    take_pack,
 )
 from protocol.messages import (
     CardPlayed,
@@ -212,10 +213,11 @@ class PiquetMatch:
 
     game: ClassVar[str] = "piquet"
 
-    def __init__(self, rules: Rules, rng: random.Random) -> None:
+    def __init__(self, rules: Rules, rng: random.Random, packs: Any = ()) -> None:
         validate_rules(rules)
         self.rules = rules
         self.rng = rng
+        self._packs = [list(p) for p in packs]  # prepared packs first (base.take_pack), then rng
         self.pack = make_pack(RANKS_36 if rules.pack == 36 else RANKS_32)
         self.elder_max = 8 if rules.pack == 36 else 5
         self.totals = [0, 0]
@@ -263,6 +265,10 @@ class PiquetMatch:
         """Why the match ended once played out: ``draw`` (§P8.2), ``rubicon`` or ``cent``."""
         return "draw" if self.winner is None else self.rules.scoring
 
+    def _shuffle(self, cards: Any) -> list[Card]:
+        """The next pack: a prepared one if any is left, else shuffled with ``self.rng``."""
+        return take_pack(self._packs, cards) or shuffled(cards, self.rng)
+
     def start(self) -> list[Seen]:
         """Draw for first dealer (§P2.1: the lower card deals) and deal the first hand."""
         if self._started:
@@ -270,7 +276,7 @@ class PiquetMatch:
         self._started = True
         out: list[Seen] = []
         while True:
-            pack = shuffled(self.pack, self.rng)
+            pack = self._shuffle(self.pack)
             c0, c1 = pack[0], pack[1]
             if RANK[c0[0]] == RANK[c1[0]]:
                 out.append((DealerDraw(cards=[c0, c1]), BOTH))
@@ -390,7 +396,7 @@ class PiquetMatch:
         self.deal_no += 1
         self._reset_deal()
         dealer, elder = self.dealer, self.elder
-        pack = shuffled(self.pack, self.rng)
+        pack = self._shuffle(self.pack)
         size = self.rules.packets
         hands: list[list[Card]] = [[], []]
         hands[elder] = list(_DEALT_TO_ELDER[size](pack))
