@@ -80,6 +80,11 @@ RETRY_BUDGET_S = 8.0
 many seconds of the first match."""
 SNIPPET = 400
 """Longest quote of a wire line in the report (characters)."""
+LONG_LINE_BYTES = 256 * 1024
+"""The long-line probe: one request padded with an unknown field to this many bytes (newline
+included), more than the longest line the arena sends (a full-form Piquet discard request
+with 36 cards, about 131 KB), so a bot whose read buffer has a fixed size fails here and not
+in a contest."""
 
 PASS, FAIL, SKIP = "PASS", "FAIL", "SKIP"
 
@@ -111,6 +116,7 @@ GLOBAL_CHECKS: list[tuple[str, str]] = [
     ("wellformed", "well-formed lines"),
     ("reading", "keeps reading"),
     ("fields", "unknown fields ignored"),
+    ("long", "reads long lines"),
     ("types", "unknown message types ignored"),
     ("goodbye", "goodbye"),
 ]
@@ -945,6 +951,13 @@ UNKNOWN_TYPE = msgspec.json.encode(
 )
 
 
+def _padded(msg: dict[str, Any], size: int) -> bytes:
+    """``msg`` with an unknown field ``doctor_padding`` making the line ``size`` bytes long
+    (newline excluded)."""
+    base = msgspec.json.encode({**msg, "doctor_padding": ""})
+    return msgspec.json.encode({**msg, "doctor_padding": "." * max(0, size - len(base))})
+
+
 def _padding(total: int) -> list[bytes]:
     lines = []
     size = 0
@@ -982,6 +995,7 @@ class Doctor:
         self.fields_match = ""
         self.fields_left = 0
         self.types_match = ""
+        self.long_match = ""
         self.match_no = 0
         self.proxy: Proxy | None = None
         self.token = ""
@@ -1124,7 +1138,7 @@ class Doctor:
     async def _play(self, server: ArenaServer, name: str, log_dir: Path) -> None:
         first = [
             Scenario(KING_ELDER, 0, probe="types"),
-            Scenario(FOLLOW, 1),
+            Scenario(FOLLOW, 1, probe="long"),
             Scenario(TRUMP, 0),
             Scenario(DEALER_X, 1, probe="fields"),
             Scenario(ELDER_X, 0, probe="burst"),
@@ -1179,6 +1193,8 @@ class Doctor:
             self.fields_match, self.fields_left = match_id, 2
         elif sc.probe == "types":
             self.types_match = match_id
+        elif sc.probe == "long":
+            self.long_match = match_id
         conns = (conn, opp) if bot_seat == 0 else (opp, conn)
         config = MatchConfig(time=TimeControl(move_ms=self.move_ms))
         packs = [draw_pack(dealer_seat), sc.plan.pack()]  # the engine deals these, then shuffles
@@ -1228,6 +1244,10 @@ class Doctor:
             if "fields" not in self.wire.probes_next:
                 self.wire.probes_next.append("fields")
             return [(_extra_fields(msg), "server")]
+        if self.long_match and mid == self.long_match and kind == "request":
+            self.long_match = ""
+            self.wire.probes_next.append("long")
+            return [(_padded(msg, LONG_LINE_BYTES - 1), "server")]
         if self.types_match and mid == self.types_match and kind == "request":
             self.types_match = ""
             return [(UNKNOWN_TYPE, "doctor"), (raw, "server")]
@@ -1318,6 +1338,9 @@ class Doctor:
         checks.append(self._probe("fields", "unknown fields ignored", fields))
         types = "a message of unknown type was sent after welcome and in front of a request"
         checks.append(self._probe("types", "unknown message types ignored", types))
+        long = (f"a request line of {LONG_LINE_BYTES:,} bytes (an unknown field padding it; the longest line "
+                "the arena sends is about 131 KB: a full-form Piquet discard with 36 cards)")
+        checks.append(self._probe("long", "reads long lines", long))
         status, details = self.goodbye_result or (SKIP, f"not run: {self.gone or 'the doctor stopped early'}")
         checks.append(Check("goodbye", "goodbye", status, details))
         return checks
@@ -1497,7 +1520,9 @@ class Doctor:
         for r in reqs:
             f = r.failure()
             if f:
-                return Check(key, title, FAIL, f"{what}; then:\n{f[1]}")
+                hint = ("\na bot must read lines of any length (docs/protocol.md §2): grow the read buffer "
+                        "with the line" if key == "long" else "")
+                return Check(key, title, FAIL, f"{what}; then:\n{f[1]}{hint}")
         ids = ", ".join(str(r.id) for r in reqs)
         verb = "was" if len(reqs) == 1 else "were"
         return Check(key, title, PASS, f"{what}; request{'s' * (len(reqs) > 1)} {ids} {verb} answered legally in time")

@@ -16,6 +16,7 @@ import trio
 
 from arena.matchlog import MatchLog
 from arena.referee import MatchConfig, Referee
+from arena.seat import LONG_LINE_BYTES, long_line_note
 from arena.server import ArenaServer, ServerConfig
 from arena.store import Store
 from protocol.framing import LineReader
@@ -91,3 +92,11 @@ async def test_each_bot_gets_the_form_it_asked_for() -> None:
     refused = next(m for m in discards[0] if m["id"] == errors[0]["id"])
     # the decision is asked again (a new request id, the same description)
     assert sum(1 for m in discards[0] if m["legal"] == refused["legal"]) == 2
+
+
+def test_a_timeout_names_the_size_of_a_long_request_line() -> None:
+    """docs/protocol.md §6.2 ``error``: a timeout on a request line over 16 KiB says its size
+    (a bot whose read buffer is too small never sees the request)."""
+    assert long_line_note(LONG_LINE_BYTES - 1) == ""
+    note = long_line_note(96_164)
+    assert "the request line was 96,164 bytes long" in note and "compact" in note

@@ -43,9 +43,15 @@ SAMPLES = ROOT / "sample_bots"
 FAULTY = Path(__file__).resolve().parent / "bots" / "doctor_faulty.py"
 NODE = shutil.which("node")
 
+try:
+    from c_bot import ensure_c_bot
+except ImportError:  # tests/ imported as a package
+    from tests.c_bot import ensure_c_bot
+
 SAMPLE_BOTS = [
     "greedy",
     "random",
+    pytest.param("c_bot", marks=pytest.mark.skipif(ensure_c_bot() is None, reason="gcc not on PATH")),
     *(
         pytest.param(name, marks=pytest.mark.skipif(NODE is None, reason="node not on PATH"))
         for name in ("cautious", "highcard")
@@ -90,8 +96,9 @@ async def test_sample_bots_pass_every_check(name: str) -> None:
     allowed = CHOICE if name == "random" else set()
     not_passed = {k: s for k, s in statuses(report).items() if s != "PASS" and k not in allowed}
     assert not not_passed, table(report)
-    assert len(report.checks) == 25
-    assert report.summary().startswith("25 checks, ")
+    n = 2 + len(SITUATIONS) + len(doctor.GLOBAL_CHECKS)  # manifest, launch and connect, the rest
+    assert len(report.checks) == n
+    assert report.summary().startswith(f"{n} checks, ")
     assert report.seconds < 15, report.seconds
     assert report.log_dir == ""  # a clean run leaves nothing behind
 
@@ -101,7 +108,8 @@ def test_main_prints_the_table(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     assert "arena doctor: greedy" in out
     assert "keeps reading" in out and "PASS" in out and "FAIL" not in out
-    assert out.strip().splitlines()[-1].startswith("25 checks, 25 passed")
+    n = 2 + len(SITUATIONS) + len(doctor.GLOBAL_CHECKS)
+    assert out.strip().splitlines()[-1].startswith(f"{n} checks, {n} passed")
 
 
 # --------------------------------------------------------------------------- broken bots
@@ -334,3 +342,15 @@ def test_classify_play_obligations() -> None:
     assert classify(req(["7d", "Kh"], ["Jc"]), []) == ["any"]
     exchange = {"kind": "exchange", "seat": 1, "count": 3, "stock": 0, "discarded": None, "drawn": None}
     assert classify(req(["7d", "Kh"], ["Jc"]), [exchange]) == ["any", "skip"]
+
+
+async def test_a_bot_with_a_fixed_32_kib_buffer_fails_the_long_line_check(tmp_path: Path) -> None:
+    """Issue 12: such a bot passes every Écarté (and compact Piquet) line the arena sends, then
+    loses every match with a long line; the kit must catch it, and say the line's size."""
+    report = await run_doctor(faulty_manifest(tmp_path, "fixedbuf"), keep_logs=False)
+    long = report.check("long")
+    assert long.status == "FAIL", table(report)
+    assert f"{doctor.LONG_LINE_BYTES:,} bytes" in long.details
+    assert "no answer within the time limit" in long.details
+    assert "grow the read buffer" in long.details
+    assert report.check("fields").status == "PASS" and report.check("goodbye").status == "PASS"
