@@ -50,16 +50,18 @@ from rich.table import Table
 from rich.text import Text
 
 from arena.cards import PACK_32
-from arena.games.base import IllegalAction, check_choice
+from arena.clock import Clock
+from arena.formats.chouette import legal_bids
+from arena.games.base import IllegalAction, check_choice, quote
 from arena.games.ecarte import RANK
 from arena.launcher import BotProcess, Manifest, launch, load_manifest
 from arena.matchlog import MatchLog
 from arena.referee import MatchConfig, Referee
-from arena.seat import SendFailed
+from arena.seat import Seat, SeatFault, SendFailed
 from arena.server import ArenaServer, ServerConfig
 from arena.store import Store
 from protocol.framing import LineReader, ProtocolError, decode_client
-from protocol.messages import ActionMsg, Compact, Goodbye, Hello, TimeControl
+from protocol.messages import ActionMsg, AuctionView, Compact, Goodbye, Hello, Rules, TimeControl
 
 OPPONENT = "doctor-opponent"
 CONNECT_TIMEOUT_S = 20.0
@@ -106,7 +108,22 @@ SITUATIONS: list[tuple[str, str, bool]] = [
     ("any", "play: anything (void, no trump)", True),
     ("short", "short stock (k < 5)", False),
     ("skip", "dealer's discard skipped", False),
+    ("bid", "chouette bid (outside a match)", True),
 ]
+PIQUET_SITUATIONS: list[tuple[str, str, bool]] = [
+    # piquet.md §P4-§P6; the discard in the form the bot asked for at hello (protocol.md §8.13)
+    ("pq_discard_elder", "Piquet discard as elder (1..5)", True),
+    ("pq_discard_younger", "Piquet discard as younger (0..talon)", True),
+    ("pq_36", "Piquet discard, 36 cards (elder 1..8)", True),
+    ("pq_look", "Piquet look (elder took fewer than his maximum)", False),
+    ("pq_expose", "Piquet expose (cards left in the talon)", False),
+    ("pq_lead", "Piquet play: lead", True),
+    ("pq_follow", "Piquet play: follow suit", True),
+    ("pq_void", "Piquet play: void in the suit led", False),
+    ("bid", "chouette bid (outside a match)", True),
+]
+PLAYED_OUT = frozenset({"target", "rubicon", "cent", "draw"})
+"""Match-end reasons of a match played to its end (docs/protocol.md §12)."""
 GLOBAL_CHECKS: list[tuple[str, str]] = [
     ("full_match", "full match to the target"),
     ("in_time", "answers in time"),
@@ -313,7 +330,7 @@ def _is_legal(action: Any, legal: list[Any] | dict[str, Any]) -> bool:
             return False
         want = sorted(action)
         return any(isinstance(opt, list) and sorted(opt) == want for opt in legal)
-    return isinstance(action, str) and action in legal
+    return isinstance(action, (str, int)) and not isinstance(action, bool) and action in legal
 
 
 def classify(request: dict[str, Any], events: list[dict[str, Any]]) -> list[str]:
@@ -323,6 +340,10 @@ def classify(request: dict[str, Any], events: list[dict[str, Any]]) -> list[str]
     state = request.get("state") or {}
     seat, elder = state.get("seat"), state.get("elder")
     tags: list[str] = []
+    if decision == "bid":
+        return ["bid"]
+    if state.get("game") == "piquet":
+        return classify_piquet(decision, state)
     if decision == "propose":
         tags.append("propose")
     elif decision == "respond":
@@ -354,6 +375,24 @@ def classify(request: dict[str, Any], events: list[dict[str, Any]]) -> list[str]
                 tags.append("skip")
                 break
     return tags
+
+
+def classify_piquet(decision: Any, state: dict[str, Any]) -> list[str]:
+    """The Piquet situation tags (see :data:`PIQUET_SITUATIONS`) of a request."""
+    if decision == "discard":
+        tags = ["pq_discard_elder" if state.get("seat") == state.get("elder") else "pq_discard_younger"]
+        if (state.get("talon") or 0) + sum(state.get("exchanged") or [0, 0]) >= 12:
+            tags.append("pq_36")
+        return tags
+    if decision in ("look", "expose"):
+        return [f"pq_{decision}"]
+    if decision == "play":
+        trick = state.get("trick") or []
+        if not trick:
+            return ["pq_lead"]
+        suit = trick[0]["card"][1]
+        return ["pq_follow" if any(c[1] == suit for c in state.get("hand") or []) else "pq_void"]
+    return []
 
 
 class Wire:
@@ -742,6 +781,24 @@ class DealPlan:
         return deal_pack(self.elder, self.dealer, self.turn_up, self.stock)
 
 
+@dataclass(frozen=True)
+class PiquetPlan:
+    """A scripted Piquet match: the rules, dealt from the engine's seeded shuffle (any deal
+    meets the forced Piquet situations); the opponent takes one card as elder and none as
+    younger, so the talon keeps cards for the bot's ``look`` and ``expose``."""
+
+    name: str
+    rules: Rules
+    goals: tuple[str, ...]
+    bot_role: str = "any"
+
+
+PQ_32 = PiquetPlan("piquet-32", Rules(), goals=(
+    "pq_discard_elder", "pq_discard_younger", "pq_look", "pq_expose", "pq_lead", "pq_follow", "pq_void"))
+PQ_36 = PiquetPlan("piquet-36", Rules(pack=36, packets=3, scoring="cent"), goals=(
+    "pq_36", "pq_discard_elder", "pq_discard_younger", "pq_look", "pq_expose"))
+
+
 WEAK_STOCK = "9d Td Ad Jd Qd 7s 8s 9s Ts As Js Qs Tc Ac Jc Qc 8h 9h Kc Kd Ks"
 """Trumps are hearts: 16 weak plain cards on top, the two low trumps and the kings last, so a
 bot that exchanges keeps a weak hand and goes on exchanging."""
@@ -836,7 +893,7 @@ class Opponent:
     async def run(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
         stream = await trio.open_tcp_stream("127.0.0.1", self.port)
         self.stream = stream
-        reader = LineReader(stream)
+        reader = LineReader(stream, 1 << 22)  # full-form Piquet discards: up to 131 KB a line
         hello = {"type": "hello", "name": self.name, "token": self.token, "protocol": 1, "role": "bot"}
         await stream.send_all(msgspec.json.encode(hello) + b"\n")
         first = await reader.read_line()
@@ -919,7 +976,7 @@ class Opponent:
 class Scenario:
     """One scripted match: its plan, the bot's seat, and its probes."""
 
-    plan: DealPlan
+    plan: DealPlan | PiquetPlan
     seat: int
     probe: str = ""  # "types": unknown type in the first batch; "fields": extra fields
     fast: bool = False  # the opponent steers the stock in the fewest rounds
@@ -979,8 +1036,15 @@ class Doctor:
         move_ms: int = 2000,
         connect_timeout_s: float = CONNECT_TIMEOUT_S,
         keep_logs: bool | None = None,
+        sandbox: bool = False,
+        game: str = "ecarte",
     ) -> None:
+        if game not in ("ecarte", "piquet"):
+            raise ValueError(f"unknown game {game!r}: ecarte or piquet")
         self.manifest_path = str(manifest_path)
+        self.sandbox = sandbox
+        self.game = game
+        self.situations = SITUATIONS if game == "ecarte" else PIQUET_SITUATIONS
         self.move_ms = move_ms
         self.connect_timeout_s = connect_timeout_s
         self.keep_logs = keep_logs
@@ -1075,15 +1139,21 @@ class Doctor:
         }
         t_launch = trio.current_time()
         try:
-            self.proc = await launch(nursery, self.manifest, env, log_dir / "bot.log")
+            self.proc = await launch(nursery, self.manifest, env, log_dir / "bot.log", sandbox=self.sandbox)
         except (OSError, RuntimeError) as exc:
             self.checks["connects"] = Check("connects", "launch and connect", FAIL, f"cannot start the bot: {exc}")
             return
         if not await self._wait_connected(server, name, t_launch):
             return
         await self._play(server, name, log_dir)
+        await self._bid(server, name)
         await self._goodbye(server, name)
         await opponent.aclose()
+
+    def _transport(self) -> str:
+        if self.sandbox:
+            return "in the sandbox over stdin/stdout (ARENA_TRANSPORT=stdio, docs/protocol.md §3.4)"
+        return "over TCP"
 
     def _redact(self, text: str) -> str:
         return text.replace(self.token, "<ARENA_TOKEN>") if self.token else text
@@ -1099,7 +1169,7 @@ class Doctor:
                 ms = (wire.welcome.t - t_launch) * 1000
                 self.checks["connects"] = Check(
                     "connects", "launch and connect", PASS,
-                    f"connected and welcomed {ms:.0f} ms after launch; hello: {hello}",
+                    f"connected and welcomed {ms:.0f} ms after launch, {self._transport()}; hello: {hello}",
                 )  # fmt: skip
                 with trio.move_on_after(1):  # the server registers it just before the welcome
                     await server.wait_for(name, 1)
@@ -1135,7 +1205,32 @@ class Doctor:
 
     # ------------------------------------------------------------------ the scripted matches
 
+    async def _play_piquet(self, server: ArenaServer, name: str, log_dir: Path) -> None:
+        """The first match is played to its end (six deals), later ones are resigned by the
+        opponent after their first deal; then more while a situation the bot's choices decide
+        (look, expose, a void) is missing, within the time budget."""
+        first = [
+            Scenario(PQ_32, 0, probe="types"),
+            Scenario(PQ_32, 1, probe="long"),
+            Scenario(PQ_36, 0, probe="fields"),
+            Scenario(PQ_36, 1, probe="burst"),
+        ]
+        self.t_matches = trio.current_time()
+        for sc in first:
+            if not await self._match(server, name, sc, log_dir):
+                return
+        for i in range(RETRY_ROUNDS):
+            if not {"pq_look", "pq_expose", "pq_void"} - self.wire.met:
+                break
+            if trio.current_time() - self.t_matches > RETRY_BUDGET_S:
+                break
+            if not await self._match(server, name, Scenario(PQ_32 if i % 2 else PQ_36, i % 2), log_dir):
+                return
+
     async def _play(self, server: ArenaServer, name: str, log_dir: Path) -> None:
+        if self.game == "piquet":
+            await self._play_piquet(server, name, log_dir)
+            return
         first = [
             Scenario(KING_ELDER, 0, probe="types"),
             Scenario(FOLLOW, 1, probe="long"),
@@ -1183,11 +1278,12 @@ class Doctor:
         self.runs.append(run)
         bot_seat = sc.seat
         dealer_seat = bot_seat if sc.plan.bot_role == "dealer" else 1 - bot_seat
-        self.opponent.plans[match_id] = sc.plan
+        if isinstance(sc.plan, DealPlan):
+            self.opponent.plans[match_id] = sc.plan
         self.opponent.fast[match_id] = sc.fast
         # once a match has been played to the target, the opponent resigns after the first deal
         self.opponent.resign[match_id] = any(
-            m.end is not None and m.end.get("reason") == "target" for m in self.wire.matches.values()
+            m.end is not None and m.end.get("reason") in PLAYED_OUT for m in self.wire.matches.values()
         )
         if sc.probe == "fields":
             self.fields_match, self.fields_left = match_id, 2
@@ -1196,8 +1292,12 @@ class Doctor:
         elif sc.probe == "long":
             self.long_match = match_id
         conns = (conn, opp) if bot_seat == 0 else (opp, conn)
-        config = MatchConfig(time=TimeControl(move_ms=self.move_ms))
-        packs = [draw_pack(dealer_seat), sc.plan.pack()]  # the engine deals these, then shuffles
+        if isinstance(sc.plan, PiquetPlan):
+            config = MatchConfig(game="piquet", rules=sc.plan.rules, time=TimeControl(move_ms=self.move_ms))
+            packs: list[list[str]] = []
+        else:
+            config = MatchConfig(time=TimeControl(move_ms=self.move_ms))
+            packs = [draw_pack(dealer_seat), sc.plan.pack()]  # the engine deals these, then shuffles
         with MatchLog(log_dir / f"{match_id}.jsonl") as log:
             referee = Referee(match_id, 1000 + self.match_no, config, conns, log, packs=packs)
             with trio.move_on_after(MATCH_CAP_S) as cap:
@@ -1212,6 +1312,31 @@ class Doctor:
             self.gone = f"the bot's connection closed during {match_id}"
         await trio.sleep(0)  # let the proxy record what is still in flight
         return not result_gone
+
+    async def _bid(self, server: ArenaServer, name: str) -> None:
+        """A chouette auction's ``bid`` (docs/protocol.md §8.12): a request outside any match,
+        answered with an integer of ``legal``. As in a tournament, a bid outside ``legal`` gets
+        ``illegal_action`` (not fatal) and a missing one counts as 0."""
+        conn = server.bots.get(name)
+        if conn is None or conn.closed.is_set():
+            self.gone = self.gone or "the bot was no longer connected"
+            return
+        auction_id = "t1-a0001"
+        seat = Seat(conn, 0, auction_id, Clock(TimeControl()))
+        view = AuctionView(bot=name, bankroll=1000, bankrolls={name: 1000, self.opponent.name: 880},
+                           queue=[self.opponent.name, name], auction=1, reigns=[[self.opponent.name, 120, 1]])
+        legal = legal_bids(1000)
+        seat.attach()
+        try:
+            answer = await seat.ask("bid", legal, view)
+            if answer.action not in legal or isinstance(answer.action, bool):
+                await conn.send_error("illegal_action", f"bid {quote(answer.action)} is not in legal; counted as 0",
+                                      id=answer.id)
+        except SeatFault:
+            pass
+        finally:
+            seat.detach()
+        await trio.sleep(0.05)  # let the proxy record what is still in flight
 
     async def _burst(self) -> bool:
         """Send 1 MiB of unknown-type lines while the bot is idle between matches."""
@@ -1305,8 +1430,8 @@ class Doctor:
     # ------------------------------------------------------------------ verdicts
 
     def _not_run(self, why: str) -> list[Check]:
-        keys = ["connects"] + [k for k, _, _ in SITUATIONS] + [k for k, _ in GLOBAL_CHECKS]
-        titles = {"connects": "launch and connect"} | {k: t for k, t, _ in SITUATIONS} | dict(GLOBAL_CHECKS)
+        keys = ["connects"] + [k for k, _, _ in self.situations] + [k for k, _ in GLOBAL_CHECKS]
+        titles = {"connects": "launch and connect"} | {k: t for k, t, _ in self.situations} | dict(GLOBAL_CHECKS)
         out = []
         for k in keys:
             if k in self.checks:
@@ -1328,7 +1453,7 @@ class Doctor:
             for r in reqs:
                 if r.lost:
                     r.lost += f"; {self.left_note}"
-        for key, title, forced in SITUATIONS:
+        for key, title, forced in self.situations:
             checks.append(self._situation(key, title, forced, [r for r in reqs if key in r.tags]))
         checks.append(self._full_match())
         checks += self._answers()
@@ -1381,6 +1506,10 @@ class Doctor:
             extra = f"{ex.state.get('stock')} cards in the stock, "
         elif key == "skip":
             extra = "elder's exchange emptied the stock, no discard was asked, then "
+        elif key.startswith("pq_discard") or key == "pq_36":
+            form = ("compact form, as the bot asked at hello" if isinstance(ex.legal, dict)
+                    else "full form: ask for the compact one at hello for short lines (protocol.md §8.13)")
+            extra = f"{form}, {len(ex.line.raw) + 1:,}-byte request, "
         return Check(
             key, title, PASS,
             f"{len(reqs)} met, all answered legally in time; e.g. request {ex.id} ({ex.match_id}): "
@@ -1402,6 +1531,9 @@ class Doctor:
             "discard_dealer": "the bot never accepted an exchange as dealer",
             "short": "the bot's exchanges never ran the stock below 5 cards",
             "skip": "the bot never accepted an exchange when elder could empty the stock",
+            "pq_look": "the bot always took its maximum as elder",
+            "pq_expose": "the bot always took every card left in the talon as younger",
+            "pq_void": "the bot was never void in a suit led",
         }.get(key, "the bot's choices avoided it")
         tries = sum(1 for r in self.runs if key in r.scenario.plan.goals)
         return (
@@ -1412,7 +1544,7 @@ class Doctor:
     def _full_match(self) -> Check:
         key, title = "full_match", "full match to the target"
         ended = [m for m in self.wire.matches.values() if m.end is not None]
-        target = [m for m in ended if m.end and m.end.get("reason") == "target"]
+        target = [m for m in ended if m.end and m.end.get("reason") in PLAYED_OUT]
         if not target:
             if not ended:
                 return Check(key, title, SKIP if self.gone else FAIL, f"no match ended: {self.gone or '?'}")
@@ -1587,9 +1719,13 @@ async def run_doctor(
     move_ms: int = 2000,
     connect_timeout_s: float = CONNECT_TIMEOUT_S,
     keep_logs: bool | None = None,
+    sandbox: bool = False,
+    game: str = "ecarte",
 ) -> Report:
-    """Run every check on the bot of ``manifest_path`` and return the :class:`Report`."""
-    doctor = Doctor(manifest_path, move_ms=move_ms, connect_timeout_s=connect_timeout_s, keep_logs=keep_logs)
+    """Run every check on the bot of ``manifest_path`` and return the :class:`Report`. With
+    ``sandbox`` the bot runs under bubblewrap and speaks over stdin/stdout."""
+    doctor = Doctor(manifest_path, move_ms=move_ms, connect_timeout_s=connect_timeout_s, keep_logs=keep_logs,
+                    sandbox=sandbox, game=game)
     return await doctor.run()
 
 
@@ -1625,10 +1761,11 @@ def print_report(console: Console, report: Report, verbose: bool = False) -> Non
     console.print(Text(f"{report.summary()} ({report.seconds:.1f} s)", style="bold green" if report.ok else "bold red"))
 
 
-def main(manifest_path: str, *, move_ms: int = 2000, verbose: bool = False) -> int:
+def main(manifest_path: str, *, move_ms: int = 2000, verbose: bool = False, sandbox: bool = False,
+         game: str = "ecarte") -> int:
     """``arena doctor MANIFEST``: run the checks, print the report; 0 if every check passed
     (skipped situations included), 1 otherwise."""
-    report = trio.run(lambda: run_doctor(manifest_path, move_ms=move_ms))
+    report = trio.run(lambda: run_doctor(manifest_path, move_ms=move_ms, sandbox=sandbox, game=game))
     print_report(Console(), report, verbose=verbose)
     return 0 if report.ok else 1
 

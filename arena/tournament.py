@@ -28,6 +28,7 @@ import trio
 from arena.clock import Clock
 from arena.formats import Auction, Format, StaticFormat, Step, derive_seed, make_format
 from arena.formats.chouette import Chouette, Reign, legal_bids
+from arena.games.base import quote
 from arena.launcher import BotProcess, Limits, Manifest, launch
 from arena.matchlog import MatchLog
 from arena.metrics import METRICS
@@ -305,7 +306,7 @@ async def run_auction(store: Store, server: ArenaServer, tid: int, auction: Auct
             if answer.action in legal:
                 bids[name] = answer.action
             else:
-                await conn.send_error("illegal_action", f"bid {answer.action!r} is not in legal; counted as 0",
+                await conn.send_error("illegal_action", f"bid {quote(answer.action)} is not in legal; counted as 0",
                                       id=answer.id)
         except SeatFault:
             pass

@@ -36,6 +36,7 @@ from arena.doctor import (
     run_doctor,
 )
 from arena.games.ecarte import EcarteMatch
+from arena.launcher import sandbox_available
 from protocol.messages import Rules
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -354,3 +355,36 @@ async def test_a_bot_with_a_fixed_32_kib_buffer_fails_the_long_line_check(tmp_pa
     assert "no answer within the time limit" in long.details
     assert "grow the read buffer" in long.details
     assert report.check("fields").status == "PASS" and report.check("goodbye").status == "PASS"
+
+
+@pytest.mark.parametrize("name", [
+    "random",
+    pytest.param("c_bot", marks=pytest.mark.skipif(ensure_c_bot() is None, reason="gcc not on PATH")),
+])
+async def test_piquet_doctor_covers_every_piquet_decision(name: str) -> None:
+    """``arena doctor --game piquet``: every Piquet decision, both packs, the bid; the sample
+    bots ask for the compact form and pass."""
+    report = await run_doctor(SAMPLES / f"{name}.toml", keep_logs=False, game="piquet")
+    assert report.ok, table(report)
+    got = statuses(report)
+    forced = [k for k, _, f in doctor.PIQUET_SITUATIONS if f]
+    assert all(got[k] == "PASS" for k in forced), table(report)
+    assert "compact form" in report.check("pq_discard_elder").details
+    assert len(report.checks) == 2 + len(doctor.PIQUET_SITUATIONS) + len(doctor.GLOBAL_CHECKS)
+
+
+async def test_piquet_doctor_on_a_full_form_bot_and_a_fixed_buffer(tmp_path: Path) -> None:
+    """A protocol-1 bot (full lists) passes in Piquet, told about the compact form; one with a
+    fixed 32 KiB buffer fails the long-line check there too."""
+    good = await run_doctor(faulty_manifest(tmp_path, "good"), keep_logs=False, game="piquet")
+    assert good.ok, table(good)
+    assert "full form: ask for the compact one" in good.check("pq_discard_younger").details
+    fixed = await run_doctor(faulty_manifest(tmp_path, "fixedbuf"), keep_logs=False, game="piquet")
+    assert statuses(fixed)["long"] == "FAIL", table(fixed)
+
+
+@pytest.mark.skipif(not sandbox_available(), reason="bwrap (Debian bubblewrap) is not installed")
+async def test_doctor_sandbox_runs_the_bot_over_stdin_stdout() -> None:
+    report = await run_doctor(SAMPLES / "random.toml", keep_logs=False, sandbox=True)
+    assert report.ok, table(report)
+    assert "over stdin/stdout" in report.check("connects").details
