@@ -18,6 +18,7 @@ import msgspec
 import pytest
 
 import arena.doctor as doctor
+import arena.doctor.session as doctor_session
 from arena.cards import PACK_32
 from arena.doctor import (
     DEALER_X,
@@ -213,8 +214,8 @@ async def test_crash_on_unknown_message_type(tmp_path: Path) -> None:
 
 
 async def test_bot_that_does_not_exit_after_goodbye(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(doctor, "LINGER_S", 0.3)
-    monkeypatch.setattr(doctor, "EXIT_WAIT_S", 0.3)
+    monkeypatch.setattr(doctor_session, "LINGER_S", 0.3)  # read by the session where it waits
+    monkeypatch.setattr(doctor_session, "EXIT_WAIT_S", 0.3)
     report = await run_doctor(faulty_manifest(tmp_path, "linger"))
     goodbye = report.check("goodbye")
     assert goodbye.status == "FAIL"
