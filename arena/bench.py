@@ -57,6 +57,9 @@ this (bytes, newline included)."""
 WIRE_MATCHES = 20
 """Piquet matches encoded per legal form for the bytes-per-match figures."""
 
+PIQUET_ROUNDS = 5
+"""Slices the two Piquet engine runs are interleaved in (see :func:`piquet_forms`)."""
+
 DEFAULT_MAX_SECONDS = 25.0
 """Time cap of one phase in seconds: a phase stops early (and reports what it did) after it,
 so a whole run stays near a minute even on a slow or busy machine."""
@@ -228,6 +231,22 @@ def engine_deals_per_second(
         deals += match.deal_no
         matches += 1
     return EngineFigures(deals, decisions, matches, perf_counter() - t0)
+
+
+def piquet_forms(n_deals: int, seed: int = 1, rounds: int = PIQUET_ROUNDS) -> tuple[EngineFigures, EngineFigures]:
+    """Piquet self-play with full legal lists and with compact requests, ``n_deals`` deals each,
+    interleaved in ``rounds`` slices (full, compact, full, ...; slice ``r`` of both forms plays
+    the same seeds) so that a change of machine load affects both figures alike. Returns the
+    summed figures, full form first."""
+    per = max(1, n_deals // rounds)
+    totals = [[0, 0, 0, 0.0], [0, 0, 0, 0.0]]
+    for r in range(rounds):
+        for i, compact in enumerate((False, True)):
+            f = engine_deals_per_second(per, seed + 7919 * r, game="piquet", compact=compact)
+            for j, v in enumerate((f.deals, f.decisions, f.matches, f.seconds)):
+                totals[i][j] += v
+    full, compact_ = (EngineFigures(int(t[0]), int(t[1]), int(t[2]), t[3]) for t in totals)
+    return full, compact_
 
 
 @dataclass(frozen=True)
@@ -609,8 +628,7 @@ def run_bench(
     pingpong = trio.run(pingpong_rate, n_decisions, req, ans)
     n_piquet = max(1, n_deals // 20)
     say(f"Piquet: engine with full lists, then compact requests, {n_piquet:,} deals each; bytes per match")
-    piquet = engine_deals_per_second(n_piquet, seed, game="piquet")
-    piquet_compact = engine_deals_per_second(n_piquet, seed, game="piquet", compact=True)
+    piquet, piquet_compact = piquet_forms(n_piquet, seed)
     wire = (piquet_wire(WIRE_MATCHES, seed), piquet_wire(WIRE_MATCHES, seed, compact=True))
     return BenchReport(engine, referee, pingpong, perf_counter() - t0, piquet, piquet_compact, wire)
 

@@ -105,3 +105,11 @@ def test_main_prints_every_figure(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     for text in ("deals/s", "decisions/deal", "decisions/s", "round trips/s", "bytes", "ratio", "target"):
         assert text in out
+
+
+def test_piquet_forms_interleave_the_same_seeds() -> None:
+    full, compact = bench.piquet_forms(20, seed=2, rounds=2)
+    one = [bench.engine_deals_per_second(10, 2 + 7919 * r, game="piquet") for r in range(2)]
+    assert (full.deals, full.decisions, full.matches) == (
+        sum(f.deals for f in one), sum(f.decisions for f in one), sum(f.matches for f in one))
+    assert compact.deals >= 20 and compact.seconds > 0
