@@ -22,7 +22,7 @@ import trio
 from arena.clock import Clock
 from arena.metrics import METRICS
 from protocol.framing import LineReader, ProtocolError, decode_client, encode, encode_into
-from protocol.messages import ActionMsg, Error, GameView, Hello, Request
+from protocol.messages import ActionMsg, Compact, Error, GameView, Hello, Request
 
 MAX_ERRORS_PER_CONNECTION = 100
 """After this many ``error`` messages a connection is closed (``too_many_errors``): a flood
@@ -323,7 +323,7 @@ class Seat:
         except SendFailed as exc:
             raise SeatFault("forfeit_disconnect", "disconnect", str(exc), self.index) from None
 
-    async def ask(self, decision: str, legal: list[Any], state: GameView) -> Answer:
+    async def ask(self, decision: str, legal: list[Any] | Compact, state: GameView) -> Answer:
         """Send a ``request`` and wait for its answer within the clock's deadline.
 
         Returns an :class:`Answer` (the action is not yet checked against the rules).
