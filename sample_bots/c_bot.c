@@ -20,7 +20,8 @@
  *   play     the highest legal card in the order of the game (Ecarte K Q J A T 9 8 7,
  *            Piquet A K Q J T 9 8 7 6).
  *   bid      0 (the first legal bid).
- *   others   the first legal word: propose, accept, announce, look, expose.
+ *   expose   keep (the rest of the talon stays hidden).
+ *   others   the first legal word: propose, accept, announce, look.
  *
  * Build: `make sample_bots/c_bot` (gcc -O2 -std=c11 -Wall -Wextra -Werror).
  */
@@ -367,6 +368,11 @@ static int decide(sbuf *b, const jval *req) {
     }
     if (!legal || legal->type != J_ARR || legal->len == 0) return -1;
     const jval *best = legal->items[0];
+    if (decision && !strcmp(decision, "expose")) {
+        /* keep the rest of the talon hidden: exposing it shows the opponent cards too */
+        for (size_t i = 0; i < legal->len; i++)
+            if (jstr(legal->items[i]) && !strcmp(jstr(legal->items[i]), "keep")) best = legal->items[i];
+    }
     if (decision && !strcmp(decision, "play")) {
         for (size_t i = 1; i < legal->len; i++)
             if (card_power(jstr(legal->items[i]), piquet) > card_power(jstr(best), piquet)) best = legal->items[i];

@@ -536,18 +536,20 @@ class PiquetMatch:
                                 f"{quote(same)}", "piquet.md §P6.1")
         hand.remove(card)
         out: list[Seen] = [(CardPlayed(seat=seat, card=card, trick=self.trick_no), BOTH)]
-        self.trick.append(TrickCard(seat=seat, card=card))
-        if len(self.trick) == 1:
+        trick = self.trick
+        if not trick:
+            trick.append(TrickCard(seat=seat, card=card))
             if card[0] in HONOURS:
                 self._score(seat, 1, "lead", out)  # §P6.2
             self.to_act = 1 - seat
             return out
-        lead, follow = self.trick
-        won = follow.seat if follow.card[1] == lead.card[1] and RANK[follow.card[0]] > RANK[lead.card[0]] else lead.seat
+        lead = trick[0]
+        lead_card = lead.card
+        won = seat if card[1] == lead_card[1] and RANK[card[0]] > RANK[lead_card[0]] else lead.seat
         self.tricks[won] += 1
-        out.append((TrickWon(trick=self.trick_no, leader=lead.seat, cards=[lead.card, follow.card], winner=won), BOTH))
+        out.append((TrickWon(trick=self.trick_no, leader=lead.seat, cards=[lead_card, card], winner=won), BOTH))
         self.trick = []
-        if won == follow.seat and follow.card[0] in HONOURS:
+        if won == seat and card[0] in HONOURS:
             self._score(won, 1, "trick", out)  # §P6.2: won as second player with A K Q J T
         last = self.trick_no == 12
         if last:
