@@ -80,7 +80,7 @@ def check_decision(m: PiquetMatch | EcarteMatch, rng: random.Random, expected: t
     assert choose.from_ == hand  # the hand, in hand order
     assert offer(m, compact=True) == Compact(choose=choose)
     assert first_choice(choose) == m.auto_action() == hand[: choose.min]
-    for answer in candidates(m, rng, 25):
+    for answer in candidates(m, rng, 12):
         legal = is_legal(answer, hand, *expected)
         try:
             got = check_choice(answer, choose, "r", "s", "who")
