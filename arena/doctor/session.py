@@ -13,7 +13,6 @@ from typing import Any
 import msgspec
 import trio
 
-from arena.clock import Clock
 from arena.doctor.checks import PIQUET_SITUATIONS, PLAYED_OUT, SITUATIONS
 from arena.doctor.ecarte import DEALER_X, ELDER_X, FOLLOW, KING_ELDER, TRUMP, DealPlan, draw_pack
 from arena.doctor.limits import (
@@ -35,13 +34,13 @@ from arena.doctor.transport import Proxy
 from arena.doctor.verdicts import Verdicts, _first_bot_line, _tail
 from arena.doctor.wire import Wire, _error_text, _quote
 from arena.formats.chouette import legal_bids
-from arena.games.base import quote
 from arena.launcher import BotProcess, Manifest, launch, load_manifest
 from arena.matchlog import MatchLog
 from arena.referee import MatchConfig, Referee
-from arena.seat import Seat, SeatFault, SendFailed
+from arena.seat import SendFailed
 from arena.server import ArenaServer, ServerConfig
 from arena.store import Store
+from arena.tournament import ask_bid
 from protocol.messages import AuctionView, Goodbye, TimeControl
 
 
@@ -395,20 +394,9 @@ class Doctor(Verdicts):
             self.gone = self.gone or "the bot was no longer connected"
             return
         auction_id = "t1-a0001"
-        seat = Seat(conn, 0, auction_id, Clock(TimeControl()))
         view = AuctionView(bot=name, bankroll=1000, bankrolls={name: 1000, self.opponent.name: 880},
                            queue=[self.opponent.name, name], auction=1, reigns=[[self.opponent.name, 120, 1]])
-        legal = legal_bids(1000)
-        seat.attach()
-        try:
-            answer = await seat.ask("bid", legal, view)
-            if answer.action not in legal or isinstance(answer.action, bool):
-                await conn.send_error("illegal_action", f"bid {quote(answer.action)} is not in legal; counted as 0",
-                                      id=answer.id)
-        except SeatFault:
-            pass
-        finally:
-            seat.detach()
+        await ask_bid(conn, auction_id, legal_bids(1000), view)  # the verdict reads the wire
         await trio.sleep(0.05)  # let the proxy record what is still in flight
 
     async def _burst(self) -> bool:
