@@ -5,7 +5,17 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 TESTS  := $(VENV)/.installed-test
 
-.PHONY: run run-piquet test bench study twins lint schema clean
+.PHONY: all run run-piquet test test-slow bench study twins lint schema clean
+
+# the C sample bot (libc only): built by `make`, `make run` and `make test`
+CC     = gcc
+CFLAGS ?= -O2 -std=c11 -Wall -Wextra -Werror
+C_BOT  := sample_bots/c_bot
+
+all: $(STAMP) $(C_BOT)
+
+$(C_BOT): sample_bots/c_bot.c
+	$(CC) $(CFLAGS) -o $@ $<
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,20 +33,29 @@ $(TESTS): $(STAMP)
 TRUST   := $(if $(shell command -v bwrap 2>/dev/null),,--trust-bots)
 NOTRUST := @command -v bwrap >/dev/null 2>&1 || echo "note: bwrap (Debian bubblewrap) not found: the sample bots run unsandboxed (--trust-bots); install it to sandbox them"
 
-## make run: the demo round-robin of the four quick sample bots over real TCP, Elo table at the end
+## make run: the demo round-robin of the five quick sample bots (C included) over real TCP, Elo table at the end
 ## (the search bot thinks for up to 40% of each decision's time: see docs/contests.md to include it)
-run: $(STAMP)
+run: $(STAMP) $(C_BOT)
 	$(NOTRUST)
-	$(BIN)/arena tournament $(TRUST) --bots sample_bots/random.toml sample_bots/greedy.toml sample_bots/highcard.toml sample_bots/cautious.toml --games 200 --seed 2026 --db arena.db
+	$(BIN)/arena tournament $(TRUST) --bots sample_bots/random.toml sample_bots/greedy.toml sample_bots/highcard.toml sample_bots/cautious.toml sample_bots/c_bot.toml --games 200 --seed 2026 --db arena.db
 
 ## make run-piquet: the same demo in Piquet
-run-piquet: $(STAMP)
+run-piquet: $(STAMP) $(C_BOT)
 	$(NOTRUST)
-	$(BIN)/arena tournament $(TRUST) --game piquet --bots sample_bots/random.toml sample_bots/greedy.toml sample_bots/highcard.toml sample_bots/cautious.toml --games 40 --seed 2026 --db arena.db
+	$(BIN)/arena tournament $(TRUST) --game piquet --bots sample_bots/random.toml sample_bots/greedy.toml sample_bots/highcard.toml sample_bots/cautious.toml sample_bots/c_bot.toml --games 40 --seed 2026 --db arena.db
 
 ## make test: the whole test suite
 test: $(TESTS)
-	$(BIN)/python -m pytest -q
+	@if command -v $(CC) >/dev/null 2>&1; then $(MAKE) -s $(C_BOT); else echo "note: no $(CC): the C sample bot's tests are skipped"; fi
+	$(BIN)/python -m pytest -q -m "not slow"
+
+## make test-slow: the load studies (marker `slow`) and every property test at its full example
+## count (`make test` runs a quarter of them); CI runs it after `make test`
+test-slow: $(TESTS)
+	@if command -v $(CC) >/dev/null 2>&1; then $(MAKE) -s $(C_BOT); fi
+	$(BIN)/python -m pytest -q -m slow
+	ARENA_EXAMPLES=1 $(BIN)/python -m pytest -q tests/test_ecarte_properties.py tests/test_piquet_properties.py \
+		tests/test_compact_legal.py tests/test_hidden_information.py tests/test_framing.py tests/test_wagers.py
 
 ## make bench: engine deals/s and referee decisions/s next to a raw loopback ping-pong
 bench: $(STAMP)
@@ -58,4 +77,4 @@ schema: $(STAMP)
 	$(BIN)/python -m protocol.schema > docs/protocol.schema.json
 
 clean:
-	rm -rf $(VENV) arena.db arena.db-wal arena.db-shm logs
+	rm -rf $(VENV) arena.db arena.db-wal arena.db-shm logs $(C_BOT)

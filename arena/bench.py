@@ -4,6 +4,9 @@ Three phases, all in one run on one machine, each bounded in time:
 
 1. **Engine** (:func:`engine_deals_per_second`): Écarté random self-play on one core, no I/O.
    Figure: deals per second (target :data:`ENGINE_TARGET_DEALS_PER_S`) and decisions per deal.
+   Then Piquet, with full legal lists and with compact discard requests (docs/protocol.md
+   §8.13; target ratio :data:`PIQUET_COMPACT_TARGET_RATIO`), and the bytes the server writes
+   per Piquet match in each form with its largest line (:func:`piquet_wire`).
 2. **Referee** (:func:`referee_rate`): a real :class:`~arena.server.ArenaServer` on a loopback
    port, two registered minimal bots (each answers every ``request`` with ``legal[0]``) and
    :class:`~arena.referee.Referee` matches played back to back. Figure: decisions per second,
@@ -53,6 +56,20 @@ ENGINE_TARGET_DEALS_PER_S = 20_000
 
 REFEREE_TARGET_RATIO = 0.5
 """The referee's target: decisions/s at least this fraction of ping-pong round trips/s."""
+
+PIQUET_COMPACT_TARGET_RATIO = 5.0
+"""Issue 12's target: Piquet deals/s with compact discard requests at least this many times
+the deals/s with full legal lists, measured in the same run."""
+
+LARGEST_LINE_TARGET = 2048
+"""Issue 12's target: no server line of a Piquet match in the compact form is longer than
+this (bytes, newline included)."""
+
+WIRE_MATCHES = 20
+"""Piquet matches encoded per legal form for the bytes-per-match figures."""
+
+PIQUET_ROUNDS = 5
+"""Slices the two Piquet engine runs are interleaved in (see :func:`piquet_forms`)."""
 
 DEFAULT_MAX_SECONDS = 25.0
 """Time cap of one phase in seconds: a phase stops early (and reports what it did) after it,
@@ -185,15 +202,18 @@ class PingPongFigures:
 
 
 def engine_deals_per_second(
-    n_deals: int, seed: int = 1, max_seconds: float = DEFAULT_MAX_SECONDS, game: str = "ecarte"
+    n_deals: int, seed: int = 1, max_seconds: float = DEFAULT_MAX_SECONDS, game: str = "ecarte",
+    compact: bool = False,
 ) -> EngineFigures:
     """Random self-play of ``game`` matches (Écarté by default, or ``"piquet"``) until at
     least ``n_deals`` deals were played.
 
     Match ``i`` uses ``random.Random(seed + i)`` for the engine; one ``random.Random(seed)``
-    picks a uniformly random legal action for every decision. Whole matches are played, so the
-    count may exceed ``n_deals`` by the deals of the last match. Stops after ``max_seconds``
-    seconds at a match boundary in any case.
+    picks a uniformly random legal action for every decision. Every decision is offered as the
+    referee offers it (:func:`arena.games.base.offer`): the full list, or with ``compact`` a
+    discard's description, answered with a random size then a random set of that size. Whole
+    matches are played, so the count may exceed ``n_deals`` by the deals of the last match.
+    Stops after ``max_seconds`` seconds at a match boundary in any case.
     """
     import random
 
@@ -203,20 +223,117 @@ def engine_deals_per_second(
     engine_class = GAMES[game]
     rules = Rules()
     chooser = random.Random(seed)
-    choice = chooser.choice
+    uniform = chooser.random
     deals = decisions = matches = 0
     t0 = perf_counter()
     while deals < n_deals and perf_counter() - t0 < max_seconds:
         match = engine_class(rules, random.Random(seed + matches))
         match.start()
-        apply = match.apply
-        legal_actions = match.legal_actions
+        apply, legal_actions, described = match.apply, match.legal_actions, match.choice
         while not match.over:
-            apply(choice(legal_actions()))
+            # what arena.games.base.offer does for the referee, inlined
+            c = described() if compact else None
+            if c is not None:
+                apply(chooser.sample(c.from_, c.min + int(uniform() * (c.max - c.min + 1))))
+            else:
+                legal = legal_actions()
+                apply(legal[int(uniform() * len(legal))])
             decisions += 1
         deals += match.deal_no
         matches += 1
     return EngineFigures(deals, decisions, matches, perf_counter() - t0)
+
+
+def piquet_forms(n_deals: int, seed: int = 1, rounds: int = PIQUET_ROUNDS) -> tuple[EngineFigures, EngineFigures]:
+    """Piquet self-play with full legal lists and with compact requests, ``n_deals`` deals each,
+    interleaved in ``rounds`` slices (full, compact, full, ...; slice ``r`` of both forms plays
+    the same seeds) so that a change of machine load affects both figures alike. Returns the
+    summed figures, full form first."""
+    per = max(1, n_deals // rounds)
+    totals = [[0, 0, 0, 0.0], [0, 0, 0, 0.0]]
+    for r in range(rounds):
+        for i, compact in enumerate((False, True)):
+            f = engine_deals_per_second(per, seed + 7919 * r, game="piquet", compact=compact)
+            for j, v in enumerate((f.deals, f.decisions, f.matches, f.seconds)):
+                totals[i][j] += v
+    full, compact_ = (EngineFigures(int(t[0]), int(t[1]), int(t[2]), t[3]) for t in totals)
+    return full, compact_
+
+
+@dataclass(frozen=True)
+class WireFigures:
+    """Result of :func:`piquet_wire`: what the server writes to both seats over ``matches``
+    Piquet matches in one legal form: total bytes and the largest line (bytes, newline
+    included) with its message type."""
+
+    form: str
+    matches: int
+    nbytes: int
+    largest: int
+    largest_kind: str
+
+    @property
+    def bytes_per_match(self) -> float:
+        """Server bytes per match, both seats together."""
+        return self.nbytes / self.matches
+
+
+def piquet_wire(n_matches: int, seed: int = 1, compact: bool = False) -> WireFigures:
+    """Every server line of ``n_matches`` Piquet matches (default rules, seeds ``seed + i``),
+    encoded as the referee encodes them, both seats asking for the same legal form: the
+    ``match_start``, every ``event`` a seat may see, every ``request`` (its ``legal`` from
+    :func:`arena.games.base.offer`) and the ``match_end``. The seats answer with a random
+    legal action (``random.Random(seed)``). No socket: the bytes are the figure, not the time."""
+    import random
+
+    from arena.games.base import offer
+    from arena.games.piquet import PiquetMatch
+    from protocol.framing import encode
+    from protocol.messages import Compact, EventMsg, MatchEnd, MatchStart, Request, Rules, TimeControl
+
+    chooser = random.Random(seed)
+    total = largest = 0
+    largest_kind = ""
+
+    def sent(msg: msgspec.Struct) -> None:
+        nonlocal total, largest, largest_kind
+        n = len(encode(msg))
+        total += n
+        if n > largest:
+            largest, largest_kind = n, type(msg).__name__
+
+    for i in range(n_matches):
+        match_id = f"t1-m{i + 1:04d}"
+        match = PiquetMatch(Rules(), random.Random(seed + i))
+        for seat in (0, 1):
+            sent(MatchStart(match_id=match_id, game="piquet", seat=seat, opponent="opponent", rules=Rules(),
+                            time=TimeControl()))
+        seq = [0, 0]
+        rid = [0, 0]
+        events = match.start()
+        while True:
+            for event, seen_by in events:
+                for seat in seen_by:
+                    seq[seat] += 1
+                    sent(EventMsg(match_id=match_id, seq=seq[seat], event=event))
+            if match.over:
+                break
+            seat = match.to_act
+            legal = offer(match, compact)
+            rid[seat] += 1
+            sent(Request(id=rid[seat], match_id=match_id, decision=match.decision,  # type: ignore[arg-type]
+                         legal=legal, state=match.view(seat), time_ms=2000))
+            if isinstance(legal, Compact):
+                c = legal.choose
+                action: Any = chooser.sample(c.from_, chooser.randint(c.min, c.max))
+            else:
+                action = chooser.choice(legal)
+            events = match.apply(action)
+        for seat in (0, 1):
+            you = "none" if match.winner is None else ("win" if match.winner == seat else "loss")
+            sent(MatchEnd(match_id=match_id, winner=match.winner, you=you,  # type: ignore[arg-type]
+                          reason=match.end_reason, scores=match.scores, manches=match.manches))
+    return WireFigures("compact" if compact else "full", n_matches, total, largest, largest_kind)
 
 
 # --------------------------------------------------------------------------- shared helpers
@@ -668,10 +785,21 @@ class BenchReport:
     pingpong: PingPongFigures
     seconds: float
     piquet: EngineFigures | None = None
-    """Piquet random self-play (no target: reported for issue 5)."""
+    """Piquet random self-play with full legal lists (today's protocol 1 default)."""
+    piquet_compact: EngineFigures | None = None
+    """Piquet random self-play with compact discard requests (target: at least
+    :data:`PIQUET_COMPACT_TARGET_RATIO` times :attr:`piquet`)."""
+    wire: tuple[WireFigures, WireFigures] | None = None
+    """Piquet server bytes per match and largest line, full form then compact form."""
     flood: FloodFigures | None = None
     """Phase 4 (issue 9), when run."""
-    """Wall time of the whole run in seconds (subprocess start-ups included)."""
+
+    @property
+    def piquet_ratio(self) -> float:
+        """Compact-form Piquet deals/s ÷ full-form Piquet deals/s (0 when not measured)."""
+        if self.piquet is None or self.piquet_compact is None:
+            return 0.0
+        return self.piquet_compact.deals_per_s / self.piquet.deals_per_s
 
     @property
     def engine_ratio(self) -> float:
@@ -702,12 +830,15 @@ def run_bench(
     req, ans = round(referee.avg_request_bytes), round(referee.avg_answer_bytes)
     say(f"3/3 ping-pong baseline, {n_decisions:,} round trips of {req} B / {ans} B")
     pingpong = trio.run(pingpong_rate, n_decisions, req, ans)
-    piquet = engine_deals_per_second(max(1, n_deals // 20), seed, game="piquet")
+    n_piquet = max(1, n_deals // 20)
+    say(f"Piquet: engine with full lists, then compact requests, {n_piquet:,} deals each; bytes per match")
+    piquet, piquet_compact = piquet_forms(n_piquet, seed)
+    wire = (piquet_wire(WIRE_MATCHES, seed), piquet_wire(WIRE_MATCHES, seed, compact=True))
     flood = None
     if flood_s > 0:
         say(f"4/4 floods: 200 wrong-token hellos, then 1,000 idle spectators, {flood_s:g} s windows")
         flood = trio.run(flood_rate, flood_s)
-    return BenchReport(engine, referee, pingpong, perf_counter() - t0, piquet, flood)
+    return BenchReport(engine, referee, pingpong, perf_counter() - t0, piquet, piquet_compact, wire, flood)
 
 
 def _machine() -> str:
@@ -744,8 +875,22 @@ def print_report(console: Any, report: BenchReport) -> None:
     table.add_row("engine: decisions per deal", f"{e.decisions_per_deal:.2f}", "decisions/deal", "", "")
     if report.piquet is not None:
         q = report.piquet
-        table.add_row("Piquet engine: random self-play, 1 core", f"{q.deals_per_s:,.0f}", "deals/s",
+        table.add_row("Piquet engine, full legal lists, 1 core", f"{q.deals_per_s:,.0f}", "deals/s",
                       f"{q.decisions_per_deal:.1f} decisions/deal", "")
+    if report.piquet is not None and report.piquet_compact is not None:
+        q = report.piquet_compact
+        table.add_row("Piquet engine, compact requests, 1 core", f"{q.deals_per_s:,.0f}", "deals/s",
+                      f"target ≥ {PIQUET_COMPACT_TARGET_RATIO:.0f}x the full lists",
+                      ratio(report.piquet_ratio, PIQUET_COMPACT_TARGET_RATIO))
+    if report.wire is not None:
+        for w in report.wire:
+            table.add_row(f"Piquet server bytes per match, {w.form}", f"{w.bytes_per_match:,.0f}", "bytes",
+                          f"{w.matches} matches, both seats", "")
+        for w in report.wire:
+            target = f"target < {LARGEST_LINE_TARGET:,} B" if w.form == "compact" else ""
+            table.add_row(f"  largest Piquet line, {w.form}", f"{w.largest:,}", "bytes",
+                          f"{w.largest_kind} {target}".strip(),
+                          ratio(LARGEST_LINE_TARGET / w.largest, 1.0) if target else "")
     table.add_row("referee over loopback TCP", f"{r.decisions_per_s:,.0f}", "decisions/s",
                   f"ping-pong {p.round_trips_per_s:,.0f}/s; target ≥ {REFEREE_TARGET_RATIO}",
                   ratio(report.referee_ratio, REFEREE_TARGET_RATIO))

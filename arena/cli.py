@@ -157,6 +157,10 @@ def build_parser() -> argparse.ArgumentParser:
     dr.add_argument("--move-ms", type=option_int("move_ms"), default=2000,
                     help="time per decision in ms (default 2000)")
     dr.add_argument("--verbose", action="store_true", help="print the full transcript (token masked)")
+    dr.add_argument("--sandbox", action="store_true",
+                    help="run the bot under bubblewrap, speaking over stdin/stdout (ARENA_TRANSPORT=stdio)")
+    dr.add_argument("--game", choices=["ecarte", "piquet"], default="ecarte",
+                    help="the game the scripted matches play (default ecarte)")
 
     rp = sub.add_parser("replay", help="verify a match log (hash chain, rules engine, result) and print it")
     rp.add_argument("log", help="a match log (.jsonl.gz or .jsonl)")
@@ -562,7 +566,8 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "doctor":
         from arena.doctor import main as doctor_main
 
-        return doctor_main(args.manifest, move_ms=args.move_ms, verbose=args.verbose)
+        return doctor_main(args.manifest, move_ms=args.move_ms, verbose=args.verbose, sandbox=args.sandbox,
+                           game=args.game)
     if args.command == "replay":
         return cmd_replay(args)
     if args.command == "sprt":

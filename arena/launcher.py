@@ -344,8 +344,12 @@ class BotProcess:
         except (ProcessLookupError, PermissionError):
             pass
 
-    async def stop(self, grace_s: float = 1.0) -> None:
-        """SIGTERM the process group, wait up to ``grace_s``, then SIGKILL it."""
+    async def stop(self, grace_s: float = 1.0, exit_grace_s: float = 1.0) -> None:
+        """Wait up to ``exit_grace_s`` for the bot to exit on its own (it has just been sent
+        ``goodbye``, docs/protocol.md §5), then SIGTERM the process group, wait up to ``grace_s``,
+        then SIGKILL it (seconds)."""
+        with trio.move_on_after(exit_grace_s):
+            await self.process.wait()
         try:
             os.killpg(self.process.pid, signal.SIGTERM)
         except (ProcessLookupError, PermissionError):

@@ -1,7 +1,9 @@
 """The referee: runs one match between two seats.
 
-For each decision it asks the seat to act (:meth:`arena.seat.Seat.ask`) with the full legal
-list and that seat's view, checks the answer with the rules engine, and sends every resulting
+For each decision it asks the seat to act (:meth:`arena.seat.Seat.ask`) with the legal
+actions (the full list, or for a discard asked of a bot that chose the compact form at
+``hello``, the engine's description of the choice: :func:`arena.games.base.offer`) and that
+seat's view, checks the answer with the rules engine, and sends every resulting
 event to exactly the seats allowed to see it (``seen_by``). Every event, action and incident
 goes to the match log, hidden information included and marked.
 
@@ -25,7 +27,7 @@ import msgspec
 
 from arena.clock import Clock
 from arena.games import GAMES
-from arena.games.base import IllegalAction, Seen
+from arena.games.base import IllegalAction, Seen, offer
 from arena.matchlog import MatchLog
 from arena.metrics import METRICS
 from arena.seat import Connection, Seat, SeatFault, SeatTimeout
@@ -84,7 +86,8 @@ class Referee:
 
     ``seed`` drives the engine's ``random.Random`` (deck order, first dealer). ``log`` receives
     every line of the match log. ``on_event(match_id, event, seen_by)`` is an optional hook
-    for spectators/metrics. Call :meth:`run`.
+    for spectators/metrics. ``packs``: prepared packs the engine deals before its seeded
+    shuffles (scripted situations: ``arena doctor``). Call :meth:`run`.
     """
 
     def __init__(
@@ -96,6 +99,7 @@ class Referee:
         log: MatchLog,
         record: Recorder = _no_record,
         on_event: Callable[[str, Any, tuple[int, ...]], None] | None = None,
+        packs: Any = (),
     ) -> None:
         if config.game not in GAMES:
             raise ValueError(f"unknown game {config.game!r}; known: {', '.join(GAMES)}")
@@ -108,7 +112,7 @@ class Referee:
         self.seats = [
             Seat(conns[i], i, match_id, Clock(config.time)) for i in (0, 1)
         ]
-        self.engine = GAMES[config.game](config.rules, random.Random(seed))
+        self.engine = GAMES[config.game](config.rules, random.Random(seed), packs)
         self._seq = [0, 0]
         self.strikes = [0, 0]
         self.illegal = [0, 0]
@@ -228,7 +232,7 @@ class Referee:
                 seat = seats[s]
                 seats[1 - s].check()
                 decision = engine.decision
-                legal = engine.legal_actions()
+                legal = offer(engine, seat.conn.legal_form == "compact")
                 try:
                     answer = await seat.ask(decision, legal, engine.view(s))
                 except SeatTimeout as fault:

@@ -22,11 +22,25 @@ import trio
 from arena.clock import Clock
 from arena.metrics import METRICS
 from protocol.framing import LineReader, ProtocolError, decode_client, encode, encode_into
-from protocol.messages import ActionMsg, Error, GameView, Hello, Request
+from protocol.messages import ActionMsg, Compact, Error, GameView, Hello, Request
 
 MAX_ERRORS_PER_CONNECTION = 100
 """After this many ``error`` messages a connection is closed (``too_many_errors``): a flood
 of garbage costs the server a bounded amount of work."""
+
+
+LONG_LINE_BYTES = 16 * 1024
+"""A request line at least this long (bytes, newline included) is named in a timeout's error:
+a bot whose read buffer is too small for it never sees the request and times out."""
+
+
+def long_line_note(nbytes: int) -> str:
+    """The clause a timeout's message ends with when the request line was long (``nbytes``
+    bytes, newline included, at least :data:`LONG_LINE_BYTES`), else ``""``."""
+    if nbytes < LONG_LINE_BYTES:
+        return ""
+    return (f"; the request line was {nbytes:,} bytes long: a bot must read lines of any length "
+            "(docs/protocol.md §2), or ask for the compact form at hello (§8.13)")
 
 
 class SeatFault(Exception):
@@ -94,6 +108,7 @@ class Connection:
         self._send_lock = trio.Lock()
         self.errors_sent = 0
         self.busy = False  # seated in a match (set by the scheduler)
+        self.legal_form = "full"  # "compact" if the bot asked for it at hello (set by the server)
 
     def new_request_id(self) -> int:
         """A fresh request id, unique on this connection."""
@@ -308,7 +323,7 @@ class Seat:
         except SendFailed as exc:
             raise SeatFault("forfeit_disconnect", "disconnect", str(exc), self.index) from None
 
-    async def ask(self, decision: str, legal: list[Any], state: GameView) -> Answer:
+    async def ask(self, decision: str, legal: list[Any] | Compact, state: GameView) -> Answer:
         """Send a ``request`` and wait for its answer within the clock's deadline.
 
         Returns an :class:`Answer` (the action is not yet checked against the rules).
@@ -319,6 +334,7 @@ class Seat:
         conn = self.conn
         rid = conn.new_request_id()
         clock = self.clock
+        start = len(self.outbox)
         encode_into(
             Request(
                 id=rid,
@@ -331,6 +347,7 @@ class Seat:
             ),
             self.outbox,
         )
+        line_bytes = len(self.outbox) - start
         data = bytes(self.outbox)
         self.outbox.clear()
         conn.pending_id = rid
@@ -358,4 +375,5 @@ class Seat:
             conn.pending_id = None
             conn._expired.append(rid)
             clock.charge(deadline_ms)
-        raise SeatTimeout(f"no answer to request {rid} within {deadline_ms} ms", self.index, rid)
+        raise SeatTimeout(f"no answer to request {rid} within {deadline_ms} ms{long_line_note(line_bytes)}",
+                          self.index, rid)

@@ -309,6 +309,7 @@ class ArenaServer:
             await self._refuse(stream, "name_in_use", f"bot {hello.name!r} is already connected")
             return
         conn = Connection(stream, reader, hello.name, "bot", addr, self.config.send_timeout_s)
+        conn.legal_form = hello.legal
         registry[key] = conn
         METRICS.connections.labels("bot").inc()
         try:

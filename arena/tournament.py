@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import trio
@@ -32,6 +33,7 @@ from arena.errors import Unavailable, UserError
 from arena.formats import Auction, Format, StaticFormat, Step, derive_seed, make_format
 from arena.formats.chouette import Chouette, Reign, legal_bids
 from arena.formats.rotation import Rotation
+from arena.games.base import quote
 from arena.ladder import ladder_units
 from arena.launcher import BotProcess, Limits, Manifest, sandbox_problem
 from arena.matchlog import MatchLog, write_unplayed
@@ -337,6 +339,26 @@ async def _play_format(
                 await changed.wait()
 
 
+async def ask_bid(conn: Any, auction_id: str, legal: list[int], view: AuctionView) -> int | None:
+    """Ask ``conn`` for a chouette bid (ecarte.md §E9.3, docs/protocol.md §8.12): a request
+    outside any match, default time control. Returns the bid if it is in ``legal``; else None
+    (no answer, a fault, or an answer outside ``legal``, which also gets ``illegal_action``, not
+    fatal: the caller counts it as 0)."""
+    seat = Seat(conn, 0, auction_id, Clock(TimeControl()))
+    seat.attach()
+    try:
+        answer = await seat.ask("bid", legal, view)
+        if answer.action in legal and not isinstance(answer.action, bool):
+            return answer.action
+        await conn.send_error("illegal_action", f"bid {quote(answer.action)} is not in legal; counted as 0",
+                              id=answer.id)
+    except SeatFault:
+        pass
+    finally:
+        seat.detach()
+    return None
+
+
 async def run_auction(store: Store, server: ArenaServer, tid: int, auction: Auction, fmt: Format) -> dict[str, int]:
     """Ask every bidder for a ``bid`` at once (ecarte.md §E9.3) and commit the auction.
     A bot that is absent, times out or answers something not in ``legal`` bids 0."""
@@ -349,24 +371,13 @@ async def run_auction(store: Store, server: ArenaServer, tid: int, auction: Auct
         bankroll = fmt.bankrolls[name]
         if conn is None or conn.closed.is_set():
             return
-        seat = Seat(conn, 0, auction_id, Clock(TimeControl()))
         view = AuctionView(
             bot=name, bankroll=bankroll, bankrolls=dict(fmt.bankrolls), queue=list(auction.bidders),
             auction=auction.index + 1, reigns=[(r.chouetteur, r.price, r.beaten) for r in fmt.reigns],
         )
-        legal = legal_bids(bankroll)
-        seat.attach()
-        try:
-            answer = await seat.ask("bid", legal, view)
-            if answer.action in legal:
-                bids[name] = answer.action
-            else:
-                await conn.send_error("illegal_action", f"bid {answer.action!r} is not in legal; counted as 0",
-                                      id=answer.id)
-        except SeatFault:
-            pass
-        finally:
-            seat.detach()
+        bid = await ask_bid(conn, auction_id, legal_bids(bankroll), view)
+        if bid is not None:
+            bids[name] = bid
 
     async with trio.open_nursery() as nursery:
         for name in auction.bidders:

@@ -34,6 +34,10 @@ Card = Annotated[str, msgspec.Meta(pattern=r"^[6789TJQKA][cdhs]$")]
 Action = Union[int, str, list[str]]
 """A legal action: a word, a card, a list of cards (a discard), or a number (a bid)."""
 
+LegalForm = Literal["full", "compact"]
+"""How a bot wants the legal actions of a discard (said in ``hello``): ``full``, every legal
+subset listed (protocol 1's default), or ``compact``, a :class:`Choose` description."""
+
 
 class _Msg(msgspec.Struct, tag_field="type"):
     """Base of every top-level message; ``type`` carries the struct's tag. Every field is
@@ -55,6 +59,9 @@ class Hello(_Msg, tag="hello"):
     token: str = ""
     protocol: int = PROTOCOL_VERSION
     role: Literal["bot", "spectator"] = "bot"
+    legal: LegalForm = "full"
+    """``compact``: discard requests describe the legal discards (:class:`Compact`) instead of
+    listing them; ``full`` (the default, and what a bot that says nothing gets): the list."""
 
 
 class ActionMsg(_Msg, tag="action"):
@@ -426,15 +433,34 @@ class EventMsg(_Msg, tag="event"):
     event: GameEvent
 
 
+class Choose(msgspec.Struct):
+    """A choice of between ``min`` and ``max`` distinct cards of ``from`` (any order): the
+    compact form of a discard's legal actions. Every such set is legal and nothing else is
+    (Écarté ecarte.md §E4.3-§E4.4; Piquet piquet.md §P4.1-§P4.2). ``from`` is the hand, in
+    hand order; ``min`` and ``max`` are card counts, ``0 <= min <= max <= len(from)``."""
+
+    from_: list[Card] = msgspec.field(name="from")
+    min: int
+    max: int
+
+
+class Compact(msgspec.Struct):
+    """The ``legal`` field of a request in the compact form: ``{"choose": {...}}``."""
+
+    choose: Choose
+
+
 class Request(_Msg, tag="request"):
     """A decision is wanted: answer with ``action`` carrying the same ``id`` before the time
-    runs out. ``legal`` is the complete list of legal actions; ``state`` is this seat's view.
-    ``time_ms`` is the time allowed for this decision, ``bank_ms`` the bank left (ms)."""
+    runs out. ``legal`` is the complete list of legal actions, or for a discard asked of a bot
+    that chose the compact form at ``hello``, a :class:`Compact` description; ``state`` is this
+    seat's view. ``time_ms`` is the time allowed for this decision, ``bank_ms`` the bank left
+    (ms)."""
 
     id: int
     match_id: str
     decision: Literal["propose", "respond", "discard", "king", "play", "look", "expose", "bid"]
-    legal: list[Action]
+    legal: Union[list[Action], Compact]
     state: GameView
     time_ms: int
     bank_ms: int = 0

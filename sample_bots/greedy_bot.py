@@ -51,6 +51,7 @@ Piquet strategy (``state.game == "piquet"``; high to low A K Q J T 9 8 7 (6), no
         winners.
 """
 
+import itertools
 import json
 import os
 import socket
@@ -436,6 +437,17 @@ def note_event(gone, event):
             gone.add(("void", 1 - event["leader"], led[1:]))
 
 
+def expand_choose(legal):
+    """The compact legal form (docs/protocol.md §8.13), asked for at hello: a discard request's
+    ``legal`` is ``{"choose": {"from": cards, "min": a, "max": b}}``, every set of a to b cards
+    of ``from``. This bot keeps its list-based strategy and expands the description itself, in
+    the order the full form lists it (by size, then hand order); a list is returned as it is."""
+    if isinstance(legal, dict) and isinstance(legal.get("choose"), dict):
+        c = legal["choose"]
+        return [list(s) for k in range(c["min"], c["max"] + 1) for s in itertools.combinations(c["from"], k)]
+    return legal
+
+
 def main():
     host = os.environ.get("ARENA_HOST", "127.0.0.1")
     port = int(os.environ.get("ARENA_PORT", "7000"))
@@ -450,7 +462,8 @@ def main():
         return 1
     sock.settimeout(None)  # the server may stay silent for a long time between matches
     try:
-        send(sock, {"type": "hello", "name": name, "token": token, "protocol": 1, "role": "bot"})
+        send(sock, {"type": "hello", "name": name, "token": token, "protocol": 1, "role": "bot",
+                    "legal": "compact"})
         for msg in messages(sock):
             kind = msg.get("type")
             match_id = str(msg.get("match_id"))
@@ -459,7 +472,7 @@ def main():
             elif kind == "event" and isinstance(msg.get("event"), dict):
                 note_event(gone.setdefault(match_id, set()), msg["event"])
             elif kind == "request":
-                legal = msg.get("legal")
+                legal = expand_choose(msg.get("legal"))
                 if not isinstance(legal, list) or not legal:
                     print(f"greedy_bot: no legal actions in {msg}", file=sys.stderr)
                     continue

@@ -31,6 +31,27 @@ function trumps(state) {
   return (state.hand || []).filter((c) => c[1] === state.trump).length;
 }
 
+// The compact legal form (docs/protocol.md §8.13), asked for at hello: a discard request's
+// "legal" is {"choose": {"from": cards, "min": a, "max": b}}, standing for every set of a to b
+// cards of "from" (any order). This bot keeps its list-based strategy and expands the
+// description itself, in the order the full form would list it (by size, then hand order).
+function expandChoose(c) {
+  const out = [];
+  const pick = (start, k, acc) => {
+    if (acc.length === k) {
+      out.push(acc.slice());
+      return;
+    }
+    for (let i = start; i < c.from.length; i++) {
+      acc.push(c.from[i]);
+      pick(i + 1, k, acc);
+      acc.pop();
+    }
+  };
+  for (let k = c.min; k <= c.max; k++) pick(0, k, []);
+  return out;
+}
+
 function isLegal(action, legal) {
   return legal.some((opt) => JSON.stringify(opt) === JSON.stringify(action));
 }
@@ -139,7 +160,7 @@ function main() {
   sock.setEncoding("utf8"); // decodes multi-byte characters split across packets correctly
   const hello = () => {
     connected = true;
-    send({ type: "hello", name, token, protocol: 1, role: "bot" });
+    send({ type: "hello", name, token, protocol: 1, role: "bot", legal: "compact" });
   };
   if (stdio) hello();
   else sock.on("connect", hello);
@@ -168,6 +189,7 @@ function main() {
     }
     if (!msg || typeof msg !== "object") return;
     if (msg.type === "request") {
+      if (msg.legal && typeof msg.legal === "object" && msg.legal.choose) msg.legal = expandChoose(msg.legal.choose);
       const legal = msg.legal;
       if (!Array.isArray(legal) || legal.length === 0) {
         console.error(`highcard: request without legal actions: ${line.slice(0, 200)}`);

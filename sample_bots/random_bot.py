@@ -12,11 +12,12 @@ Protocol handling
     is not valid JSON is reported on stderr and skipped.
 
 Strategy
-    Picks a uniformly random element of ``legal``, whatever the game and the decision kind (a
-    Piquet discard list may hold a few thousand subsets of the hand; ``look``, ``expose`` and the
-    rest are words or cards). The random generator of each match is seeded
-    with "<ARENA_BOT_SEED>:<match_id>", so the choices depend only on the seed and the match,
-    never on the order in which the server schedules matches.
+    Picks a uniformly random element of ``legal``, whatever the game and the decision kind
+    (``look``, ``expose`` and the rest are words or cards). It asks for the compact legal form
+    at ``hello`` (docs/protocol.md §8.13), so a discard comes as ``{"choose": {"from", "min",
+    "max"}}``: it draws a size between ``min`` and ``max``, then that many cards of ``from``.
+    The random generator of each match is seeded with "<ARENA_BOT_SEED>:<match_id>", so the
+    choices depend only on the seed and the match, never on the order in which the server schedules matches.
 """
 
 import json
@@ -98,7 +99,9 @@ def main():
         return 1
     sock.settimeout(None)  # the server may stay silent for a long time between matches
     try:
-        send(sock, {"type": "hello", "name": name, "token": token, "protocol": 1, "role": "bot"})
+        # "legal": "compact": a discard comes as a description, not as thousands of lists
+        send(sock, {"type": "hello", "name": name, "token": token, "protocol": 1, "role": "bot",
+                    "legal": "compact"})
         for msg in messages(sock):
             kind = msg.get("type")
             match_id = str(msg.get("match_id"))
@@ -106,11 +109,17 @@ def main():
                 rngs[match_id] = random.Random(f"{seed}:{match_id}")
             elif kind == "request":
                 legal = msg.get("legal")
-                if not isinstance(legal, list) or not legal:
+                rng = rngs.setdefault(match_id, random.Random(f"{seed}:{match_id}"))
+                if isinstance(legal, dict) and isinstance(legal.get("choose"), dict):
+                    # the compact form (docs/protocol.md §8.13): any min..max cards of "from"
+                    c = legal["choose"]
+                    action = rng.sample(c["from"], rng.randint(c["min"], c["max"]))
+                elif isinstance(legal, list) and legal:
+                    action = rng.choice(legal)
+                else:
                     print(f"random_bot: no legal actions in {msg}", file=sys.stderr)
                     continue
-                rng = rngs.setdefault(match_id, random.Random(f"{seed}:{match_id}"))
-                send(sock, {"type": "action", "id": msg.get("id"), "action": rng.choice(legal)})
+                send(sock, {"type": "action", "id": msg.get("id"), "action": action})
             elif kind == "match_end":
                 rngs.pop(match_id, None)
             elif kind == "error":

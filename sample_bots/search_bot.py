@@ -51,6 +51,7 @@ Deterministic given ARENA_BOT_SEED and the match_id: each match has its own rand
 number of samples is fixed (the clock only cuts a search short on a very slow machine).
 """
 
+import itertools
 import json
 import os
 import random
@@ -801,6 +802,17 @@ def messages(sock):
                 yield msg
 
 
+def expand_choose(legal):
+    """The compact legal form (docs/protocol.md §8.13), asked for at hello: a discard request's
+    ``legal`` is ``{"choose": {"from": cards, "min": a, "max": b}}``, every set of a to b cards
+    of ``from``. This bot keeps its list-based strategy and expands the description itself, in
+    the order the full form lists it (by size, then hand order); a list is returned as it is."""
+    if isinstance(legal, dict) and isinstance(legal.get("choose"), dict):
+        c = legal["choose"]
+        return [list(s) for k in range(c["min"], c["max"] + 1) for s in itertools.combinations(c["from"], k)]
+    return legal
+
+
 def main():
     host = os.environ.get("ARENA_HOST", "127.0.0.1")
     port = int(os.environ.get("ARENA_PORT", "7000"))
@@ -821,7 +833,8 @@ def main():
         return 1
     sock.settimeout(None)  # the server may stay silent for a long time between matches
     try:
-        send(sock, {"type": "hello", "name": name, "token": token, "protocol": 1, "role": "bot"})
+        send(sock, {"type": "hello", "name": name, "token": token, "protocol": 1, "role": "bot",
+                    "legal": "compact"})
         for msg in messages(sock):
             kind = msg.get("type")
             match_id = str(msg.get("match_id"))
@@ -830,7 +843,7 @@ def main():
             elif kind == "event" and isinstance(msg.get("event"), dict):
                 bot.note_event(match_id, msg["event"])
             elif kind == "request":
-                legal = msg.get("legal")
+                legal = expand_choose(msg.get("legal"))
                 if not isinstance(legal, list) or not legal:
                     print(f"search_bot: no legal actions in {msg}", file=sys.stderr)
                     continue

@@ -31,6 +31,16 @@ needs_bwrap = pytest.mark.skipif(TRUST_BOTS and os.environ.get("ARENA_REQUIRE_SA
 (set by .ci/run once bwrap is installed), where they run and fail."""
 
 
+EXAMPLES_SCALE = float(os.environ.get("ARENA_EXAMPLES", "0.25"))
+"""Share of each property test's documented example count that runs: a quarter in `make test`
+(under 4 minutes), all of it in `make test-slow` (``ARENA_EXAMPLES=1``), which CI runs too."""
+
+
+def examples(n: int) -> int:
+    """``n`` hypothesis examples scaled by :data:`EXAMPLES_SCALE` (at least 10)."""
+    return max(10, round(n * EXAMPLES_SCALE))
+
+
 def remote_random_bot(port: int, name: str, token: str) -> subprocess.Popen:
     """sample_bots/random_bot.py started as a remote bot (`arena bots add`): it connects over TCP
     to 127.0.0.1:``port`` on its own. Terminate it when done."""

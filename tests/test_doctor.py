@@ -18,7 +18,7 @@ import msgspec
 import pytest
 
 import arena.doctor as doctor
-import arena.games.ecarte as ecarte_mod
+import arena.doctor.session as doctor_session
 from arena.cards import PACK_32
 from arena.doctor import (
     DEALER_X,
@@ -30,7 +30,6 @@ from arena.doctor import (
     DealPlan,
     Opponent,
     Report,
-    StackedShuffle,
     Wire,
     classify,
     draw_pack,
@@ -38,6 +37,7 @@ from arena.doctor import (
     run_doctor,
 )
 from arena.games.ecarte import EcarteMatch
+from arena.launcher import sandbox_available
 from protocol.messages import Rules
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -45,9 +45,15 @@ SAMPLES = ROOT / "sample_bots"
 FAULTY = Path(__file__).resolve().parent / "bots" / "doctor_faulty.py"
 NODE = shutil.which("node")
 
+try:
+    from c_bot import ensure_c_bot
+except ImportError:  # tests/ imported as a package
+    from tests.c_bot import ensure_c_bot
+
 SAMPLE_BOTS = [
     "greedy",
     "random",
+    pytest.param("c_bot", marks=pytest.mark.skipif(ensure_c_bot() is None, reason="gcc not on PATH")),
     *(
         pytest.param(name, marks=pytest.mark.skipif(NODE is None, reason="node not on PATH"))
         for name in ("cautious", "highcard")
@@ -92,8 +98,9 @@ async def test_sample_bots_pass_every_check(name: str) -> None:
     allowed = CHOICE if name == "random" else set()
     not_passed = {k: s for k, s in statuses(report).items() if s != "PASS" and k not in allowed}
     assert not not_passed, table(report)
-    assert len(report.checks) == 25
-    assert report.summary().startswith("25 checks, ")
+    n = 2 + len(SITUATIONS) + len(doctor.GLOBAL_CHECKS)  # manifest, launch and connect, the rest
+    assert len(report.checks) == n
+    assert report.summary().startswith(f"{n} checks, ")
     assert report.seconds < 15, report.seconds
     assert report.log_dir == ""  # a clean run leaves nothing behind
 
@@ -103,7 +110,8 @@ def test_main_prints_the_table(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     assert "arena doctor: greedy" in out
     assert "keeps reading" in out and "PASS" in out and "FAIL" not in out
-    assert out.strip().splitlines()[-1].startswith("25 checks, 25 passed")
+    n = 2 + len(SITUATIONS) + len(doctor.GLOBAL_CHECKS)
+    assert out.strip().splitlines()[-1].startswith(f"{n} checks, {n} passed")
 
 
 # --------------------------------------------------------------------------- broken bots
@@ -120,7 +128,7 @@ async def test_illegal_card_is_reported_with_the_bot_line(tmp_path: Path) -> Non
     assert line in bot_lines(report)
     action = msgspec.json.decode(line)
     assert "error illegal_action:" in legal.details
-    assert f"{action['action']} is not in the hand" in legal.details
+    assert f'"{action["action"]}" is not in the hand' in legal.details
     assert "(fatal)" in legal.details and f"request {action['id']} (play" in legal.details
     # the same line is quoted by the play situation it happened in
     play_rows = [c for c in report.checks if c.title.startswith("play:") and c.status == "FAIL"]
@@ -206,8 +214,8 @@ async def test_crash_on_unknown_message_type(tmp_path: Path) -> None:
 
 
 async def test_bot_that_does_not_exit_after_goodbye(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(doctor, "LINGER_S", 0.3)
-    monkeypatch.setattr(doctor, "EXIT_WAIT_S", 0.3)
+    monkeypatch.setattr(doctor_session, "LINGER_S", 0.3)  # read by the session where it waits
+    monkeypatch.setattr(doctor_session, "EXIT_WAIT_S", 0.3)
     report = await run_doctor(faulty_manifest(tmp_path, "linger"))
     goodbye = report.check("goodbye")
     assert goodbye.status == "FAIL"
@@ -252,8 +260,7 @@ def deal_paths(plan: DealPlan, monkeypatch: pytest.MonkeyPatch) -> list[set[str]
     path (until the deal ends)."""
     bot_seat = 0
     dealer = bot_seat if plan.bot_role == "dealer" else 1 - bot_seat
-    monkeypatch.setattr(ecarte_mod, "shuffled", StackedShuffle([draw_pack(dealer), plan.pack()], ecarte_mod.shuffled))
-    match = EcarteMatch(Rules(), random.Random(1))
+    match = EcarteMatch(Rules(), random.Random(1), packs=[draw_pack(dealer), plan.pack()])
     events = [ev for ev, seen in match.start() if bot_seat in seen]
     opp = Opponent("opp", "", 0, Wire())
     opp.plans["t1-m0001"] = plan
@@ -337,3 +344,48 @@ def test_classify_play_obligations() -> None:
     assert classify(req(["7d", "Kh"], ["Jc"]), []) == ["any"]
     exchange = {"kind": "exchange", "seat": 1, "count": 3, "stock": 0, "discarded": None, "drawn": None}
     assert classify(req(["7d", "Kh"], ["Jc"]), [exchange]) == ["any", "skip"]
+
+
+async def test_a_bot_with_a_fixed_32_kib_buffer_fails_the_long_line_check(tmp_path: Path) -> None:
+    """Issue 12: such a bot passes every Écarté (and compact Piquet) line the arena sends, then
+    loses every match with a long line; the kit must catch it, and say the line's size."""
+    report = await run_doctor(faulty_manifest(tmp_path, "fixedbuf"), keep_logs=False)
+    long = report.check("long")
+    assert long.status == "FAIL", table(report)
+    assert f"{doctor.LONG_LINE_BYTES:,} bytes" in long.details
+    assert "no answer within the time limit" in long.details
+    assert "grow the read buffer" in long.details
+    assert report.check("fields").status == "PASS" and report.check("goodbye").status == "PASS"
+
+
+@pytest.mark.parametrize("name", [
+    "random",
+    pytest.param("c_bot", marks=pytest.mark.skipif(ensure_c_bot() is None, reason="gcc not on PATH")),
+])
+async def test_piquet_doctor_covers_every_piquet_decision(name: str) -> None:
+    """``arena doctor --game piquet``: every Piquet decision, both packs, the bid; the sample
+    bots ask for the compact form and pass."""
+    report = await run_doctor(SAMPLES / f"{name}.toml", keep_logs=False, game="piquet")
+    assert report.ok, table(report)
+    got = statuses(report)
+    forced = [k for k, _, f in doctor.PIQUET_SITUATIONS if f]
+    assert all(got[k] == "PASS" for k in forced), table(report)
+    assert "compact form" in report.check("pq_discard_elder").details
+    assert len(report.checks) == 2 + len(doctor.PIQUET_SITUATIONS) + len(doctor.GLOBAL_CHECKS)
+
+
+async def test_piquet_doctor_on_a_full_form_bot_and_a_fixed_buffer(tmp_path: Path) -> None:
+    """A protocol-1 bot (full lists) passes in Piquet, told about the compact form; one with a
+    fixed 32 KiB buffer fails the long-line check there too."""
+    good = await run_doctor(faulty_manifest(tmp_path, "good"), keep_logs=False, game="piquet")
+    assert good.ok, table(good)
+    assert "full form: ask for the compact one" in good.check("pq_discard_younger").details
+    fixed = await run_doctor(faulty_manifest(tmp_path, "fixedbuf"), keep_logs=False, game="piquet")
+    assert statuses(fixed)["long"] == "FAIL", table(fixed)
+
+
+@pytest.mark.skipif(not sandbox_available(), reason="bwrap (Debian bubblewrap) is not installed")
+async def test_doctor_sandbox_runs_the_bot_over_stdin_stdout() -> None:
+    report = await run_doctor(SAMPLES / "random.toml", keep_logs=False, sandbox=True)
+    assert report.ok, table(report)
+    assert "over stdin/stdout" in report.check("connects").details

@@ -42,6 +42,7 @@ from protocol.messages import (
     TargetSet,
     TrickWon,
 )
+from tests.conftest import examples
 
 try:
     from ecarte_positions import deal_positions
@@ -59,7 +60,7 @@ RULES = st.builds(
 
 def fast(n: int) -> settings:
     return settings(
-        max_examples=n,
+        max_examples=examples(n),
         deadline=None,
         database=None,
         suppress_health_check=[HealthCheck.too_slow],

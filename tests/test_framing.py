@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from protocol.framing import LineReader, ProtocolError, decode_client, decode_server, encode
 from protocol.messages import ActionMsg, Hello, Welcome
+from tests.conftest import examples
 
 
 class FakeStream:
@@ -91,7 +92,7 @@ def test_valid_messages_round_trip():
     assert decode_server(encode(Welcome(name="x", server="s"))[:-1]) == Welcome(name="x", server="s")
 
 
-@settings(max_examples=3000, deadline=None)
+@settings(max_examples=examples(3000), deadline=None)
 @given(st.binary(max_size=300))
 def test_fuzz_arbitrary_bytes_give_a_message_or_a_protocol_error(data):
     try:
@@ -102,7 +103,7 @@ def test_fuzz_arbitrary_bytes_give_a_message_or_a_protocol_error(data):
         assert isinstance(msg, (Hello, ActionMsg))
 
 
-@settings(max_examples=1000, deadline=None)
+@settings(max_examples=examples(1000), deadline=None)
 @given(
     st.recursive(
         st.none() | st.booleans() | st.integers() | st.text(max_size=8),

@@ -19,7 +19,7 @@ from arena.games.ecarte import EcarteMatch
 from arena.matchlog import MatchLog
 from arena.referee import MatchConfig, Referee
 from protocol.messages import Rules
-from tests.conftest import connect_bot
+from tests.conftest import connect_bot, examples
 from tests.hidden import SeatKnowledge
 
 RULES = st.builds(
@@ -54,7 +54,7 @@ def _check_match(seed: int, rules: Rules) -> int:
     return messages
 
 
-@settings(max_examples=2000, deadline=None, derandomize=True)
+@settings(max_examples=examples(2000), deadline=None, derandomize=True)
 @given(seed=st.integers(0, 2**63 - 1), rules=RULES)
 def test_no_seat_is_ever_told_a_card_it_cannot_see(seed, rules):
     assert _check_match(seed, rules) > 0
@@ -125,7 +125,7 @@ def _log_lines(seed: int, rules: Rules) -> list[dict]:
     return lines
 
 
-@settings(max_examples=500, deadline=None, derandomize=True)
+@settings(max_examples=examples(500), deadline=None, derandomize=True)
 @given(seed=st.integers(0, 2**63 - 1), rules=RULES)
 def test_the_public_view_of_a_log_knows_no_more_than_either_seat(seed, rules):
     from arena.matchlog import public_view

@@ -7,9 +7,12 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from functools import partial
 from pathlib import Path
 
+import pytest
 import trio
+import trio.testing
 
 from arena.launcher import Limits, launch, load_manifest
 from arena.store import Store
@@ -148,3 +151,31 @@ async def test_sandbox_leaves_no_process_behind_even_one_that_escapes_its_group(
     with trio.fail_after(5):
         while marker in subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout:
             await trio.sleep(0.05)
+
+
+@pytest.mark.parametrize("exit_grace_s, exits_on_its_own", [(10.0, True), (0.0, False)])
+async def test_a_bot_gets_a_grace_period_to_exit_before_sigterm(tmp_path, exit_grace_s, exits_on_its_own):
+    """A bot that needs a moment after ``goodbye`` (here: until the test lets it go, once
+    ``stop`` is waiting) finishes and exits 0 within the grace; without one it is terminated by
+    SIGTERM first. No timing decides the outcome: the bot is released only when every task
+    (``stop`` included) is blocked."""
+    code = (
+        "import os, time\n"
+        "print('ready', flush=True)\n"
+        "while not os.path.exists('go'):\n"
+        "    time.sleep(0.01)\n"
+        "open('done.txt', 'w').write('x')\n"
+    )
+    m = manifest(tmp_path, "slowexit", code)
+    async with trio.open_nursery() as n:
+        proc = await launch(n, m, {}, tmp_path / "out.log")
+        with trio.fail_after(10):
+            while "ready" not in (tmp_path / "out.log").read_text():
+                await trio.sleep(0.02)
+        async with trio.open_nursery() as stopping:
+            stopping.start_soon(partial(proc.stop, grace_s=5.0, exit_grace_s=exit_grace_s))
+            await trio.testing.wait_all_tasks_blocked()  # stop() is waiting (or has sent SIGTERM)
+            (tmp_path / "go").write_text("")
+        n.cancel_scope.cancel()
+    assert (tmp_path / "done.txt").exists() == exits_on_its_own
+    assert (proc.process.returncode == 0) == exits_on_its_own

@@ -14,6 +14,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -222,10 +223,12 @@ def test_a_tournament_prints_manifest_free_text_verbatim(tmp_path):
     manifests = []
     for name, bot in (("rnd", "random_bot.py"), ("grd", "greedy_bot.py")):
         path = tmp_path / f"{name}.toml"
+        shutil.copy(ROOT / "sample_bots" / bot, tmp_path / bot)  # beside its manifest: all a sandboxed bot sees
         path.write_text(f'name = "{name}"\nlanguage = "[/]py[bold]"\ndescription = "gr[i][/i]eedy"\n'
-                        f'command = ["{{python}}", "{ROOT / "sample_bots" / bot}"]\n')
+                        f'command = ["{{python}}", "{bot}"]\n')
         manifests.append(str(path))
     proc = arena("tournament", "--bots", *manifests, "--games", "1", "--no-duplicate", "--db",
                  str(tmp_path / "t.db"), "--logs", str(tmp_path / "logs"), "--quiet", timeout=120)
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    assert "not_connected" not in proc.stdout and "forfeit" not in proc.stdout, proc.stdout  # both bots played
     assert "2 bots: rnd ([/]py[bold]), grd ([/]py[bold])" in proc.stdout, proc.stdout

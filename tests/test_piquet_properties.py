@@ -48,6 +48,7 @@ from protocol.messages import (
     TalonExposed,
     TrickWon,
 )
+from tests.conftest import examples
 
 try:
     from piquet_positions import deal_positions
@@ -64,7 +65,8 @@ RULES = st.builds(
 
 
 def fast(n: int) -> settings:
-    return settings(max_examples=n, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+    return settings(max_examples=examples(n), deadline=None, database=None,
+                    suppress_health_check=[HealthCheck.too_slow])
 
 
 # --------------------------------------------------------------------------- the rules again

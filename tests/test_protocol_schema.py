@@ -132,13 +132,14 @@ def unknown_fields(value: Any, obj: Any, path: str = "") -> list[str]:
     out = []
     if isinstance(obj, msgspec.Struct) and isinstance(value, dict):
         config = obj.__struct_config__
+        names = dict(zip(obj.__struct_encode_fields__, obj.__struct_fields__, strict=True))  # "from" -> from_
         for key, item in value.items():
             if key == config.tag_field:
                 continue
-            if key not in obj.__struct_fields__:
+            if key not in names:
                 out.append(f"{path}{key}")
             else:
-                out += unknown_fields(item, getattr(obj, key), f"{path}{key}.")
+                out += unknown_fields(item, getattr(obj, names[key]), f"{path}{key}.")
     elif isinstance(obj, list) and isinstance(value, list):
         for i, (item, sub) in enumerate(zip(value, obj, strict=False)):
             out += unknown_fields(item, sub, f"{path}{i}.")
@@ -176,6 +177,28 @@ def test_every_json_example_in_the_doc_decodes():
             pytest.fail(f"docs/protocol.md example does not decode: {exc}\n{json.dumps(value)}")
         extra = unknown_fields(value, msg)
         assert not extra, f"docs/protocol.md example has fields the struct lacks: {extra}\n{json.dumps(value)}"
+
+
+def test_the_compact_examples_follow_the_rules():
+    """§8.13's requests describe exactly what the rules allow for the state they carry
+    (piquet.md §P4.1-§P4.2), and the answers that follow them are in the description."""
+    examples = [v for v in json_examples(doc_text()) if isinstance(v, dict)]
+    compact = [(i, v) for i, v in enumerate(examples) if v.get("type") == "request" and isinstance(v["legal"], dict)]
+    assert len(compact) >= 2
+    assert any(v.get("type") == "hello" and v.get("legal") == "compact" for v in examples)
+    for i, req in compact:
+        msg = decode_example(req)
+        choose, state = msg.legal.choose, msg.state
+        assert msg.decision == "discard" and choose.from_ == state.hand
+        if state.seat == state.elder:
+            assert (choose.min, choose.max) == (1, min(5, state.talon))
+        else:
+            assert (choose.min, choose.max) == (0, state.talon)
+        answer = examples[i + 1]
+        assert answer["type"] == "action" and answer["id"] == req["id"]
+        cards = answer["action"]
+        assert len(set(cards)) == len(cards) and set(cards) <= set(choose.from_)
+        assert choose.min <= len(cards) <= choose.max
 
 
 # --------------------------------------------------------------------------- codes and names

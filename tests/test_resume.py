@@ -13,6 +13,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import TRUST_ARGS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -81,6 +83,7 @@ def start_and_interrupt(tmp: Path, sig: int, games: int = 12) -> tuple[Path, lis
     return db, bots
 
 
+@pytest.mark.slow
 def test_sigkill_then_resume_finishes_with_the_same_seeds(tmp_path):
     db, bots = start_and_interrupt(tmp_path / "crash", signal.SIGKILL)
     # the arena died without cleaning up: its bots die with it (parent-death signal)
@@ -119,6 +122,7 @@ def test_ctrl_c_stops_the_arena_and_every_bot(tmp_path):
     assert os.path.exists(db)
 
 
+@pytest.mark.slow
 def test_a_chouette_resumes_to_the_same_reigns_after_sigkill(tmp_path):
     """A format that decides as it goes (auctions, challengers) rebuilds its state from the
     stored results: the resumed chouette plays exactly the matches and auctions of a clean run."""

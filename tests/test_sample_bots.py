@@ -28,8 +28,14 @@ TOKEN = "s3cret-token"
 
 PY_BOTS = ["random", "greedy"]
 JS_BOTS = ["highcard", "cautious"]
+try:
+    from c_bot import ensure_c_bot
+except ImportError:  # tests/ imported as a package
+    from tests.c_bot import ensure_c_bot
+HAVE_C_BOT = ensure_c_bot() is not None
 ALL_BOTS = [
     *PY_BOTS,
+    pytest.param("c_bot", marks=pytest.mark.skipif(not HAVE_C_BOT, reason="gcc not on PATH")),
     *(
         pytest.param(name, marks=pytest.mark.skipif(NODE is None, reason="node not on PATH"))
         for name in JS_BOTS
@@ -117,7 +123,7 @@ def bot_session(name: str, tmp_path: Path, seed: str = "0"):
         )
         server.accept()
         hello = server.recv()
-        expected = {"type": "hello", "name": name, "token": TOKEN, "protocol": 1, "role": "bot"}
+        expected = {"type": "hello", "name": name, "token": TOKEN, "protocol": 1, "role": "bot", "legal": "compact"}
         assert hello == expected
         server.send({"type": "welcome", "name": name, "server": "fake", "protocol": 1})
         yield server, proc
@@ -207,12 +213,20 @@ def subsets(hand, smallest: int, largest: int) -> list[list[str]]:
     return [list(c) for k in range(smallest, largest + 1) for c in itertools.combinations(hand, k)]
 
 
+def compact(hand, smallest: int, largest: int) -> dict:
+    return {"choose": {"from": list(hand), "min": smallest, "max": largest}}
+
+
 def check_answer(answer: dict, req: dict):
     """The answer is an action for ``req`` and one of its legal actions; return the action."""
     assert answer["type"] == "action"
     assert answer["id"] == req["id"]
     action = answer["action"]
-    if req["decision"] == "discard":
+    if req["decision"] == "discard" and isinstance(req["legal"], dict):  # the compact form
+        choose = req["legal"]["choose"]
+        assert isinstance(action, list) and len(set(action)) == len(action)
+        assert set(action) <= set(choose["from"]) and choose["min"] <= len(action) <= choose["max"]
+    elif req["decision"] == "discard":
         assert isinstance(action, list) and len(set(action)) == len(action)
         assert sorted(action) in [sorted(opt) for opt in req["legal"]]
     else:
@@ -236,6 +250,9 @@ def scripted_requests() -> list[dict]:
         request("discard", subsets(HAND, 1, 5), state(HAND, seat=0, dealer=1, proposals=1)),
         request("discard", subsets(HAND, 0, 5), state(HAND, seat=1, dealer=1, proposals=1)),
         request("discard", subsets(HAND, 0, 2), state(HAND, seat=1, dealer=1, stock=2)),
+        # the compact form the bots ask for at hello (docs/protocol.md §8.13)
+        request("discard", compact(HAND, 1, 5), state(HAND, seat=0, dealer=1, proposals=1)),
+        request("discard", compact(HAND, 0, 2), state(HAND, seat=1, dealer=1, stock=2)),
         request("king", ["announce", "decline"], state(HAND, seat=0, dealer=1, stock=0)),
         request("play", list(HAND), state(HAND, seat=0, dealer=1, stock=0)),
         # following a spade lead: must win with a higher spade

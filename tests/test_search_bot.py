@@ -501,7 +501,8 @@ def bot_session(tmp_path: Path):
         )
         server.accept()
         hello = server.recv()
-        assert hello == {"type": "hello", "name": "search", "token": TOKEN, "protocol": 1, "role": "bot"}
+        assert hello == {"type": "hello", "name": "search", "token": TOKEN, "protocol": 1, "role": "bot",
+                         "legal": "compact"}
         server.send({"type": "welcome", "name": "search", "server": "fake", "protocol": 1})
         yield server, proc
     finally:

@@ -115,6 +115,7 @@ async def test_a_spectator_that_never_reads_does_not_slow_the_match(live, store,
     assert time.monotonic() - t0 < 30
 
 
+@pytest.mark.slow
 async def test_many_spectators_latency_from_card_played_to_spectator(live, store, tmp_path):
     srv, hub = live
     n_fans = 200

@@ -9,6 +9,7 @@ import sys
 import urllib.request
 from pathlib import Path
 
+import pytest
 import trio
 
 from arena.contest import Contest, ContestConfig
@@ -82,10 +83,11 @@ def get(url: str) -> bytes:
         return r.read()
 
 
+@pytest.mark.slow
 async def test_a_crash_looping_bot_is_shown_and_disabled(tmp_path: Path) -> None:
     crasher = tmp_path / "crasher.toml"
-    crasher.write_text('name = "crasher"\ncommand = ["{python}", "-c", "import sys; print(\'boom: no model file\', file=sys.stderr); '
-                       'sys.exit(3)"]\n')
+    crasher.write_text('name = "crasher"\ncommand = ["{python}", "-c", "import sys; '
+                       'print(\'boom: no model file\', file=sys.stderr); sys.exit(3)"]\n')
     db = tmp_path / "c.db"
     store = Store(db)
     store.submit_bot("crasher", str(crasher))

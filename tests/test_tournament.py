@@ -17,7 +17,14 @@ from arena.tournament import TournamentConfig, run_tournament
 from tests.conftest import TRUST_ARGS, TRUST_BOTS
 
 ROOT = Path(__file__).resolve().parent.parent
-BOTS = sorted(p for p in (ROOT / "sample_bots").glob("*.toml") if p.stem != "search")  # search: own tests
+try:
+    from c_bot import ensure_c_bot
+except ImportError:  # tests/ imported as a package
+    from tests.c_bot import ensure_c_bot
+HAVE_C_BOT = ensure_c_bot() is not None
+# search: own tests; the C bot (built by make, or here) when gcc is there
+BOTS = sorted(p for p in (ROOT / "sample_bots").glob("*.toml")
+              if p.stem != "search" and (HAVE_C_BOT or p.stem != "c_bot"))
 HAVE_NODE = shutil.which("node") is not None
 
 

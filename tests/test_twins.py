@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 import msgspec
+import pytest
 import trio
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -136,6 +137,7 @@ async def test_a_memorising_bot_gains_nothing_from_duplicate_twins(tmp_path):
     assert abs(s.gain) <= 1.5 * s.noise, s.summary()
 
 
+@pytest.mark.slow
 @needs_bwrap
 async def test_as_one_process_the_same_bot_wins_its_twins(tmp_path):
     """The control (the arena before the fix): one process plays both halves of every pair,

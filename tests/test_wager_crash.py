@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+import pytest
 import trio
 
 from arena.contest import BettingDesk
@@ -100,6 +101,7 @@ async def bet_until_killed(port: int, tokens: dict[str, str], rng: random.Random
     return delay
 
 
+@pytest.mark.slow
 def test_sigkill_during_betting_returns_every_stake_and_conserves_money(tmp_path: Path) -> None:
     db = tmp_path / "arena.db"
     store = Store(db)

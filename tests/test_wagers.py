@@ -34,6 +34,7 @@ from arena.wagers import (
     levy_on,
     payout_on,
 )
+from tests.conftest import examples
 
 FORFEITS = ["forfeit_timeout", "forfeit_disconnect", "forfeit_protocol", "forfeit_illegal"]
 
@@ -315,7 +316,7 @@ def check_balanced_close(before: list[Bet], after: list[Bet], refunds: list[Refu
         assert b.status == ("held" if b.matched else "returned")
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 1), st.integers(MIN_STAKE, 500)), max_size=12))
 def test_E9_1_after_the_close_the_sides_are_equal(bets):
     ledger = funded(p=10**6)
@@ -533,5 +534,5 @@ class WagerMachine(RuleBasedStateMachine):
         self.money_is_never_created_or_lost()
 
 
-WagerMachine.TestCase.settings = settings(max_examples=120, stateful_step_count=40, deadline=None)
+WagerMachine.TestCase.settings = settings(max_examples=examples(120), stateful_step_count=40, deadline=None)
 TestWagerMachine = WagerMachine.TestCase

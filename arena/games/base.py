@@ -16,9 +16,12 @@ no clock, and no randomness except the ``random.Random`` passed to them.
 from __future__ import annotations
 
 import random
+from itertools import combinations
 from typing import Any, ClassVar, Protocol
 
-from protocol.messages import GameEvent, GameView, Rules
+import msgspec
+
+from protocol.messages import Choose, Compact, GameEvent, GameView, Rules
 
 SeenBy = tuple[int, ...]
 BOTH: SeenBy = (0, 1)
@@ -46,20 +49,85 @@ class WrongDecision(IllegalAction):
     code: ClassVar[str] = "wrong_decision"
 
 
+def quote(value: Any) -> str:
+    """``value`` as JSON for an error text (``["Qd","Kd"]``, ``"Ks"``, ``30``): what a bot
+    author sees is in the protocol's own notation, never Python's (``['Qd', 'Kd']``). A value
+    that is not JSON (never from the wire) falls back to ``repr``."""
+    try:
+        return msgspec.json.encode(value).decode()
+    except (TypeError, msgspec.EncodeError):
+        return repr(value)
+
+
 def check_discard(action: Any, hand: list[str], rule: str) -> list[str]:
     """Validate the shape of a discard (a list of distinct cards of ``hand``) and return it as
     a list. Raises :class:`WrongDecision` if it is not a list of card strings and
     :class:`IllegalAction` (citing ``rule``) for a card named twice or not in the hand. The
-    size limits are each game's own."""
+    size limits are each game's own (see :func:`check_choice`)."""
     if not isinstance(action, (list, tuple)) or not all(isinstance(c, str) for c in action):
-        raise WrongDecision(f"decision 'discard' takes a list of cards; got {action!r}")
+        raise WrongDecision(f"decision 'discard' takes a list of cards; got {quote(action)}")
     cards = list(action)
     if len(set(cards)) != len(cards):
-        raise IllegalAction(f"discard names a card twice: {cards}", rule)
+        raise IllegalAction(f"discard names a card twice: {quote(cards)}", rule)
     missing = [c for c in cards if c not in hand]
     if missing:
-        raise IllegalAction(f"discard of cards not in hand: {missing}", rule)
+        raise IllegalAction(f"discard of cards not in hand: {quote(missing)}", rule)
     return cards
+
+
+def check_choice(action: Any, choose: Choose, rule: str, size_rule: str, who: str) -> list[str]:
+    """The compact form's validator: accept ``action`` iff it is one of the sets ``choose``
+    describes (``choose.min`` to ``choose.max`` distinct cards of ``choose.from_``, any order)
+    and return it as a list; this is exactly membership in :func:`expand_choice` without
+    building the list. Raises :class:`WrongDecision` for a value that is not a list of cards,
+    :class:`IllegalAction` citing ``rule`` for a card twice or not in ``from``, and citing
+    ``size_rule`` for a size out of range (``who`` names the player in that message)."""
+    cards = check_discard(action, choose.from_, rule)
+    n = len(cards)
+    if not choose.min <= n <= choose.max:
+        span = f"{choose.min} card" if choose.min == choose.max == 1 else (
+            f"{choose.min} cards" if choose.min == choose.max else f"{choose.min} to {choose.max} cards")
+        raise IllegalAction(f"cannot discard {n} card{'s' if n != 1 else ''}: {who} discards {span} here",
+                            size_rule)
+    return cards
+
+
+def expand_choice(choose: Choose) -> list[list[str]]:
+    """The full form of ``choose``: every legal set as a list, ordered by size, then by the order
+    of ``from`` (the hand order). Up to 4,095 lists for a Piquet discard: built only for a
+    bot that asked for the full form (and for the tests)."""
+    hand = choose.from_
+    return [list(c) for k in range(choose.min, choose.max + 1) for c in combinations(hand, k)]
+
+
+def first_choice(choose: Choose) -> list[str]:
+    """The first set :func:`expand_choice` would list (the first ``min`` cards of ``from``),
+    without building the list: what ``on_timeout = auto`` plays (ecarte.md §E8.1)."""
+    return list(choose.from_[: choose.min])
+
+
+def offer(match: Any, compact: bool) -> list[Any] | Compact:
+    """The ``legal`` field of the request for ``match``'s pending decision: the engine's
+    :meth:`GameMatch.choice` wrapped as :class:`Compact` when ``compact`` and the decision is a
+    choice of cards, else the full list (:meth:`GameMatch.legal_actions`)."""
+    if compact:
+        choose = match.choice()
+        if choose is not None:
+            return Compact(choose=choose)
+    return match.legal_actions()
+
+
+def take_pack(packs: list[list[str]], cards: Any) -> list[str] | None:
+    """The next prepared pack (top card first) from ``packs``, removed from it, or None when
+    none is left (the engine then shuffles with its ``random.Random``). An engine accepts
+    ``packs`` to play scripted situations (``arena doctor``, tests) without touching anything
+    global. Raises ``ValueError`` if the pack is not a permutation of ``cards``."""
+    if not packs:
+        return None
+    pack = packs.pop(0)
+    if sorted(pack) != sorted(cards):
+        raise ValueError(f"a prepared pack must hold each card of the pack once: {quote(pack)}")
+    return list(pack)
 
 
 def exchange(seat: int, hand: list[str], cards: list[str], stock: list[str], discards: list[str],
@@ -99,7 +167,10 @@ class GameMatch(Protocol):
     over: bool
     winner: int | None
 
-    def __init__(self, rules: Rules, rng: random.Random) -> None: ...
+    def __init__(self, rules: Rules, rng: random.Random, packs: Any = ()) -> None:
+        """``packs``: prepared packs (top card first) used, in order, instead of the first
+        shuffles (:func:`take_pack`); then every shuffle comes from ``rng``."""
+        ...
 
     def start(self) -> list[Seen]:
         """Draw for the first dealer, deal the first hand; return the events."""
@@ -107,6 +178,11 @@ class GameMatch(Protocol):
 
     def legal_actions(self) -> list[Any]:
         """The complete list of legal actions for the pending decision (never empty)."""
+        ...
+
+    def choice(self) -> Choose | None:
+        """The pending decision as a :class:`Choose` if it is a choice of cards (a discard),
+        else None. Cheap: the compact form never builds :meth:`legal_actions`'s list."""
         ...
 
     def apply(self, action: Any) -> list[Seen]:

@@ -31,14 +31,27 @@ that many deals, the dealer alternating every deal (§E2.2); points accumulate w
 from __future__ import annotations
 
 import random
-from itertools import combinations
 from typing import Any, ClassVar
 
 from arena.cards import PACK_32, Card, shuffled
-from arena.games.base import BOTH, NOBODY, ONLY, IllegalAction, Seen, WrongDecision, check_discard, exchange
+from arena.games.base import (
+    BOTH,
+    NOBODY,
+    ONLY,
+    IllegalAction,
+    Seen,
+    WrongDecision,
+    check_choice,
+    exchange,
+    expand_choice,
+    first_choice,
+    quote,
+    take_pack,
+)
 from protocol.messages import (
     Call,
     CardPlayed,
+    Choose,
     DealEnd,
     DealerDraw,
     DealStart,
@@ -128,10 +141,11 @@ class EcarteMatch:
 
     game: ClassVar[str] = "ecarte"
 
-    def __init__(self, rules: Rules, rng: random.Random) -> None:
+    def __init__(self, rules: Rules, rng: random.Random, packs: Any = ()) -> None:
         validate_rules(rules)
         self.rules = rules
         self.rng = rng
+        self._packs = [list(p) for p in packs]  # prepared packs first (base.take_pack), then rng
         self.packets = DEAL_PATTERNS[rules.deal_pattern]
         self.target: int = rules.target if isinstance(rules.target, int) else 0
         self.fixed_deals = rules.deals
@@ -184,6 +198,10 @@ class EcarteMatch:
     """Why a match played out ends: a player reached the target (§E7.3)."""
     margin: ClassVar[int] = 0
 
+    def _shuffle(self, cards: Any) -> list[Card]:
+        """The next pack: a prepared one if any is left, else shuffled with ``self.rng``."""
+        return take_pack(self._packs, cards) or shuffled(cards, self.rng)
+
     def start(self) -> list[Seen]:
         """Set the target (§E7.1), draw for first dealer (§E2.1) and deal the first hand."""
         if self._started:
@@ -191,11 +209,11 @@ class EcarteMatch:
         self._started = True
         out: list[Seen] = []
         if self.rules.target == "turn-up":
-            card = shuffled(PACK_32, self.rng)[0]
+            card = self._shuffle(PACK_32)[0]
             self.target = TURN_UP_TARGET[card[0]]
             out.append((TargetSet(card=card, target=self.target), BOTH))
         while True:
-            pack = shuffled(PACK_32, self.rng)
+            pack = self._shuffle(PACK_32)
             c0, c1 = pack[0], pack[1]
             if RANK[c0[0]] == RANK[c1[0]]:
                 out.append((DealerDraw(cards=[c0, c1]), BOTH))
@@ -231,11 +249,18 @@ class EcarteMatch:
         if kind == "king":
             return ["announce", "decline"]
         if kind == "discard":
-            hand = self.hands[seat]
-            most = min(5, len(self.stock), len(hand))
-            least = 1 if seat == self.elder else 0
-            return [list(c) for k in range(least, most + 1) for c in combinations(hand, k)]
+            return expand_choice(self.choice())  # type: ignore[arg-type]
         raise RuntimeError("no decision is pending")
+
+    def choice(self) -> Choose | None:
+        """A discard as a choice of cards of the hand (None for any other decision): elder 1 to
+        min(5, stock) cards (§E4.3), the dealer 0 to min(5, stock) (§E4.4).
+        :meth:`legal_actions` expands it; :meth:`apply` checks an answer against it."""
+        if self.decision != "discard":
+            return None
+        hand = self.hands[self.to_act]
+        least = 1 if self.to_act == self.elder else 0
+        return Choose(from_=list(hand), min=least, max=min(5, len(self.stock), len(hand)))
 
     def apply(self, action: Any) -> list[Seen]:
         """Apply the action of ``to_act`` and return the events it causes.
@@ -283,8 +308,9 @@ class EcarteMatch:
 
     def auto_action(self) -> Any:
         """The action the referee plays for a bot under ``on_timeout = auto`` (§E8.1): the first
-        legal action."""
-        return self.legal_actions()[0]
+        legal action (for a discard, without building the list)."""
+        choose = self.choice()
+        return first_choice(choose) if choose is not None else self.legal_actions()[0]
 
     # ------------------------------------------------------------------ flow
 
@@ -299,7 +325,7 @@ class EcarteMatch:
         dealer = self.dealer
         elder = 1 - dealer
         self.elder = elder
-        pack = shuffled(PACK_32, self.rng)
+        pack = self._shuffle(PACK_32)
         hands: list[list[Card]] = [[], []]
         pos = 0
         for size in self.packets:
@@ -411,8 +437,8 @@ class EcarteMatch:
     def _word(self, action: Any, words: tuple[str, str]) -> str:
         if not isinstance(action, str) or action not in words:
             raise WrongDecision(
-                f"decision '{self.decision}' takes one of {', '.join(repr(w) for w in words)}; "
-                f"got {action!r}"
+                f"decision '{self.decision}' takes one of {', '.join(quote(w) for w in words)}; "
+                f"got {quote(action)}"
             )
         return action
 
@@ -450,16 +476,8 @@ class EcarteMatch:
         """§E4.3-§E4.5: discard face down and draw as many from the top of the stock."""
         seat = self.to_act
         hand = self.hands[seat]
-        cards = check_discard(action, hand, "ecarte.md §E4.3")
-        n = len(cards)
-        if seat == self.elder and n < 1:
-            raise IllegalAction("elder must discard at least one card", "ecarte.md §E4.3")
-        if n > 5:
-            raise IllegalAction("at most five cards may be discarded", "ecarte.md §E4.3")
-        if n > len(self.stock):
-            raise IllegalAction(
-                f"cannot discard {n}: the stock holds only {len(self.stock)}", "ecarte.md §E4.3"
-            )
+        who = "elder" if seat == self.elder else "the dealer"
+        cards = check_choice(action, self.choice(), "ecarte.md §E4.3", "ecarte.md §E4.3", who)  # type: ignore[arg-type]
         out = exchange(seat, hand, cards, self.stock, self.discards[seat], _HAND_ORDER)
         left = len(self.stock)
         if seat == self.elder:
@@ -492,9 +510,9 @@ class EcarteMatch:
         legal = self._legal if self._legal is not None else self._compute_legal()
         if card not in legal:
             if not isinstance(card, str) or len(card) != 2:
-                raise WrongDecision(f"decision 'play' takes one card like 'Ks'; got {card!r}")
+                raise WrongDecision(f"decision 'play' takes one card like \"Ks\"; got {quote(card)}")
             if card not in hand:
-                raise IllegalAction(f"{card} is not in the hand {hand}", "ecarte.md §E5")
+                raise IllegalAction(f"{quote(card)} is not in the hand {quote(hand)}", "ecarte.md §E5")
             lead = self.trick[0].card
             raise IllegalAction(self._why_illegal(hand, lead, card), self._rule(hand, lead))
         hand.remove(card)
@@ -529,12 +547,12 @@ class EcarteMatch:
     def _why_illegal(self, hand: list[Card], lead: Card, card: Card) -> str:
         same = [c for c in hand if c[1] == lead[1]]
         if same and card[1] != lead[1]:
-            return f"{card} does not follow suit: {lead} was led and the hand holds {' '.join(same)}"
+            return f"{quote(card)} does not follow suit: {quote(lead)} was led and the hand holds {quote(same)}"
         if same:
             higher = [c for c in same if RANK[c[0]] > RANK[lead[0]]]
-            return f"{card} does not win {lead}: a higher card of the suit must be played ({' '.join(higher)})"
+            return f"{quote(card)} does not win {quote(lead)}: a higher card of the suit must be played {quote(higher)}"
         trumps = [c for c in hand if c[1] == self.trump]
-        return f"{card} is not a trump: void in {lead[1]}, the hand must trump ({' '.join(trumps)})"
+        return f"{quote(card)} is not a trump: void in {quote(lead[1])}, the hand must trump {quote(trumps)}"
 
     def _rule(self, hand: list[Card], lead: Card) -> str:
         return "ecarte.md §E5.1" if any(c[1] == lead[1] for c in hand) else "ecarte.md §E5.2"

@@ -38,14 +38,27 @@ that many deals, the deal alternating (§P2.1); no rubicon or cent end, the high
 from __future__ import annotations
 
 import random
-from itertools import combinations
 from typing import Any, ClassVar
 
 from arena.cards import RANKS_32, RANKS_36, Card, make_pack, shuffled
-from arena.games.base import BOTH, NOBODY, ONLY, IllegalAction, Seen, WrongDecision, check_discard, exchange
+from arena.games.base import (
+    BOTH,
+    NOBODY,
+    ONLY,
+    IllegalAction,
+    Seen,
+    WrongDecision,
+    check_choice,
+    exchange,
+    expand_choice,
+    first_choice,
+    quote,
+    take_pack,
+)
 from protocol.messages import (
     CardPlayed,
     CarteBlanche,
+    Choose,
     DealEnd,
     DealerDraw,
     DealStart,
@@ -79,20 +92,56 @@ RANK_NAMES = {"A": "ace", "K": "king", "Q": "queen", "J": "jack", "T": "ten", "9
 SET_RANKS = "TJQKA"
 """§P5.3: only A K Q J T form quatorzes and trios."""
 DEALS_RUBICON = 6
+_SUIT_INDEX = {s: i for i, s in enumerate("cdhs")}
+_CARD_INFO = {r + s: (_SUIT_INDEX[s], VALUE[r], 1 << RANK[r], RANK[r]) for r in RANK_ORDER for s in "cdhs"}
+"""Per card: suit index, point value (§P1), rank bit, rank index: what the declarations read."""
+_SET_INDEX = [RANK[r] for r in SET_RANKS]
+
+
+def _tally(hand: list[Card]) -> tuple[list[int], list[int], list[int], list[int]]:
+    """One pass over the hand: cards, point values and a rank bit mask per suit (index in
+    ``"cdhs"``), and cards per rank (index in :data:`RANK_ORDER`)."""
+    n = [0, 0, 0, 0]
+    t = [0, 0, 0, 0]
+    masks = [0, 0, 0, 0]
+    ranks = [0] * len(RANK_ORDER)
+    for c in hand:
+        i, v, bit, r = _CARD_INFO[c]
+        n[i] += 1
+        t[i] += v
+        masks[i] |= bit
+        ranks[r] += 1
+    return n, t, masks, ranks
+
+
+def _point(n: list[int], t: list[int]) -> tuple[int, int, str]:
+    best = (0, 0, "")
+    for i, suit in enumerate("cdhs"):
+        if n[i] and (n[i], t[i]) > (best[1], best[0]):
+            best = (t[i], n[i], suit)
+    return best
+
+
+def _sequences(masks: list[int]) -> list[tuple[int, int, str]]:
+    out = [(length, top, suit) for suit, m in zip("cdhs", masks) for length, top in _RUNS[m]]
+    out.sort(reverse=True)
+    return out
+
+
+def _sets(ranks: list[int]) -> list[tuple[int, int]]:
+    return [(min(ranks[r], 4), r) for r in _SET_INDEX if ranks[r] >= 3]
+
+def combinations_of(hand: list[Card]) -> tuple[tuple[int, int, str], list[tuple[int, int, str]], list[tuple[int, int]]]:
+    """:func:`point_of`, :func:`sequences_of` and :func:`sets_of` of ``hand`` from one pass
+    over it (§P5: the declarations are settled every deal)."""
+    n, t, masks, ranks = _tally(hand)
+    return _point(n, t), _sequences(masks), sorted(_sets(ranks), reverse=True)
 
 
 def point_of(hand: list[Card]) -> tuple[int, int, str]:
     """§P5.1: ``(total, length, suit)`` of the longest suit (of two equally long, the higher
     total); ``(0, 0, "")`` for an empty hand."""
-    best = (0, 0, "")
-    for suit in "cdhs":
-        cards = [c for c in hand if c[1] == suit]
-        if not cards:
-            continue
-        total = sum(VALUE[c[0]] for c in cards)
-        if (len(cards), total) > (best[1], best[0]):
-            best = (total, len(cards), suit)
-    return best
+    return combinations_of(hand)[0]
 
 
 def point_score(total: int) -> int:
@@ -100,34 +149,35 @@ def point_score(total: int) -> int:
     return (total + 5) // 10
 
 
+def _runs(mask: int) -> tuple[tuple[int, int], ...]:
+    """The maximal runs of 3+ set bits of a 9-bit rank mask as ``(length, top bit)``."""
+    out = []
+    run = 0
+    for bit in range(len(RANK_ORDER) + 1):
+        if bit < len(RANK_ORDER) and mask >> bit & 1:
+            run += 1
+            continue
+        if run >= 3:
+            out.append((run, bit - 1))
+        run = 0
+    return tuple(out)
+
+
+_RUNS = [_runs(m) for m in range(1 << len(RANK_ORDER))]
+"""Every 9-bit rank mask's runs (:func:`_runs`), computed once: the declarations are settled
+every deal, and a table lookup per suit is the cheapest way to find the sequences."""
+
+
 def sequences_of(hand: list[Card]) -> list[tuple[int, int, str]]:
     """§P5.2: every maximal run of 3+ consecutive ranks in one suit, as
     ``(length, top rank index, suit)``, best first."""
-    out = []
-    for suit in "cdhs":
-        ranks = sorted(RANK[c[0]] for c in hand if c[1] == suit)
-        run = 1
-        for i in range(1, len(ranks) + 1):
-            if i < len(ranks) and ranks[i] == ranks[i - 1] + 1:
-                run += 1
-                continue
-            if run >= 3:
-                out.append((run, ranks[i - 1], suit))
-            run = 1
-    out.sort(reverse=True)
-    return out
+    return combinations_of(hand)[1]
 
 
 def sets_of(hand: list[Card]) -> list[tuple[int, int]]:
     """§P5.3: every quatorze (4) or trio (3) of A K Q J T as ``(count, rank index)``, best
     first (any quatorze above any trio, then by rank)."""
-    out = []
-    for r in SET_RANKS:
-        n = sum(1 for c in hand if c[0] == r)
-        if n >= 3:
-            out.append((min(n, 4), RANK[r]))
-    out.sort(reverse=True)
-    return out
+    return combinations_of(hand)[2]
 
 
 def sequence_name(seq: tuple[int, int, str]) -> str:
@@ -170,10 +220,11 @@ class PiquetMatch:
 
     game: ClassVar[str] = "piquet"
 
-    def __init__(self, rules: Rules, rng: random.Random) -> None:
+    def __init__(self, rules: Rules, rng: random.Random, packs: Any = ()) -> None:
         validate_rules(rules)
         self.rules = rules
         self.rng = rng
+        self._packs = [list(p) for p in packs]  # prepared packs first (base.take_pack), then rng
         self.pack = make_pack(RANKS_36 if rules.pack == 36 else RANKS_32)
         self.elder_max = 8 if rules.pack == 36 else 5
         self.totals = [0, 0]
@@ -224,6 +275,10 @@ class PiquetMatch:
             return "deals"
         return "draw" if self.winner is None else self.rules.scoring
 
+    def _shuffle(self, cards: Any) -> list[Card]:
+        """The next pack: a prepared one if any is left, else shuffled with ``self.rng``."""
+        return take_pack(self._packs, cards) or shuffled(cards, self.rng)
+
     def start(self) -> list[Seen]:
         """Draw for first dealer (§P2.1: the lower card deals) and deal the first hand."""
         if self._started:
@@ -231,7 +286,7 @@ class PiquetMatch:
         self._started = True
         out: list[Seen] = []
         while True:
-            pack = shuffled(self.pack, self.rng)
+            pack = self._shuffle(self.pack)
             c0, c1 = pack[0], pack[1]
             if RANK[c0[0]] == RANK[c1[0]]:
                 out.append((DealerDraw(cards=[c0, c1]), BOTH))
@@ -245,27 +300,39 @@ class PiquetMatch:
     def legal_actions(self) -> list[Any]:
         """The complete list of legal actions for the pending decision (cached until the
         next :meth:`apply`; do not mutate)."""
-        if self._legal is None:
-            self._legal = self._compute_legal()
-        return self._legal
+        legal = self._legal
+        if legal is None:
+            legal = self._legal = self._compute_legal()
+        return legal
 
     def _compute_legal(self) -> list[Any]:
         kind, seat = self.decision, self.to_act
         if kind == "play":
             hand = self.hands[seat]
-            return legal_follows(hand, self.trick[0].card) if self.trick else list(hand)
+            if self.trick:  # legal_follows, inlined: this is the most frequent decision
+                suit = self.trick[0].card[1]
+                return [c for c in hand if c[1] == suit] or list(hand)
+            return list(hand)
         if kind == "discard":
-            hand = self.hands[seat]
-            if seat == self.elder:
-                lo, hi = 1, min(self.elder_max, len(self.talon))
-            else:
-                lo, hi = 0, len(self.talon)
-            return [list(c) for k in range(lo, hi + 1) for c in combinations(hand, k)]
+            return expand_choice(self.choice())  # type: ignore[arg-type]
         if kind == "look":
             return ["look", "pass"]
         if kind == "expose":
             return ["expose", "keep"]
         raise RuntimeError("no decision is pending")
+
+    def choice(self) -> Choose | None:
+        """A discard as a choice of cards of the hand (None for any other decision): elder
+        1 to min(5, talon) cards, 8 with 36 cards (§P4.1); younger 0 to what the talon holds
+        (§P4.2). :meth:`legal_actions` expands it; :meth:`apply` checks an answer against it."""
+        if self.decision != "discard":
+            return None
+        seat = self.to_act
+        if seat == self.elder:
+            lo, hi = 1, min(self.elder_max, len(self.talon))
+        else:
+            lo, hi = 0, len(self.talon)
+        return Choose(from_=list(self.hands[seat]), min=lo, max=hi)
 
     def apply(self, action: Any) -> list[Seen]:
         """Apply the action of ``to_act``; see the class docstring for errors."""
@@ -308,8 +375,10 @@ class PiquetMatch:
         )
 
     def auto_action(self) -> Any:
-        """The first legal action (``on_timeout = auto``, ecarte.md §E8.1 via piquet.md §P9)."""
-        return self.legal_actions()[0]
+        """The first legal action (``on_timeout = auto``, ecarte.md §E8.1 via piquet.md §P9);
+        for a discard, without building the list."""
+        choose = self.choice()
+        return first_choice(choose) if choose is not None else self.legal_actions()[0]
 
     # ------------------------------------------------------------------ scoring helpers
 
@@ -317,7 +386,7 @@ class PiquetMatch:
         """Add points to the deal and check repique / pique (§P7)."""
         self.deal_points[seat] += points
         self.totals[seat] += points
-        out.append((Score(seat=seat, points=points, reason=reason, scores=self._shown(), detail=detail), BOTH))
+        out.append((Score(seat=seat, points=points, reason=reason, scores=list(self.totals), detail=detail), BOTH))
         if self.bonus_taken or self.deal_points[1 - seat] != 0 or self.deal_points[seat] < 30:
             return
         if reason in ("carte_blanche", "point", "sequence", "set"):
@@ -337,14 +406,11 @@ class PiquetMatch:
         self.deal_no += 1
         self._reset_deal()
         dealer, elder = self.dealer, self.elder
-        pack = shuffled(self.pack, self.rng)
+        pack = self._shuffle(self.pack)
         size = self.rules.packets
         hands: list[list[Card]] = [[], []]
-        pos = 0
-        while pos < 24:
-            for seat in (elder, dealer):
-                hands[seat].extend(pack[pos : pos + size])
-                pos += size
+        hands[elder] = list(_DEALT_TO_ELDER[size](pack))
+        hands[dealer] = list(_DEALT_TO_DEALER[size](pack))
         for h in hands:
             h.sort(key=_HAND_ORDER)
         self.hands = hands
@@ -354,7 +420,7 @@ class PiquetMatch:
                               stock=len(self.talon)), BOTH))
         out.append((HandDealt(seat=0, cards=list(hands[0])), ONLY[0]))
         out.append((HandDealt(seat=1, cards=list(hands[1])), ONLY[1]))
-        self._blanche = [not any(c[0] in FACES for c in hands[s]) for s in (0, 1)]
+        self._blanche = [_FACE_CARDS.isdisjoint(hands[0]), _FACE_CARDS.isdisjoint(hands[1])]
         self._carte_blanche(elder, out)
         self.to_act, self.decision, self.phase = elder, "discard", "exchange"
 
@@ -368,15 +434,10 @@ class PiquetMatch:
         """§P4.1-§P4.2: discard face down, draw as many from the top of the talon."""
         seat = self.to_act
         hand = self.hands[seat]
-        cards = check_discard(action, hand, "piquet.md §P4")
-        n = len(cards)
         is_elder = seat == self.elder
-        most = min(self.elder_max, len(self.talon)) if is_elder else len(self.talon)
-        if is_elder and n < 1:
-            raise IllegalAction("elder must discard at least one card", "piquet.md §P4.1")
-        if n > most:
-            rule = "piquet.md §P4.1" if is_elder else "piquet.md §P4.2"
-            raise IllegalAction(f"cannot discard {n}: at most {most}", rule)
+        size_rule, who = ("piquet.md §P4.1", "elder") if is_elder else ("piquet.md §P4.2", "younger")
+        cards = check_choice(action, self.choice(), "piquet.md §P4", size_rule, who)  # type: ignore[arg-type]
+        n = len(cards)
         out = exchange(seat, hand, cards, self.talon, self.discards[seat], _HAND_ORDER)
         self.exchanged[seat] = n
         left = len(self.talon)
@@ -393,7 +454,7 @@ class PiquetMatch:
 
     def _look(self, action: Any) -> list[Seen]:
         if not isinstance(action, str) or action not in ("look", "pass"):
-            raise WrongDecision(f"decision 'look' takes 'look' or 'pass'; got {action!r}")
+            raise WrongDecision(f"decision 'look' takes \"look\" or \"pass\"; got {quote(action)}")
         seat = self.to_act
         out: list[Seen] = []
         if action == "look":
@@ -410,7 +471,7 @@ class PiquetMatch:
 
     def _expose(self, action: Any) -> list[Seen]:
         if not isinstance(action, str) or action not in ("expose", "keep"):
-            raise WrongDecision(f"decision 'expose' takes 'expose' or 'keep'; got {action!r}")
+            raise WrongDecision(f"decision 'expose' takes \"expose\" or \"keep\"; got {quote(action)}")
         out: list[Seen] = []
         if action == "expose":
             self.exposed = list(self.talon)
@@ -424,7 +485,7 @@ class PiquetMatch:
         e, y = self.elder, self.dealer
         he, hy = self.hands[e], self.hands[y]
         # point (§P5.1)
-        pe, py = point_of(he), point_of(hy)
+        (pe, se, te), (py, sy, ty) = combinations_of(he), combinations_of(hy)
         name_e = f"point of {pe[1]}, {pe[0]}" if pe[1] else None
         name_y = f"point of {py[1]}, {py[0]}" if py[1] else None
         if pe[0] > py[0]:
@@ -438,11 +499,10 @@ class PiquetMatch:
             out.append((Declaration(category="point", elder=name_e, younger=name_y, result="equal", winner=None),
                         BOTH))
         # sequences (§P5.2)
-        se, sy = sequences_of(he), sequences_of(hy)
         self._settle("sequence", se, sy, lambda s: s[:2], sequence_name,
                      lambda s: SEQUENCE_POINTS[s[0]], out)
         # sets (§P5.3)
-        self._settle("set", sets_of(he), sets_of(hy), lambda s: s, set_name,
+        self._settle("set", te, ty, lambda s: s, set_name,
                      lambda s: 14 if s[0] == 4 else 3, out)
         self.phase = "play"
         self.trick_no = 1
@@ -477,27 +537,29 @@ class PiquetMatch:
         legal = self._legal if self._legal is not None else self._compute_legal()
         if card not in legal:
             if not isinstance(card, str) or len(card) != 2:
-                raise WrongDecision(f"decision 'play' takes one card like 'Ks'; got {card!r}")
+                raise WrongDecision(f"decision 'play' takes one card like \"Ks\"; got {quote(card)}")
             if card not in hand:
-                raise IllegalAction(f"{card} is not in the hand {hand}", "piquet.md §P6.1")
+                raise IllegalAction(f"{quote(card)} is not in the hand {quote(hand)}", "piquet.md §P6.1")
             lead = self.trick[0].card
-            same = " ".join(c for c in hand if c[1] == lead[1])
-            raise IllegalAction(f"{card} does not follow suit: {lead} was led and the hand holds {same}",
-                                "piquet.md §P6.1")
+            same = [c for c in hand if c[1] == lead[1]]
+            raise IllegalAction(f"{quote(card)} does not follow suit: {quote(lead)} was led and the hand holds "
+                                f"{quote(same)}", "piquet.md §P6.1")
         hand.remove(card)
         out: list[Seen] = [(CardPlayed(seat=seat, card=card, trick=self.trick_no), BOTH)]
-        self.trick.append(TrickCard(seat=seat, card=card))
-        if len(self.trick) == 1:
+        trick = self.trick
+        if not trick:
+            trick.append(TrickCard(seat=seat, card=card))
             if card[0] in HONOURS:
                 self._score(seat, 1, "lead", out)  # §P6.2
             self.to_act = 1 - seat
             return out
-        lead, follow = self.trick
-        won = follow.seat if follow.card[1] == lead.card[1] and RANK[follow.card[0]] > RANK[lead.card[0]] else lead.seat
+        lead = trick[0]
+        lead_card = lead.card
+        won = seat if card[1] == lead_card[1] and RANK[card[0]] > RANK[lead_card[0]] else lead.seat
         self.tricks[won] += 1
-        out.append((TrickWon(trick=self.trick_no, leader=lead.seat, cards=[lead.card, follow.card], winner=won), BOTH))
+        out.append((TrickWon(trick=self.trick_no, leader=lead.seat, cards=[lead_card, card], winner=won), BOTH))
         self.trick = []
-        if won == follow.seat and follow.card[0] in HONOURS:
+        if won == seat and card[0] in HONOURS:
             self._score(won, 1, "trick", out)  # §P6.2: won as second player with A K Q J T
         last = self.trick_no == 12
         if last:
@@ -558,3 +620,18 @@ class PiquetMatch:
 
 _HAND_ORDER = {c: (c[1], RANK[c[0]]) for c in make_pack(RANKS_36)}.__getitem__
 """Hand order: by suit, then by Piquet rank low to high."""
+_FACE_CARDS = frozenset(c for c in make_pack(RANKS_36) if c[0] in FACES)
+"""§P3: the cards whose absence makes a carte blanche."""
+
+
+def _dealt(size: int, first: bool) -> Any:
+    """The positions in the shuffled pack of the twelve cards dealt to elder (``first``) or to
+    the dealer, in packets of ``size`` (§P2.2), as an ``itemgetter`` of the pack."""
+    from operator import itemgetter
+
+    picks = [i for i in range(24) if (i // size) % 2 == (0 if first else 1)]
+    return itemgetter(*picks)
+
+
+_DEALT_TO_ELDER = {size: _dealt(size, True) for size in (2, 3)}
+_DEALT_TO_DEALER = {size: _dealt(size, False) for size in (2, 3)}

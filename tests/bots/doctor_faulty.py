@@ -13,6 +13,9 @@ first argument:
 * ``wrongid``: answers its 5th request with the wrong id.
 * ``unknowncrash``: crashes on a message type it does not know.
 * ``linger``: ignores goodbye and the end of the connection, and sleeps.
+* ``fixedbuf``: reads into a fixed 32 KiB buffer, as a C bot with ``char buf[32768]`` would: a
+  longer line is dropped whole (it never sees that message). Asks for the compact legal form, so
+  that every line the arena itself sends fits.
 """
 
 import json
@@ -28,16 +31,25 @@ def send(sock, obj):
     sock.sendall((json.dumps(obj) + "\n").encode("utf-8"))
 
 
-def lines(sock):
+FIXED_BUFFER = 32 * 1024
+
+
+def lines(sock, fixed=False):
     buf = b""
+    dropping = False  # fixedbuf: inside a line longer than the buffer, until its newline
     while True:
         data = sock.recv(65536)
         if not data:
             return
         *complete, buf = (buf + data).split(b"\n")
         for line in complete:
-            if line.strip():
+            if dropping:
+                dropping = False
+                continue
+            if line.strip() and not (fixed and len(line) > FIXED_BUFFER):
                 yield json.loads(line)
+        if fixed and len(buf) > FIXED_BUFFER:
+            buf, dropping = b"", True
 
 
 def main():
@@ -47,9 +59,12 @@ def main():
         return 3
     sock = socket.create_connection((os.environ["ARENA_HOST"], int(os.environ["ARENA_PORT"])))
     token = os.environ["ARENA_TOKEN"] + ("-wrong" if mode == "badtoken" else "")
-    send(sock, {"type": "hello", "name": os.environ["ARENA_NAME"], "token": token, "protocol": 1})
+    hello = {"type": "hello", "name": os.environ["ARENA_NAME"], "token": token, "protocol": 1}
+    if mode == "fixedbuf":
+        hello["legal"] = "compact"
+    send(sock, hello)
     requests = plays = 0
-    for msg in lines(sock):
+    for msg in lines(sock, fixed=mode == "fixedbuf"):
         kind = msg["type"]
         if kind == "goodbye" and mode != "linger":
             return 0
@@ -63,7 +78,10 @@ def main():
             continue
         requests += 1
         legal, decision = msg["legal"], msg["decision"]
-        action = legal[0]
+        if isinstance(legal, dict):  # the compact form: the first min cards of the hand
+            action = legal["choose"]["from"][: legal["choose"]["min"]]
+        else:
+            action = legal[0]
         if decision == "play":
             plays += 1
             if mode == "badplay" and plays == 3:
