@@ -50,7 +50,7 @@ test: $(TESTS)
 	$(BIN)/python -m pytest -q -m "not slow"
 
 ## make test-slow: the load studies (marker `slow`) and every property test at its full example
-## count (`make test` runs a quarter of them); CI runs it after `make test`
+## count (`make test` runs a fifth of them); CI runs it after `make test`
 test-slow: $(TESTS)
 	@if command -v $(CC) >/dev/null 2>&1; then $(MAKE) -s $(C_BOT); fi
 	$(BIN)/python -m pytest -q -m slow

@@ -31,8 +31,8 @@ needs_bwrap = pytest.mark.skipif(TRUST_BOTS and os.environ.get("ARENA_REQUIRE_SA
 (set by .ci/run once bwrap is installed), where they run and fail."""
 
 
-EXAMPLES_SCALE = float(os.environ.get("ARENA_EXAMPLES", "0.25"))
-"""Share of each property test's documented example count that runs: a quarter in `make test`
+EXAMPLES_SCALE = float(os.environ.get("ARENA_EXAMPLES", "0.2"))
+"""Share of each property test's documented example count that runs: a fifth in `make test`
 (under 4 minutes), all of it in `make test-slow` (``ARENA_EXAMPLES=1``), which CI runs too."""
 
 

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import trio
 
 from arena.launcher import load_manifest
@@ -81,6 +82,7 @@ async def test_same_seed_reproduces_every_log_byte_for_byte(tmp_path):
     assert any(a.read_bytes() != c.read_bytes() for a, c in zip(logs1, logs3))
 
 
+@pytest.mark.slow
 async def test_a_bot_that_cannot_start_loses_its_matches_and_the_rest_play_on(tmp_path):
     broken = tmp_path / "broken.toml"
     broken.write_text('name = "broken"\ncommand = ["{python}", "-c", "import sys; sys.exit(3)"]\n')
