@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 from html import escape
 from importlib import resources
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import msgspec
 import trio
@@ -44,8 +44,9 @@ from starlette.routing import Route
 from arena.metrics import METRICS
 from arena.spectate import Subscriber
 
-if TYPE_CHECKING:
-    from arena.contest import Contest
+Contest = Any
+"""An :class:`arena.contest.Contest` (not imported: the contest starts this module's server, and
+importing it back would make a cycle)."""
 
 LEADERBOARD_CHANGED = b'{"type":"leaderboard"}\n'
 
