@@ -34,7 +34,6 @@ import logging
 import os
 import random
 import signal
-import tomllib
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -115,16 +114,9 @@ def load_config(path: str | Path) -> ContestConfig:
     key (:mod:`arena.strict`)."""
     from arena.errors import UserError
     from arena.games import validate_rules
-    from arena.strict import convert_strict
+    from arena.strict import convert_strict, read_toml
 
-    try:
-        raw = tomllib.loads(Path(path).read_text())
-    except FileNotFoundError:
-        raise UserError(f"{path}: no such contest file") from None
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise UserError(f"{path}: {exc}") from None
-    except RecursionError:  # tomllib recurses into nested arrays and tables
-        raise UserError(f"{path}: arrays or tables nested too deep") from None
+    raw = read_toml(path, "no such contest file")
     if isinstance(raw.get("server"), dict):
         raw["server"].setdefault("port", 7000)  # the documented default, also with a [server] table
     cfg = convert_strict(raw, ContestConfig, str(path))

@@ -56,7 +56,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tomllib
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -232,17 +231,10 @@ def load_manifest(path: str | Path) -> Manifest:
     naming the file if it is missing or invalid, or has a key a manifest does not have (with
     the closest known key), or a ``name`` outside the rule of :mod:`arena.names`."""
     from arena.errors import UserError
-    from arena.strict import convert_strict
+    from arena.strict import convert_strict, read_toml
 
     path = Path(path)
-    try:
-        data = tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        raise UserError(f"{path}: no such bot manifest") from None
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise UserError(f"{path}: bad bot manifest: {exc}") from None
-    except RecursionError:  # tomllib recurses into nested arrays and tables
-        raise UserError(f"{path}: bad bot manifest: arrays or tables nested too deep") from None
+    data = read_toml(path, "no such bot manifest", "bad bot manifest: ")
     manifest = convert_strict(data, Manifest, f"{path}: bad bot manifest")
     if not manifest.command:
         raise UserError(f"{path}: bad bot manifest: empty command")

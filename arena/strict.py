@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import difflib
 import re
+import tomllib
+from pathlib import Path
 from typing import Any, TypeVar, Union, get_args, get_origin
 
 import msgspec
@@ -18,6 +20,20 @@ import msgspec
 from arena.errors import UserError
 
 T = TypeVar("T")
+
+
+def read_toml(path: str | Path, missing: str, bad: str = "") -> dict[str, Any]:
+    """The table of the TOML file ``path``. Raises :class:`UserError` naming the file: ``missing``
+    if it does not exist; ``bad`` followed by the reason if it cannot be read, is not UTF-8, is
+    not TOML, or nests arrays or tables too deep for the parser (``tomllib`` recurses)."""
+    try:
+        return tomllib.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise UserError(f"{path}: {missing}") from None
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise UserError(f"{path}: {bad}{exc}") from None
+    except RecursionError:
+        raise UserError(f"{path}: {bad}arrays or tables nested too deep") from None
 
 
 def _struct_of(tp: Any) -> type[msgspec.Struct] | None:
