@@ -61,9 +61,9 @@ test-slow: $(TESTS)
 bench: $(STAMP)
 	$(BIN)/arena bench
 
-## make study: the seeded simulation studies of the ladder and the SPRT (arena/studies.py)
+## make study: the seeded simulation studies of the ladder and the SPRT (arena/stats/studies.py)
 study: $(STAMP)
-	$(BIN)/python -m arena.studies
+	$(BIN)/python -m arena.stats.studies
 ## make twins: the memorising bot's twin study over 200 duplicate pairs (first- v second-half score,
 ## sandboxed as two copies, as one process, and with --trust-bots); a few minutes
 twins: $(TESTS)

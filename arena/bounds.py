@@ -83,7 +83,7 @@ def option_int(name: str) -> Callable[[str], int]:
     return int_in(*INT_BOUNDS[name])
 
 
-def check_contest_numbers(cfg) -> None:  # noqa: ANN001 - an arena.contest.ContestConfig (no import cycle)
+def check_contest_numbers(cfg) -> None:  # noqa: ANN001 - an arena.schedule.contest.ContestConfig (no import cycle)
     """``ValueError`` (one line naming the key) for the first number of a contest
     configuration outside its bounds: seeds and counts fit SQLite's integers, ports are ports,
     times are positive where they must be, durations finite."""

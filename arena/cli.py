@@ -24,14 +24,14 @@ from rich.text import Text
 
 from arena.bounds import MAX_ELO, float_in, int_in, option_int
 from arena.errors import INTERRUPTED, USAGE, Unavailable, UserError, find_user_error, interrupted
-from arena.formats import FORMATS
-from arena.formats.duplicate_deals import DEFAULT_DEALS
-from arena.launcher import load_manifest, sandbox_problem
+from arena.match.referee import MatchConfig
 from arena.names import check_name, escape, plain
-from arena.referee import MatchConfig
-from arena.store import Store
-from arena.tournament import TournamentConfig, TournamentReport, run_tournament
-from arena.wagers import MAX_DEPOSIT
+from arena.schedule.formats import FORMATS
+from arena.schedule.formats.duplicate_deals import DEFAULT_DEALS
+from arena.schedule.launcher import load_manifest, sandbox_problem
+from arena.schedule.tournament import TournamentConfig, TournamentReport, run_tournament
+from arena.store.sqlite import Store
+from arena.wagers.ledger import MAX_DEPOSIT
 from protocol.messages import Rules, TimeControl
 
 
@@ -258,9 +258,9 @@ def check_tournament(config: TournamentConfig, manifests: list) -> None:
     names, an unknown ``--hero``, too few bots for the format, rule options the game does not
     have, a bad time control, no working bwrap for the sandbox (the default; ``--trust-bots``
     opts out). Raises :class:`UserError`."""
-    from arena.clock import Clock
-    from arena.formats import make_format
     from arena.games import validate_rules
+    from arena.match.clock import Clock
+    from arena.schedule.formats import make_format
 
     names = [m.name for m in manifests]
     twice = sorted({n for n in names if names.count(n) > 1})
@@ -336,7 +336,7 @@ def cmd_tournament(args: argparse.Namespace) -> int:
     check_tournament(config, manifests)
     progress_lines = None
     if not console.is_terminal and not args.quiet:  # a log file: plain lines, not a redrawn bar
-        from arena.progress import PlainProgress
+        from arena.schedule.progress import PlainProgress
 
         progress_lines = PlainProgress(args.progress_every, 30.0, args.elo_every,
                                        out=lambda text: print(text, flush=True))
@@ -381,7 +381,7 @@ def cmd_tournament(args: argparse.Namespace) -> int:
 def cmd_sprt(args: argparse.Namespace) -> int:
     """``arena sprt``: play duplicate pairs until the GSPRT accepts H0 or H1; print the
     log-likelihood ratio after every pair."""
-    from arena.sprt import SPRT, SprtFormat
+    from arena.stats.sprt import SPRT, SprtFormat
 
     console = make_console()
     bot, vs = load_manifest(args.bot), load_manifest(args.vs)
@@ -415,7 +415,7 @@ def cmd_sprt(args: argparse.Namespace) -> int:
 
 def cmd_replay(args: argparse.Namespace) -> int:
     """``arena replay``: exit 0 if the log verifies, 1 (with the reason) if not."""
-    from arena.matchlog import ChainError, ReplayError, describe, public_view, verify_file
+    from arena.match.log import ChainError, ReplayError, describe, public_view, verify_file
 
     console = make_console()
     expected = None
@@ -470,7 +470,7 @@ def cmd_bots(args: argparse.Namespace) -> int:
 
 def print_bots(store: Store, game: str) -> None:
     """``arena bots list``: every registered bot with its kind, its state as the contest server
-    last published it (:mod:`arena.supervisor`: running, backoff, disabled, stopped; ``-`` if no
+    last published it (:mod:`arena.schedule.supervisor`: running, backoff, disabled, stopped; ``-`` if no
     server has published for 15 s), whether it is connected, its failures in a row, ladder Elo
     and games; then the last output lines of each bot that is failing."""
     import time
@@ -504,13 +504,13 @@ def print_bots(store: Store, game: str) -> None:
 
 def cmd_spectators(args: argparse.Namespace) -> int:
     """``arena spectators add | list``."""
-    from arena.contest import BettingDesk
-    from arena.spectate import SpectatorHub
+    from arena.net.spectate import SpectatorHub
+    from arena.wagers.desk import BettingDesk
 
     store = Store(args.db)
     desk = BettingDesk(store, SpectatorHub())
     if args.spectators_command == "add":
-        from arena.wagers import WagerError
+        from arena.wagers.ledger import WagerError
 
         try:
             check_name(args.name, "spectator")  # before anything is written
@@ -533,7 +533,7 @@ def cmd_spectators(args: argparse.Namespace) -> int:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     """``arena serve``: run until SIGTERM / Ctrl-C, then shut down cleanly."""
-    from arena.contest import Contest, load_config
+    from arena.schedule.contest import Contest, load_config
 
     console = make_console()
     config = load_config(args.config)
@@ -560,11 +560,11 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "tournament":
         return cmd_tournament(args)
     if args.command == "watch":
-        from arena.watch import main as watch_main
+        from arena.tools.watch import main as watch_main
 
         return watch_main(args.host, args.port, args.match, once=args.once, name=args.name)
     if args.command == "doctor":
-        from arena.doctor import main as doctor_main
+        from arena.tools.doctor import main as doctor_main
 
         return doctor_main(args.manifest, move_ms=args.move_ms, verbose=args.verbose, sandbox=args.sandbox,
                            game=args.game)
@@ -573,7 +573,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "sprt":
         return cmd_sprt(args)
     if args.command == "bench":
-        from arena.bench import main as bench_main
+        from arena.tools.bench import main as bench_main
 
         return bench_main(args)
     if args.command == "bots":

@@ -17,7 +17,7 @@ arena_connections                  gauge     role (bot / spectator)
 arena_spectators                   gauge     spectators subscribed to at least one match
 arena_scheduler_queue_depth        gauge     matches waiting to be played
 arena_bot_state                    gauge     bot, state (running/backoff/disabled/stopped): 1 for a launched bot's state
-arena_bot_failures                 gauge     bot: a launched bot's failures in a row (arena.supervisor)
+arena_bot_failures                 gauge     bot: a launched bot's failures in a row (arena.schedule.supervisor)
 arena_bot_connected                gauge     bot: 1 while connected
 arena_auth_checks_total            counter   verdict (ok / failed / rate_limited): token checks
 arena_connections_refused_total    counter   code (too_many_connections, server_full, idle_timeout, ...)

@@ -17,9 +17,9 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from arena.launcher import sandbox_available  # noqa: E402
-from arena.server import ArenaServer, ServerConfig  # noqa: E402
-from arena.store import Store  # noqa: E402
+from arena.net.server import ArenaServer, ServerConfig  # noqa: E402
+from arena.schedule.launcher import sandbox_available  # noqa: E402
+from arena.store.sqlite import Store  # noqa: E402
 
 TRUST_BOTS = not sandbox_available()
 """Tests that are not about isolation run their launched bots sandboxed where bwrap exists (CI

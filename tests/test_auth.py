@@ -1,4 +1,4 @@
-"""Authentication cannot be turned into a denial of service (arena/auth.py): bounded scrypt
+"""Authentication cannot be turned into a denial of service (arena/net/auth.py): bounded scrypt
 checks, failures rate limited per address and per name, verified tokens cached, and the
 policy seen from a real socket. Policy tests run on trio's MockClock, without sockets."""
 
@@ -10,9 +10,9 @@ import time
 import pytest
 import trio
 
-from arena.auth import Authenticator, AuthLimits, RateLimiter, TokenBucket
-from arena.server import ArenaServer, ServerConfig
-from arena.store import Store, hash_token
+from arena.net.auth import Authenticator, AuthLimits, RateLimiter, TokenBucket
+from arena.net.server import ArenaServer, ServerConfig
+from arena.store.sqlite import Store, hash_token
 from tests.conftest import Client, connect_bot
 
 

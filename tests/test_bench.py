@@ -10,7 +10,7 @@ import argparse
 
 import pytest
 
-from arena import bench
+from arena.tools import bench
 
 
 def test_engine_counts_whole_matches_and_is_reproducible() -> None:

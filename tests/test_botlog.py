@@ -1,10 +1,10 @@
-"""Retention of launched bots' output logs and their last lines (arena/botlog.py)."""
+"""Retention of launched bots' output logs and their last lines (arena/schedule/botlog.py)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from arena.botlog import rotate, tail
+from arena.schedule.botlog import rotate, tail
 
 
 def test_a_full_log_is_rotated_and_only_keep_old_ones_stay(tmp_path: Path) -> None:

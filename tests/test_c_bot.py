@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from arena.launcher import load_manifest, sandbox_available
-from arena.referee import MatchConfig
-from arena.store import Store
-from arena.tournament import TournamentConfig, run_tournament
+from arena.match.referee import MatchConfig
+from arena.schedule.launcher import load_manifest, sandbox_available
+from arena.schedule.tournament import TournamentConfig, run_tournament
+from arena.store.sqlite import Store
 from protocol.messages import Rules
 
 try:

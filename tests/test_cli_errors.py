@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from arena.contest import load_config
 from arena.errors import DATABASE, INTERRUPTED, UNAVAILABLE, USAGE, UserError
-from arena.store import SCHEMA, SCHEMA_VERSION, Store
+from arena.schedule.contest import load_config
+from arena.store.sqlite import SCHEMA, SCHEMA_VERSION, Store
 
 ROOT = Path(__file__).resolve().parent.parent
 BOTS = ROOT / "sample_bots"

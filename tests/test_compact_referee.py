@@ -14,11 +14,11 @@ from typing import Any
 import msgspec
 import trio
 
-from arena.matchlog import MatchLog
-from arena.referee import MatchConfig, Referee
-from arena.seat import LONG_LINE_BYTES, long_line_note
-from arena.server import ArenaServer, ServerConfig
-from arena.store import Store
+from arena.match.log import MatchLog
+from arena.match.referee import MatchConfig, Referee
+from arena.match.seat import LONG_LINE_BYTES, long_line_note
+from arena.net.server import ArenaServer, ServerConfig
+from arena.store.sqlite import Store
 from protocol.framing import LineReader
 from protocol.messages import Rules
 

@@ -14,9 +14,9 @@ import httpx
 import trio
 from prometheus_client.parser import text_string_to_metric_families
 
-from arena.contest import Contest, ContestConfig, load_config
-from arena.server import ServerConfig
-from arena.store import Store
+from arena.net.server import ServerConfig
+from arena.schedule.contest import Contest, ContestConfig, load_config
+from arena.store.sqlite import Store
 from tests.conftest import TRUST_BOTS, remote_random_bot
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -68,7 +68,7 @@ async def test_ladder_api_metrics_and_a_remote_bot(tmp_path):
     assert names == {"greedy", "random", "remote"}  # the remote bot got into the ladder
     assert sum(row["games"] for row in board) == 2 * 16
     assert board[0]["bot"] == "greedy"
-    # each bot's rating carries the half-width of its 95% interval (the ladder's fit, arena/ladder.py)
+    # each bot's rating carries the half-width of its 95% interval (the ladder's fit, arena/stats/ladder.py)
     assert all(0 < row["interval"] < 2000 and row["games"] > 0 and "elo" in row for row in board)
     assert page.status_code == 200 and "EventSource" in page.text
     families = list(text_string_to_metric_families(scrape))
@@ -123,8 +123,8 @@ async def test_gallery_wagers_over_tcp(tmp_path):
     """Two betting spectators stake on the first match (ecarte.md §E9.1): sides balanced by
     refunding the newest bet, the winner paid 2 x stake less 5%, money conserved, every bettor
     told; a watcher without a token cannot bet, a wrong token is refused."""
-    from arena.contest import BettingDesk
-    from arena.spectate import SpectatorHub
+    from arena.net.spectate import SpectatorHub
+    from arena.wagers.desk import BettingDesk
     from tests.conftest import Client
 
     store = Store(tmp_path / "arena.db")

@@ -17,10 +17,12 @@ from typing import Any
 import msgspec
 import pytest
 
-import arena.doctor as doctor
-import arena.doctor.session as doctor_session
+import arena.tools.doctor as doctor
+import arena.tools.doctor.session as doctor_session
 from arena.cards import PACK_32
-from arena.doctor import (
+from arena.games.ecarte import EcarteMatch
+from arena.schedule.launcher import sandbox_available
+from arena.tools.doctor import (
     DEALER_X,
     ELDER_X,
     FOLLOW,
@@ -36,8 +38,6 @@ from arena.doctor import (
     opponent_discard_count,
     run_doctor,
 )
-from arena.games.ecarte import EcarteMatch
-from arena.launcher import sandbox_available
 from protocol.messages import Rules
 
 ROOT = Path(__file__).resolve().parent.parent

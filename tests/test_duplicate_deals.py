@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from arena.deal_pairs import deal_points, fit_twin_deals, twin_score
-from arena.formats import make_format
 from arena.games import GAMES, validate_rules
-from arena.matchlog import ChainError, read_bytes
-from arena.store import Store
+from arena.match.log import ChainError, read_bytes
+from arena.schedule.formats import make_format
+from arena.stats.deal_pairs import deal_points, fit_twin_deals, twin_score
+from arena.store.sqlite import Store
 from protocol.messages import DealStart, DeckOrder, Rules
 
 ROOT = Path(__file__).resolve().parent.parent

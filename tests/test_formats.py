@@ -7,9 +7,9 @@ from collections import Counter
 
 import pytest
 
-from arena.formats import Auction, Pairing, make_format
-from arena.formats.chouette import BANKROLL, legal_bids
-from arena.formats.round_robin import schedule
+from arena.schedule.formats import Auction, Pairing, make_format
+from arena.schedule.formats.chouette import BANKROLL, legal_bids
+from arena.schedule.formats.round_robin import schedule
 
 BOTS = ["a", "b", "c", "d"]
 

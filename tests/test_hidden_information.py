@@ -16,8 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from arena.games.ecarte import EcarteMatch
-from arena.matchlog import MatchLog
-from arena.referee import MatchConfig, Referee
+from arena.match.log import MatchLog
+from arena.match.referee import MatchConfig, Referee
 from protocol.messages import Rules
 from tests.conftest import connect_bot, examples
 from tests.hidden import SeatKnowledge
@@ -101,7 +101,7 @@ async def test_tcp_streams_reveal_nothing_hidden(server):
 
 def _log_lines(seed: int, rules: Rules) -> list[dict]:
     """The log lines the referee would write for a random-policy match."""
-    from arena.matchlog import LogAction, LogEvent
+    from arena.match.log import LogAction, LogEvent
 
     engine = EcarteMatch(rules, random.Random(seed))
     policy = random.Random(seed + 1)
@@ -128,7 +128,7 @@ def _log_lines(seed: int, rules: Rules) -> list[dict]:
 @settings(max_examples=examples(500), deadline=None, derandomize=True)
 @given(seed=st.integers(0, 2**63 - 1), rules=RULES)
 def test_the_public_view_of_a_log_knows_no_more_than_either_seat(seed, rules):
-    from arena.matchlog import public_view
+    from arena.match.log import public_view
 
     public = public_view(_log_lines(seed, rules))
     assert "seed" not in public[0]

@@ -33,13 +33,13 @@ import pytest
 import trio
 import trio.testing
 
-import arena.store
-from arena.launcher import BotProcess, Manifest, launch, load_manifest
-from arena.matchlog import read_log
-from arena.referee import MatchConfig, MatchResult
-from arena.server import ArenaServer, ServerConfig
-from arena.store import MatchRow, Store
-from arena.tournament import TournamentConfig, play_match, run_tournament
+import arena.store.sqlite
+from arena.match.log import read_log
+from arena.match.referee import MatchConfig, MatchResult
+from arena.net.server import ArenaServer, ServerConfig
+from arena.schedule.launcher import BotProcess, Manifest, launch, load_manifest
+from arena.schedule.tournament import TournamentConfig, play_match, run_tournament
+from arena.store.sqlite import MatchRow, Store
 from protocol.messages import Goodbye, TimeControl
 from tests.conftest import Client
 
@@ -117,7 +117,7 @@ CLOSES = {"crash", "close", "nohello", "truncate", "huge", "flood_actions", "flo
 def cheap_token_hashes(monkeypatch: pytest.MonkeyPatch) -> None:
     """A token check costs about 0.1 s of scrypt on a small machine and every scenario makes
     ten (five registrations, five handshakes); tokens are not what these tests are about."""
-    monkeypatch.setitem(arena.store.SCRYPT, "n", 2**10)
+    monkeypatch.setitem(arena.store.sqlite.SCRYPT, "n", 2**10)
 
 
 
@@ -549,7 +549,7 @@ async def test_a_bot_crashing_in_every_match_of_a_tournament(tmp_path: Path, cap
 async def test_a_flood_of_blank_lines_does_not_starve_other_tasks() -> None:
     """Blank lines cost no error and no write, so the reader must still yield to the event
     loop while it skips them (here: 256 KiB of them arrive at once, 4 chunks of 64 Ki lines)."""
-    from arena.seat import Connection
+    from arena.match.seat import Connection
     from protocol.framing import LineReader
 
     ours, theirs = trio.testing.memory_stream_pair()

@@ -22,12 +22,12 @@ import pytest
 import trio
 
 from arena.cli import main
-from arena.formats import Pairing
-from arena.referee import MatchConfig
-from arena.server import ArenaServer, ServerConfig
-from arena.spectate import SpectatorHub
-from arena.tournament import play_match
-from arena.wagers import MAX_BALANCE, MAX_DEPOSIT, BadAmount, Ledger
+from arena.match.referee import MatchConfig
+from arena.net.server import ArenaServer, ServerConfig
+from arena.net.spectate import SpectatorHub
+from arena.schedule.formats import Pairing
+from arena.schedule.tournament import play_match
+from arena.wagers.ledger import MAX_BALANCE, MAX_DEPOSIT, BadAmount, Ledger
 from protocol.framing import MAX_DEPTH, ProtocolError, decode_client, decode_server
 from tests.conftest import Client, connect_bot
 
@@ -217,7 +217,7 @@ def chained(bodies: list[bytes]) -> bytes:
     """A file with a valid hash chain (the chain is no signature: anyone can make one)."""
     import hashlib
 
-    from arena.matchlog import GENESIS
+    from arena.match.log import GENESIS
 
     prev, out = GENESIS, []
     for body in bodies:

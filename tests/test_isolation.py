@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 import trio
 
-from arena.copies import Halves
-from arena.formats import Pairing
-from arena.launcher import (
+from arena.schedule.copies import Halves
+from arena.schedule.formats import Pairing
+from arena.schedule.launcher import (
     Limits,
     Manifest,
     SandboxError,
@@ -25,8 +25,8 @@ from arena.launcher import (
     load_manifest,
     sandbox_command,
 )
-from arena.store import Store
-from arena.tournament import TournamentConfig, run_tournament
+from arena.schedule.tournament import TournamentConfig, run_tournament
+from arena.store.sqlite import Store
 from tests.conftest import needs_bwrap
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -1,6 +1,6 @@
-"""The persistent ladder (arena/ladder.py): the maximum-likelihood fit over all results,
+"""The persistent ladder (arena/stats/ladder.py): the maximum-likelihood fit over all results,
 refitted after each one. Seeded simulations pin its targets against the incremental Elo it
-replaced (arena/studies.py): a newcomer places fast, the order of results does not matter,
+replaced (arena/stats/studies.py): a newcomer places fast, the order of results does not matter,
 the error shrinks as games grow; and the store keeps the ladder with its intervals."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ from __future__ import annotations
 import random
 import statistics
 
-from arena.formats import Pairing
-from arena.ladder import ladder_units, refit
-from arena.referee import MatchResult
-from arena.store import Store
-from arena.studies import Fitted, Incremental, error_curve, order_dependence, placement_games
+from arena.match.referee import MatchResult
+from arena.schedule.formats import Pairing
+from arena.stats.ladder import ladder_units, refit
+from arena.stats.studies import Fitted, Incremental, error_curve, order_dependence, placement_games
+from arena.store.sqlite import Store
 
 
 def test_a_newcomer_200_above_the_field_places_within_50_elo_in_10_games_median():
@@ -84,7 +84,7 @@ def test_the_store_refits_after_each_result_and_the_order_does_not_matter():
 def test_rating_pairing_pairs_the_bots_closest_on_the_fitted_ladder(tmp_path):
     import trio
 
-    from arena.contest import Contest, ContestConfig
+    from arena.schedule.contest import Contest, ContestConfig
 
     store = Store(":memory:")
     results = [("a", "b", 0)] * 6 + [("b", "c", 0), ("c", "b", 0)] * 3 + [("c", "d", 0)] * 6

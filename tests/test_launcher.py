@@ -14,9 +14,9 @@ import pytest
 import trio
 import trio.testing
 
-from arena.launcher import Limits, launch, load_manifest
-from arena.store import Store
-from arena.tournament import TournamentConfig, run_tournament
+from arena.schedule.launcher import Limits, launch, load_manifest
+from arena.schedule.tournament import TournamentConfig, run_tournament
+from arena.store.sqlite import Store
 from tests.conftest import needs_bwrap
 
 ROOT = Path(__file__).resolve().parent.parent

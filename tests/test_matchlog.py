@@ -7,8 +7,8 @@ import copy
 
 import pytest
 
-from arena.matchlog import ReplayError, read_log, replay
-from arena.referee import MatchConfig
+from arena.match.log import ReplayError, read_log, replay
+from arena.match.referee import MatchConfig
 from protocol.messages import TimeControl
 from tests.test_referee import _run
 
@@ -53,7 +53,7 @@ async def test_hash_chain_detects_edits_insertions_deletions_and_rewritten_chain
     import subprocess
     import sys
 
-    from arena.matchlog import GENESIS, ChainError, read_bytes, verify_chain
+    from arena.match.log import GENESIS, ChainError, read_bytes, verify_chain
 
     a, b, res, row = await _run(server, store, tmp_path, MatchConfig(), seed=4)
     path = row["log_path"]
@@ -95,7 +95,7 @@ async def test_logs_are_gzip_smaller_deterministic_and_read_back_whole(server, s
     bytes, the same bytes when written again, and read back (also cut short) as the lines."""
     import gzip
 
-    from arena.matchlog import MatchLog, read_bytes, verify_chain
+    from arena.match.log import MatchLog, read_bytes, verify_chain
 
     a, b, res, row = await _run(server, store, tmp_path, MatchConfig(), seed=21)
     path = row["log_path"]
@@ -115,7 +115,7 @@ async def test_logs_are_gzip_smaller_deterministic_and_read_back_whole(server, s
 
 
 def read_bytes_of(path, data: bytes) -> bytes:
-    from arena.matchlog import read_bytes
+    from arena.match.log import read_bytes
 
     path.write_bytes(data)
     return read_bytes(path)
@@ -129,10 +129,10 @@ def test_a_match_never_started_has_a_log_that_verifies(tmp_path):
 
     import trio
 
-    from arena.formats import Pairing
-    from arena.server import ArenaServer, ServerConfig
-    from arena.store import Store
-    from arena.tournament import play_match
+    from arena.net.server import ArenaServer, ServerConfig
+    from arena.schedule.formats import Pairing
+    from arena.schedule.tournament import play_match
+    from arena.store.sqlite import Store
 
     store = Store(tmp_path / "a.db")
     tid = store.create_tournament("ecarte", "round-robin", 1, {}, ["x", "y"], [Pairing(0, "x", "y", 5)])

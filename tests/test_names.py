@@ -30,11 +30,11 @@ from rich.console import Console
 
 from arena.cli import main
 from arena.names import MAX_NAME, BadName, check_name, is_valid_name
-from arena.server import ArenaServer, ServerConfig
-from arena.spectate import SpectatorHub
-from arena.store import Store
-from arena.wagers import BookRecord, LedgerRecord
-from arena.watch import WatchState
+from arena.net.server import ArenaServer, ServerConfig
+from arena.net.spectate import SpectatorHub
+from arena.store.sqlite import Store
+from arena.tools.watch import WatchState
+from arena.wagers.ledger import BookRecord, LedgerRecord
 from tests.conftest import Client
 
 ROOT = Path(__file__).resolve().parent.parent

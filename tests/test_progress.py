@@ -1,4 +1,4 @@
-"""Plain progress lines when stdout is not a terminal (arena/progress.py), cutechess-cli style."""
+"""Plain progress lines when stdout is not a terminal (arena/schedule/progress.py), cutechess-cli style."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from arena.progress import PlainProgress
+from arena.schedule.progress import PlainProgress
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -33,16 +33,17 @@ DOC = ROOT / "docs" / "protocol.md"
 SCHEMA_FILE = ROOT / "docs" / "protocol.schema.json"
 ERROR_SOURCES = [
     "protocol/framing.py",
-    "arena/seat.py",
-    "arena/server.py",
-    "arena/referee.py",
+    "arena/match/seat.py",
+    "arena/net/server.py",
+    "arena/match/referee.py",
     "arena/games/base.py",
-    "arena/tournament.py",  # a chouette bid that is not in legal
-    "arena/spectate.py",
-    "arena/contest.py",
-    "arena/wagers.py",  # WagerError subclasses: their code goes into a bettor's error
+    "arena/schedule/tournament.py",  # a chouette bid that is not in legal
+    "arena/net/spectate.py",
+    "arena/schedule/contest.py",
+    "arena/wagers/ledger.py",  # WagerError subclasses: their code goes into a bettor's error
 ]
-REASON_SOURCES = ["arena/seat.py", "arena/referee.py", "arena/tournament.py", "arena/contest.py"]
+REASON_SOURCES = ["arena/match/seat.py", "arena/match/referee.py", "arena/schedule/tournament.py",
+                  "arena/schedule/contest.py"]
 
 ERROR_CODE_PATTERNS = [
     re.compile(r'ProtocolError\(\s*"([a-z_]+)"'),

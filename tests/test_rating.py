@@ -10,7 +10,7 @@ import statistics
 
 import pytest
 
-from arena.rating import ANCHOR, elo_update, expected_score, fit, fit_pairs, fit_ratings, fit_units
+from arena.stats.rating import ANCHOR, elo_update, expected_score, fit, fit_pairs, fit_ratings, fit_units
 
 TRUE = {"a": 1700.0, "b": 1550.0, "c": 1450.0, "d": 1300.0}
 

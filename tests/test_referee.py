@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import trio
 
-from arena.formats.round_robin import schedule
-from arena.matchlog import MatchLog, read_log
-from arena.referee import MatchConfig, Referee
-from arena.tournament import play_match
+from arena.match.log import MatchLog, read_log
+from arena.match.referee import MatchConfig, Referee
+from arena.schedule.formats.round_robin import schedule
+from arena.schedule.tournament import play_match
 from protocol.messages import TimeControl
 from tests.conftest import Client, connect_bot
 

@@ -94,7 +94,7 @@ async def test_a_bad_client_never_stops_the_server(server):
 
 
 async def test_connections_per_address_are_capped(store, nursery):
-    from arena.server import ArenaServer, ServerConfig
+    from arena.net.server import ArenaServer, ServerConfig
 
     srv = ArenaServer(store, ServerConfig(max_conns_per_addr=3, bot_reserve=0, handshake_timeout_s=5))
     await nursery.start(srv.serve)
@@ -115,8 +115,8 @@ async def test_a_bot_cannot_answer_another_seats_request(server, store, tmp_path
     """Request ids belong to a connection: whatever id alice sends, it is matched against her
     own pending request only. Answering while bob is to act is charged to alice
     (``not_your_turn``) and never applied to bob's decision."""
-    from arena.matchlog import MatchLog, read_log
-    from arena.referee import MatchConfig, Referee
+    from arena.match.log import MatchLog, read_log
+    from arena.match.referee import MatchConfig, Referee
 
     a = await connect_bot(server, "alice")
     b = await connect_bot(server, "bob")
@@ -167,7 +167,7 @@ def test_cli_bots_add_prints_a_token_once_and_stores_only_its_hash(tmp_path):
                          capture_output=True, text=True, check=True)
     token = out.stdout.strip().splitlines()[-1]
     assert len(token) >= 24
-    from arena.store import Store
+    from arena.store.sqlite import Store
 
     assert Store(db).check_token("zed", token)
     raw = sqlite3.connect(db).execute("SELECT * FROM bots").fetchall()

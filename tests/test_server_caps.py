@@ -1,4 +1,4 @@
-"""Nothing an anonymous client does can stop the server (arena/server.py): a global connection
+"""Nothing an anonymous client does can stop the server (arena/net/server.py): a global connection
 cap, the bots' reserve, the spectator cap and idle timeout, launched bots attached in-process,
 and a flood of idle spectators over real sockets while a match is played."""
 
@@ -8,10 +8,10 @@ import resource
 
 import trio
 
-from arena.matchlog import MatchLog, read_log
-from arena.referee import MatchConfig, Referee
-from arena.server import ArenaServer, ServerConfig, raise_fd_limit
-from arena.spectate import SpectatorHub
+from arena.match.log import MatchLog, read_log
+from arena.match.referee import MatchConfig, Referee
+from arena.net.server import ArenaServer, ServerConfig, raise_fd_limit
+from arena.net.spectate import SpectatorHub
 from tests.conftest import Client, connect_bot
 
 
@@ -185,7 +185,7 @@ async def test_a_thousand_idle_spectators_neither_exhaust_fds_nor_stop_a_match(s
 async def test_the_web_feed_shares_the_spectator_cap_and_status_shows_the_caps(tmp_path):
     import httpx
 
-    from arena.contest import Contest, ContestConfig
+    from arena.schedule.contest import Contest, ContestConfig
 
     cfg = ContestConfig(db=str(tmp_path / "arena.db"), logs=str(tmp_path / "logs"), http_port=0, seed=1,
                         server=ServerConfig(port=0, max_spectators=1))

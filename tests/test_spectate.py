@@ -9,11 +9,11 @@ import time
 import pytest
 import trio
 
-from arena.formats import Pairing
-from arena.referee import MatchConfig
-from arena.server import ArenaServer, ServerConfig
-from arena.spectate import SpectatorHub
-from arena.tournament import play_match
+from arena.match.referee import MatchConfig
+from arena.net.server import ArenaServer, ServerConfig
+from arena.net.spectate import SpectatorHub
+from arena.schedule.formats import Pairing
+from arena.schedule.tournament import play_match
 from tests.conftest import Client, connect_bot
 from tests.hidden import SeatKnowledge
 

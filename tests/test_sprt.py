@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from arena.sprt import SPRT, elo_from_score, expected_score, llr, mle_distribution, profile_loglik
+from arena.stats.sprt import SPRT, elo_from_score, expected_score, llr, mle_distribution, profile_loglik
 
 
 def test_llr_is_zero_without_data():
@@ -196,7 +196,7 @@ def test_duplicate_pairs_with_shared_luck_decide_sooner():
 
 def test_overshoot_correction_moves_the_bounds_inward_by_the_ladder_height_estimate():
     """fishtest's correction: each new LLR record adds a ladder height ``h``; the upper bound
-    comes down by sum(h^2) / (2 sum h), the lower one up likewise (arena/sprt.py)."""
+    comes down by sum(h^2) / (2 sum h), the lower one up likewise (arena/stats/sprt.py)."""
     t = SPRT(0, 60, outcomes=(0, 1, 2))
     plain = SPRT(0, 60, outcomes=(0, 1, 2), overshoot=False)
     path = [0.0]
@@ -216,9 +216,9 @@ def test_overshoot_correction_moves_the_bounds_inward_by_the_ladder_height_estim
 
 @pytest.mark.parametrize("true_elo, wrong", [(0, "H1"), (60, "H0")])
 def test_overshoot_correction_keeps_the_error_rates_with_fewer_pairs(true_elo, wrong):
-    """On the same LLR paths (arena/studies.py), the corrected test stops no later than Wald's
+    """On the same LLR paths (arena/stats/studies.py), the corrected test stops no later than Wald's
     and needs fewer pairs on average, its error rate still about the nominal 5%."""
-    from arena.studies import sprt_runs, sprt_summary
+    from arena.stats.studies import sprt_runs, sprt_summary
 
     runs = sprt_runs(true_elo, 100, seed=11 + true_elo)
     err_c, pairs_c, err_w, pairs_w = sprt_summary(runs, wrong)

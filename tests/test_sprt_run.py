@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from arena.sprt import SPRT, SprtFormat
+from arena.stats.sprt import SPRT, SprtFormat
 from tests.conftest import TRUST_ARGS
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -1,4 +1,4 @@
-"""A full disk or a read-only path never stops the server (arena/storage_health.py): the match
+"""A full disk or a read-only path never stops the server (arena/store/health.py): the match
 concerned is aborted, scheduling pauses and resumes by itself, and no result is dropped.
 
 Real faults where the machine allows: as root, a tiny tmpfs is mounted for the logs and the
@@ -16,14 +16,14 @@ from pathlib import Path
 import pytest
 import trio
 
-import arena.matchlog
-from arena.contest import Contest, ContestConfig
-from arena.matchlog import MatchLog
+import arena.match.log
+from arena.match.log import MatchLog
+from arena.match.referee import MatchConfig, Referee
 from arena.metrics import METRICS
-from arena.referee import MatchConfig, Referee
-from arena.server import ServerConfig
-from arena.storage_health import StorageHealth
-from arena.store import Store
+from arena.net.server import ServerConfig
+from arena.schedule.contest import Contest, ContestConfig
+from arena.store.health import StorageHealth
+from arena.store.sqlite import Store
 from tests.conftest import connect_bot
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -49,7 +49,7 @@ class FullDisk:
 
 
 def test_match_log_keeps_its_storage_error_instead_of_raising(tmp_path, monkeypatch):
-    monkeypatch.setattr(arena.matchlog, "open", lambda path, mode: FullDisk(300), raising=False)
+    monkeypatch.setattr(arena.match.log, "open", lambda path, mode: FullDisk(300), raising=False)
     log = MatchLog(tmp_path / "m.jsonl")
     for i in range(20):
         log.write({"type": "incident", "seat": 0, "code": "x", "detail": str(i)})
@@ -64,7 +64,7 @@ def test_match_log_keeps_its_storage_error_instead_of_raising(tmp_path, monkeypa
 
 async def test_a_match_whose_log_fills_the_disk_is_aborted_with_the_error(server, store, tmp_path, monkeypatch):
     alice, bob = await connect_bot(server, "alice"), await connect_bot(server, "bob")
-    monkeypatch.setattr(arena.matchlog, "open", lambda path, mode: FullDisk(4000), raising=False)
+    monkeypatch.setattr(arena.match.log, "open", lambda path, mode: FullDisk(4000), raising=False)
     async with trio.open_nursery() as nursery:
         nursery.start_soon(alice.play)
         nursery.start_soon(bob.play)
@@ -261,11 +261,11 @@ async def test_a_result_the_database_refuses_is_retried_until_committed(tmp_path
 
 
 async def test_an_unexpected_error_in_one_match_ends_that_match_only(tmp_path, monkeypatch):
-    import arena.contest
+    import arena.schedule.contest
 
     store = Store(tmp_path / "arena.db")
     contest = _contest(tmp_path, store)
-    real = arena.contest.play_match
+    real = arena.schedule.contest.play_match
     calls = {"n": 0}
 
     async def flaky(*args, **kw):
@@ -274,7 +274,7 @@ async def test_an_unexpected_error_in_one_match_ends_that_match_only(tmp_path, m
             raise RuntimeError("a bug")
         return await real(*args, **kw)
 
-    monkeypatch.setattr(arena.contest, "play_match", flaky)
+    monkeypatch.setattr(arena.schedule.contest, "play_match", flaky)
     db = tmp_path / "arena.db"
     async with trio.open_nursery() as nursery:
         await nursery.start(contest.run)

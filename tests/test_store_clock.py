@@ -6,9 +6,9 @@ import sqlite3
 
 import pytest
 
-from arena.clock import Clock
-from arena.referee import MatchConfig, MatchResult
-from arena.store import Store
+from arena.match.clock import Clock
+from arena.match.referee import MatchConfig, MatchResult
+from arena.store.sqlite import Store
 from protocol.messages import TimeControl
 
 

@@ -1,5 +1,5 @@
 """Launched bots that keep failing: exponential, capped back-off, then disabled; their state and
-last output in ``arena bots list``, /api/leaderboard and /metrics (arena/supervisor.py)."""
+last output in ``arena bots list``, /api/leaderboard and /metrics (arena/schedule/supervisor.py)."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 import trio
 
-from arena.contest import Contest, ContestConfig
-from arena.server import ServerConfig
-from arena.store import Store
-from arena.supervisor import CAP_S, MAX_FAILURES, Supervisor
+from arena.net.server import ServerConfig
+from arena.schedule.contest import Contest, ContestConfig
+from arena.schedule.supervisor import CAP_S, MAX_FAILURES, Supervisor
+from arena.store.sqlite import Store
 
 ROOT = Path(__file__).resolve().parent.parent
 

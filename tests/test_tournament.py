@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 import trio
 
-from arena.launcher import load_manifest
-from arena.store import Store
-from arena.tournament import TournamentConfig, run_tournament
+from arena.schedule.launcher import load_manifest
+from arena.schedule.tournament import TournamentConfig, run_tournament
+from arena.store.sqlite import Store
 from tests.conftest import TRUST_ARGS, TRUST_BOTS
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -4,7 +4,7 @@ tests/bots/memoriser.py stores every hand it is dealt, in memory and in every fi
 write, and when it recognises a pack in a second half it plays knowing the opponent's hand;
 every guess it makes is checked here against the match logs. With the arena's defaults (each
 bot sandboxed, as two copies: copy 0 plays first halves, copy 1 second halves,
-:mod:`arena.copies`) no guess is ever right, and its second-half score equals its first-half
+:mod:`arena.schedule.copies`) no guess is ever right, and its second-half score equals its first-half
 score within noise. As one process (``copies=1``) its guesses are right and it wins far more
 second halves: the test can fail. The study is seeded, so its numbers are the same on every
 run; ``python tests/test_twins.py PAIRS`` (``make twins``) runs a larger one, adding the
@@ -25,14 +25,14 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-import arena.contest  # noqa: E402
-from arena.contest import Contest, ContestConfig  # noqa: E402
-from arena.launcher import load_manifest, sandbox_available  # noqa: E402
-from arena.matchlog import read_log  # noqa: E402
-from arena.referee import MatchConfig  # noqa: E402
-from arena.server import ServerConfig  # noqa: E402
-from arena.store import Store  # noqa: E402
-from arena.tournament import TournamentConfig, run_tournament  # noqa: E402
+import arena.schedule.contest  # noqa: E402
+from arena.match.log import read_log  # noqa: E402
+from arena.match.referee import MatchConfig  # noqa: E402
+from arena.net.server import ServerConfig  # noqa: E402
+from arena.schedule.contest import Contest, ContestConfig  # noqa: E402
+from arena.schedule.launcher import load_manifest, sandbox_available  # noqa: E402
+from arena.schedule.tournament import TournamentConfig, run_tournament  # noqa: E402
+from arena.store.sqlite import Store  # noqa: E402
 from protocol.messages import Rules  # noqa: E402
 from tests.conftest import TRUST_BOTS, needs_bwrap, remote_random_bot  # noqa: E402
 
@@ -152,13 +152,13 @@ async def contest_units(tmp_path: Path, monkeypatch, duplicate_remote: bool) -> 
     """Run a contest of two submitted bots and one remote bot for 12 matches; return each
     match as (bot0, bot1, seed, pair key, copies) in order."""
     played: list[tuple] = []
-    real = arena.contest.play_match
+    real = arena.schedule.contest.play_match
 
     async def spy(store, server, row, *args, copies=(0, 0), **kw):
         played.append((row.bot0, row.bot1, row.seed, kw.get("pair"), copies))
         return await real(store, server, row, *args, copies=copies, **kw)
 
-    monkeypatch.setattr(arena.contest, "play_match", spy)
+    monkeypatch.setattr(arena.schedule.contest, "play_match", spy)
     store = Store(tmp_path / "arena.db")
     store.submit_bot("greedy", str(ROOT / "sample_bots" / "greedy.toml"))
     store.submit_bot("random", str(ROOT / "sample_bots" / "random.toml"))

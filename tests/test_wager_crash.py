@@ -25,10 +25,10 @@ import msgspec
 import pytest
 import trio
 
-from arena.contest import BettingDesk
-from arena.spectate import SpectatorHub
-from arena.store import Store
-from arena.wagers import LedgerRecord
+from arena.net.spectate import SpectatorHub
+from arena.store.sqlite import Store
+from arena.wagers.desk import BettingDesk
+from arena.wagers.ledger import LedgerRecord
 from tests.conftest import Client
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -181,10 +181,10 @@ async def test_a_result_committed_just_before_a_crash_is_paid_and_the_unfinished
     transaction: a crash between them must not leave the ledger disagreeing with the result.
     At restart the book of a match recorded ``done`` is paid by that result, and the book of a
     match left ``pending`` is voided in the same commit that marks the match ``aborted``."""
-    from arena.contest import Contest, ContestConfig
-    from arena.formats import Pairing
-    from arena.referee import MatchResult
-    from arena.server import ServerConfig
+    from arena.match.referee import MatchResult
+    from arena.net.server import ServerConfig
+    from arena.schedule.contest import Contest, ContestConfig
+    from arena.schedule.formats import Pairing
 
     store = Store(tmp_path / "arena.db")
     tid = store.create_tournament("ecarte", "ladder", 1, {}, [], [])
@@ -238,8 +238,8 @@ def test_a_deposit_from_another_process_is_never_overwritten_by_the_server(tmp_p
 async def test_a_clean_shutdown_during_a_betting_window_returns_the_stakes_at_once(tmp_path: Path):
     """SIGTERM (here :meth:`Contest.stop`) while betting is open: the book is settled as void
     before the server exits, not left holding the stakes until the next start."""
-    from arena.contest import Contest, ContestConfig
-    from arena.server import ServerConfig
+    from arena.net.server import ServerConfig
+    from arena.schedule.contest import Contest, ContestConfig
     from tests.conftest import connect_bot
 
     store = Store(tmp_path / "arena.db")

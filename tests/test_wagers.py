@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from arena.wagers import (
+from arena.wagers.ledger import (
     MIN_STAKE,
     VOID_REASONS,
     AlreadySettled,

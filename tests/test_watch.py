@@ -1,6 +1,6 @@
 """``arena watch``: the spectator's terminal view.
 
-* :class:`arena.watch.WatchState` on scripted feeds (Écarté and Piquet): what is shown, who is
+* :class:`arena.tools.watch.WatchState` on scripted feeds (Écarté and Piquet): what is shown, who is
   to act and for how long, the switch to the next match, and above all that no card appears
   before the feed has made it public;
 * one run against a real contest: ``main(..., once=True)`` in a subprocess prints a finished
@@ -21,11 +21,11 @@ import msgspec
 import trio
 from rich.console import Console
 
-from arena.contest import Contest, ContestConfig
 from arena.metrics import METRICS
-from arena.server import ServerConfig
-from arena.store import Store
-from arena.watch import WatchState
+from arena.net.server import ServerConfig
+from arena.schedule.contest import Contest, ContestConfig
+from arena.store.sqlite import Store
+from arena.tools.watch import WatchState
 from tests.conftest import TRUST_BOTS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -342,7 +342,7 @@ async def test_watch_once_against_a_running_contest(tmp_path):
     cfg = ContestConfig(db=str(tmp_path / "arena.db"), logs=str(tmp_path / "logs"), http_port=0,
                         server=ServerConfig(port=0), seed=11, duplicate=False, trust_bots=TRUST_BOTS)
     contest = Contest(cfg, store)
-    code = ("import sys; from arena.watch import main; "
+    code = ("import sys; from arena.tools.watch import main; "
             "sys.exit(main('127.0.0.1', int(sys.argv[1]), None, once=True, name='ci-watcher'))")
     async with trio.open_nursery() as nursery:
         port, _http = await nursery.start(contest.run)

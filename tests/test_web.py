@@ -28,9 +28,9 @@ import httpx
 import pytest
 import trio
 
-from arena.contest import Contest, ContestConfig
-from arena.server import ServerConfig
-from arena.store import Store
+from arena.net.server import ServerConfig
+from arena.schedule.contest import Contest, ContestConfig
+from arena.store.sqlite import Store
 from protocol.messages import TimeControl
 from tests.conftest import TRUST_BOTS
 

@@ -1,4 +1,4 @@
-"""The web page's history (arena/history.py, arena/web.py, arena/static/index.html): a spectator
+"""The web page's history (arena/net/history.py, arena/net/web.py, arena/static/index.html): a spectator
 who arrives after the matches sees them, replays any one at its own URL in the table view, with
 hidden cards only as at the end of each deal, follows a bot from the leaderboard, sees that the
 contest is over; and the page fits a 420 px wide screen. In headless Chromium (as test_web.py),
@@ -16,12 +16,12 @@ from typing import Any
 import pytest
 import trio
 
-from arena.contest import Contest, ContestConfig
-from arena.formats import Pairing
-from arena.history import NotReplayable, feed_from_log, finished_matches, replay_feed
-from arena.matchlog import read_bytes, read_log
-from arena.server import ServerConfig
-from arena.store import Store
+from arena.match.log import read_bytes, read_log
+from arena.net.history import NotReplayable, feed_from_log, finished_matches, replay_feed
+from arena.net.server import ServerConfig
+from arena.schedule.contest import Contest, ContestConfig
+from arena.schedule.formats import Pairing
+from arena.store.sqlite import Store
 from protocol.messages import TimeControl
 from tests.test_web import CHROMIUM, ROOT, cards_in, sync_api
 
@@ -126,14 +126,14 @@ def drive(base: str, ids: list[str], bots: list[str]) -> dict[str, Any]:
 
 
 async def test_history_replay_urls_and_narrow_screens(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import arena.web
+    import arena.net.web
 
-    plain_board = arena.web.leaderboard
+    plain_board = arena.net.web.leaderboard
 
     def with_intervals(contest: Contest) -> list[dict[str, Any]]:  # what /api/leaderboard gives with i14's fit
         return [{**row, "interval": 47.6 + row["rank"]} for row in plain_board(contest)]
 
-    monkeypatch.setattr(arena.web, "leaderboard", with_intervals)
+    monkeypatch.setattr(arena.net.web, "leaderboard", with_intervals)
     db = tmp_path / "arena.db"
     store = Store(db)
     config = ContestConfig(db=str(db), logs=str(tmp_path / "logs"), http_port=0, server=ServerConfig(port=0),
@@ -227,7 +227,7 @@ def test_a_replay_is_the_live_feed_of_its_log() -> None:
     keep every hidden card out of the public events."""
     import gzip
 
-    from arena.matchlog import MatchLog
+    from arena.match.log import MatchLog
     from protocol.messages import CardPlayed, DealEnd, DealStart, HandDealt
 
     raw_path = Path("/tmp") / f"arena-replay-{time.monotonic_ns()}.jsonl.gz"

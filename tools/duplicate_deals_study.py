@@ -7,7 +7,7 @@ Plays, over real TCP with the four quick sample bots (random, greedy, highcard, 
 1. today's duplicate pairs: a round-robin of ``--games`` matches per pair of bots, each match
    to the target (5 points), rated on the match;
 2. duplicate deals: a round-robin of pairs of ``--deals``-deal matches with as many deals in
-   all as (1) played, rated on twin deals (arena/deal_pairs.py).
+   all as (1) played, rated on twin deals (arena/stats/deal_pairs.py).
 
 The two fits are on different Elo scales (a match against a twin deal), so an interval's width
 alone does not compare them. The script prints, for each: the mean ±95% half-width, that width
@@ -30,10 +30,10 @@ import trio
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from arena.launcher import load_manifest  # noqa: E402
-from arena.referee import MatchConfig  # noqa: E402
-from arena.store import Store  # noqa: E402
-from arena.tournament import TournamentConfig, run_tournament  # noqa: E402
+from arena.match.referee import MatchConfig  # noqa: E402
+from arena.schedule.launcher import load_manifest  # noqa: E402
+from arena.schedule.tournament import TournamentConfig, run_tournament  # noqa: E402
+from arena.store.sqlite import Store  # noqa: E402
 from protocol.messages import Rules  # noqa: E402
 
 QUICK = ("random", "greedy", "highcard", "cautious")

@@ -6,7 +6,7 @@ Usage::
     python tools/transcript.py --seed 17 --seat 1 --all
     python tools/transcript.py --game piquet --all --abridge 12
 
-The arena server (:class:`arena.server.ArenaServer`) listens on 127.0.0.1 with an in-memory
+The arena server (:class:`arena.net.server.ArenaServer`) listens on 127.0.0.1 with an in-memory
 store where two bots are registered. Two small trio clients connect, say ``hello``, and answer
 every ``request`` with a fixed policy. In Écarté:
 
@@ -27,8 +27,8 @@ In Piquet (``--game piquet``):
 * ``expose``: expose;
 * ``play``: the first legal card.
 
-One match is refereed as a tournament would (:class:`arena.referee.Referee`, default
-:class:`arena.referee.MatchConfig` for the game), then each bot is sent ``goodbye`` as at the
+One match is refereed as a tournament would (:class:`arena.match.referee.Referee`, default
+:class:`arena.match.referee.MatchConfig` for the game), then each bot is sent ``goodbye`` as at the
 end of a tournament. Each printed line is ``C: `` (sent by the client) or ``S: `` (received from
 the server) followed by the exact JSON line. With ``--abridge K``, a ``request`` whose ``legal``
 list holds more than K + 1 entries is printed with only its first K entries and its last one
@@ -62,10 +62,10 @@ if str(ROOT) not in sys.path:
 from arena.games import GAMES  # noqa: E402
 from arena.games.ecarte import RANK  # noqa: E402
 from arena.games.piquet import RANK as PIQUET_RANK  # noqa: E402
-from arena.matchlog import MatchLog  # noqa: E402
-from arena.referee import MatchConfig, Referee  # noqa: E402
-from arena.server import ArenaServer, ServerConfig  # noqa: E402
-from arena.store import Store  # noqa: E402
+from arena.match.log import MatchLog  # noqa: E402
+from arena.match.referee import MatchConfig, Referee  # noqa: E402
+from arena.net.server import ArenaServer, ServerConfig  # noqa: E402
+from arena.store.sqlite import Store  # noqa: E402
 from protocol.framing import LineReader  # noqa: E402
 from protocol.messages import (  # noqa: E402
     Call,
@@ -81,7 +81,7 @@ from protocol.messages import (  # noqa: E402
 NAMES = ("alice", "bob")
 TOKENS = ("alice-secret-token", "bob-secret-token")
 MATCH_ID = "t1-m0001"
-GOODBYE_REASON = "tournament over"  # what arena.tournament sends at the end
+GOODBYE_REASON = "tournament over"  # what arena.schedule.tournament sends at the end
 CLIENT_MAX_LINE = 1 << 20
 """The clients accept server lines up to 1 MiB (a Piquet discard request can exceed 64 KiB)."""
 

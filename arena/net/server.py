@@ -1,0 +1,449 @@
+"""The TCP listener: handshake, authentication, and the registry of connected bots.
+
+A client's first line must be ``hello`` (within ``handshake_timeout_s``, default 5 s). A bot
+is authenticated by name and token against the store (a salted scrypt hash) through
+:class:`arena.net.auth.Authenticator`: bounded concurrent checks, failures rate limited per address
+and per name (``rate_limited``), verified tokens cached, constant-time comparisons. A name that
+is already connected is refused with ``name_in_use``: the first connection keeps its seat. A
+``spectator`` (any name, no token) may ``list`` the matches in play and ``subscribe`` to their
+feed (see :mod:`arena.net.spectate`). Once welcomed, a bot's :class:`~arena.match.seat.Connection`
+waits in :attr:`ArenaServer.bots` until the scheduler seats it in a match. A launched bot runs
+as copies (:mod:`arena.schedule.copies`), each with its own token held in memory
+(:meth:`ArenaServer.copy_token`): copy 0 waits in ``bots``, copy *k* in ``copies[(name, k)]``.
+
+Caps, so that no anonymous client can exhaust the process's file descriptors or lock bots out
+(docs/contests.md, "Anonymous clients and authentication"):
+
+* at most ``max_connections`` TCP connections at once, and ``max_conns_per_addr`` per address;
+  beyond them, ``bot_reserve`` more connections are accepted that may only become
+  authenticated bots (a spectator there is refused with ``server_full``);
+* at most ``max_spectators`` spectators; a spectator that neither sends a line (an empty line
+  will do) nor is sent anything for ``spectator_idle_s`` seconds is disconnected with
+  ``idle_timeout``;
+* bots the server launches itself reach it through :meth:`ArenaServer.attach_local` (a socket
+  pair inside the process, no listener, no caps, no rate limits);
+* at start the soft ``RLIMIT_NOFILE`` is raised to the hard limit (:func:`raise_fd_limit`).
+
+Every failure is answered with an ``error`` whose code is listed in docs/protocol.md, and
+only ever closes that one connection.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import resource
+import secrets
+from collections import Counter
+from typing import Any
+
+import msgspec
+import trio
+
+from arena import __version__
+from arena.match.seat import Connection
+from arena.metrics import METRICS
+from arena.names import NAME_RULE, is_valid_name
+from arena.net.auth import Authenticator, AuthLimits
+from arena.net.spectate import SpectatorHub, Subscriber
+from arena.store.sqlite import Store
+from arena.wagers.ledger import WagerError
+from protocol import PROTOCOL_VERSION
+from protocol.framing import DEFAULT_MAX_LINE, LineReader, ProtocolError, decode_client, encode
+from protocol.messages import Error, Hello, ListMatches, Matches, PlaceBet, Subscribe, Unsubscribe, Welcome
+
+log = logging.getLogger("arena.net.server")
+
+
+_IDLE = object()
+"""What :meth:`ArenaServer._read_or_idle` returns for an idle spectator."""
+
+
+class ServerConfig(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=True):
+    """Listener settings. ``port`` 0 picks a free port; times in seconds, sizes in bytes.
+
+    Caps (see the module docstring): ``max_connections`` TCP connections in all (default 512,
+    well below the usual 1,024 file descriptors even when the hard limit cannot be raised),
+    ``max_conns_per_addr`` per address, ``bot_reserve`` extra connections for bots only,
+    ``max_spectators`` spectators, each dropped after ``spectator_idle_s`` seconds in which it
+    sent no line and was sent nothing.
+    Authentication (:class:`arena.net.auth.AuthLimits`): ``auth_concurrency`` scrypt checks at
+    once; per address ``auth_addr_burst`` failures then ``auth_addr_per_min`` a minute; per name
+    ``auth_name_burst`` then ``auth_name_per_min``; in all ``auth_global_burst`` then
+    ``auth_global_per_min``."""
+
+    host: str = "127.0.0.1"
+    port: int = 0
+    max_line: int = DEFAULT_MAX_LINE
+    handshake_timeout_s: float = 5.0
+    send_timeout_s: float = 10.0
+    max_conns_per_addr: int = 64
+    max_connections: int = 512
+    bot_reserve: int = 32
+    max_spectators: int = 256
+    spectator_idle_s: float = 120.0
+    auth_concurrency: int = 1
+    auth_addr_burst: int = 10
+    auth_addr_per_min: float = 30.0
+    auth_name_burst: int = 5
+    auth_name_per_min: float = 6.0
+    auth_global_burst: int = 10
+    auth_global_per_min: float = 120.0
+
+    def auth_limits(self) -> AuthLimits:
+        """The ``auth_*`` keys as :class:`arena.net.auth.AuthLimits`."""
+        return AuthLimits(concurrency=self.auth_concurrency, addr_burst=self.auth_addr_burst,
+                          addr_per_min=self.auth_addr_per_min, name_burst=self.auth_name_burst,
+                          name_per_min=self.auth_name_per_min, global_burst=self.auth_global_burst,
+                          global_per_min=self.auth_global_per_min)
+
+
+def raise_fd_limit() -> int:
+    """Raise the soft ``RLIMIT_NOFILE`` of this process to its hard limit; return the soft
+    limit now in force (unchanged if the system refuses)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and soft < hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            soft = hard
+        except (ValueError, OSError):
+            pass
+    return soft
+
+
+class ArenaServer:
+    """Accepts bots over TCP. ``bots`` maps a connected bot's name to its connection;
+    :meth:`wait_for` blocks until a given bot is connected."""
+
+    def __init__(self, store: Store, config: ServerConfig | None = None, hub: SpectatorHub | None = None) -> None:
+        self.store = store
+        self.config = config or ServerConfig()
+        self.hub = hub
+        self.desk: Any = None  # the contest's BettingDesk, if wagers are served
+        self.bots: dict[str, Connection] = {}
+        self.copies: dict[tuple[str, int], Connection] = {}
+        """Copies 1, 2, ... of launched bots, by (name, copy); copy 0 is in ``bots`` (see
+        :mod:`arena.schedule.copies`)."""
+        self._copy_tokens: dict[str, dict[int, str]] = {}
+        self.port: int | None = None
+        self.auth = Authenticator(store, self.config.auth_limits())
+        self.open_connections = 0  # TCP connections counted against max_connections
+        self.reserved = 0  # connections in the bots' reserve
+        self.spectators = 0
+        self.refused: Counter[str] = Counter()  # code -> connections refused or dropped by a cap
+        self._per_addr: Counter[str] = Counter()
+        self._changed = trio.Event()
+        self._nursery: trio.Nursery | None = None
+
+    def _notify(self) -> None:
+        self._changed.set()
+        self._changed = trio.Event()
+
+    async def serve(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+        """Listen until cancelled; ``task_status.started(port)`` reports the bound port."""
+        limit = raise_fd_limit()
+        need = self.config.max_connections + self.config.bot_reserve
+        if need + 64 > limit:
+            log.warning("max_connections + bot_reserve = %d is close to the file descriptor limit %d: "
+                        "lower them in [server]", need, limit)
+        listeners = await trio.open_tcp_listeners(self.config.port, host=self.config.host)
+        self.port = listeners[0].socket.getsockname()[1]
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            task_status.started(self.port)
+            await trio.serve_listeners(self._handle, listeners, handler_nursery=nursery)
+
+    async def attach_local(self) -> trio.SocketStream:
+        """A connection to this server for a bot it launched (the launcher's stdio relay): one
+        end of a socket pair inside the process, served like a TCP client but outside every
+        cap and rate limit, and for bots only. Returns the client's end. ``RuntimeError`` if
+        the server is not serving."""
+        if self._nursery is None:
+            raise RuntimeError("the server is not serving")
+        ours, theirs = trio.socket.socketpair()
+        server_end, client_end = trio.SocketStream(ours), trio.SocketStream(theirs)
+        self._nursery.start_soon(self._local, server_end)
+        return client_end
+
+    async def _local(self, stream: trio.SocketStream) -> None:
+        try:
+            await self._session(stream, "local", local=True)
+        except Exception:  # same last line of defence as for TCP clients
+            log.exception("local connection failed")
+            await stream.aclose()
+
+    def copy_token(self, name: str, copy: int) -> str:
+        """A fresh secret token for copy ``copy`` of the launched bot ``name`` (held in memory
+        only, replacing any earlier one): a hello with it is seated as that copy."""
+        token = secrets.token_urlsafe(24)
+        self._copy_tokens.setdefault(name, {})[copy] = token
+        return token
+
+    def _copy_of(self, name: str, token: str) -> int | None:
+        """The copy whose token ``token`` is (constant-time compare), or None."""
+        found = None
+        for copy, expected in self._copy_tokens.get(name, {}).items():
+            if hmac.compare_digest(expected.encode(), token.encode()):
+                found = copy
+        return found
+
+    def connection(self, name: str, copy: int = 0) -> Connection | None:
+        """The connection of copy ``copy`` of bot ``name`` (copy 0: the bot itself), or None."""
+        return self.bots.get(name) if copy == 0 else self.copies.get((name, copy))
+
+    async def wait_for(self, name: str, timeout_s: float, copy: int = 0) -> Connection | None:
+        """The connection of bot ``name`` (its copy ``copy``) once it has connected, or None
+        after ``timeout_s``."""
+        with trio.move_on_after(timeout_s):
+            while True:
+                conn = self.connection(name, copy)
+                if conn is not None and not conn.closed.is_set():
+                    return conn
+                await self._changed.wait()
+        return None
+
+    async def _refuse(self, stream: trio.SocketStream, code: str, message: str) -> None:
+        METRICS.protocol_errors.labels(code).inc()
+        if code in ("too_many_connections", "server_full", "rate_limited"):
+            self.refused[code] += 1
+            METRICS.refused.labels(code).inc()
+        with trio.move_on_after(1):
+            try:
+                await stream.send_all(encode(Error(code=code, message=message, fatal=True)))
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                pass
+        await stream.aclose()
+
+    async def _handle(self, stream: trio.SocketStream) -> None:
+        try:
+            addr = stream.socket.getpeername()[0]
+        except OSError:
+            await stream.aclose()
+            return
+        cfg = self.config
+        addr_full = self._per_addr[addr] >= cfg.max_conns_per_addr
+        reserve = addr_full or self.open_connections >= cfg.max_connections
+        if reserve and self.reserved >= cfg.bot_reserve:
+            if addr_full:
+                await self._refuse(stream, "too_many_connections", f"at most {cfg.max_conns_per_addr} per address")
+            else:
+                await self._refuse(stream, "server_full", f"the server holds {cfg.max_connections} connections")
+            return
+        if reserve:
+            self.reserved += 1
+        else:
+            self.open_connections += 1
+            self._per_addr[addr] += 1
+        try:
+            await self._session(stream, addr, reserve=reserve)
+        except Exception:  # last line of defence: one connection never takes the server down
+            log.exception("connection from %s failed", addr)
+            await stream.aclose()
+        finally:
+            if reserve:
+                self.reserved -= 1
+            else:
+                self.open_connections -= 1
+                self._per_addr[addr] -= 1
+
+    async def _session(self, stream: trio.SocketStream, addr: str, *, local: bool = False,
+                       reserve: bool = False) -> None:
+        """One client from its first line on. ``local``: a launched bot's in-process
+        connection; ``reserve``: a connection in the bots' reserve (bots only)."""
+        reader = LineReader(stream, self.config.max_line)
+        line: bytes | None = None
+        with trio.move_on_after(self.config.handshake_timeout_s) as scope:
+            try:
+                line = await reader.read_line()
+            except ProtocolError as exc:
+                await self._refuse(stream, exc.code, exc.message)
+                return
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                await stream.aclose()
+                return
+        if scope.cancelled_caught:
+            await self._refuse(stream, "handshake_timeout", f"no hello within {self.config.handshake_timeout_s} s")
+            return
+        if line is None:
+            await stream.aclose()
+            return
+        try:
+            hello = decode_client(line)
+        except ProtocolError as exc:
+            await self._refuse(stream, exc.code, exc.message)
+            return
+        if not isinstance(hello, Hello):
+            await self._refuse(stream, "expected_hello", "the first line must be a hello message")
+            return
+        if hello.protocol != PROTOCOL_VERSION:
+            await self._refuse(stream, "bad_version", f"this server speaks protocol {PROTOCOL_VERSION}")
+            return
+        if not is_valid_name(hello.name):  # names are data (arena.names): refused before anything uses one
+            await self._refuse(stream, "bad_name", f"bad name: a name is {NAME_RULE}")
+            return
+        if hello.role == "spectator":
+            if self.hub is None or local:
+                await self._refuse(stream, "unsupported_role", "this server has no spectator feed"
+                                   if not local else "a launched bot's connection is for the bot only")
+                return
+            if reserve or self.spectators >= self.config.max_spectators:
+                await self._refuse(stream, "server_full", "no spectator slot free: try again later")
+                return
+            bettor = False
+            if hello.token:
+                if not await self._authenticate(stream, "spectators", hello.name, hello.token, addr, local):
+                    return
+                bettor = True
+            self.spectators += 1
+            try:
+                await self._spectator(stream, reader, hello.name, bettor)
+            finally:
+                self.spectators -= 1
+            return
+        copy = self._copy_of(hello.name, hello.token)
+        if copy is None and not await self._authenticate(stream, "bots", hello.name, hello.token, addr, local):
+            return
+        registry: dict[Any, Connection] = self.copies if copy else self.bots
+        key: Any = (hello.name, copy) if copy else hello.name
+        if key in registry and not registry[key].closed.is_set():
+            await self._refuse(stream, "name_in_use", f"bot {hello.name!r} is already connected")
+            return
+        conn = Connection(stream, reader, hello.name, "bot", addr, self.config.send_timeout_s)
+        conn.legal_form = hello.legal
+        registry[key] = conn
+        METRICS.connections.labels("bot").inc()
+        try:
+            await conn.send(Welcome(name=hello.name, server=f"arena {__version__}"))
+            self._notify()
+            await conn.run_reader()
+        except Exception:
+            log.exception("bot %s failed", hello.name)
+        finally:
+            METRICS.connections.labels("bot").dec()
+            await conn.aclose()
+            if registry.get(key) is conn:
+                del registry[key]
+            self._notify()
+
+    async def _spectator(self, stream: trio.SocketStream, reader: LineReader, name: str, bettor: bool) -> None:
+        """A spectator: ``list``, ``subscribe`` and ``unsubscribe``, and ``bet`` when
+        authenticated (``bettor``); the feed is written by a second task from the subscriber's
+        queue. A spectator that does not read fast enough is disconnected (``too_slow``); the
+        matches never wait for it."""
+        assert self.hub is not None
+        sub = Subscriber(name)
+        self.hub.add(sub)
+        if bettor and self.desk is not None:
+            self.desk.subscribers[name] = sub
+        METRICS.connections.labels("spectator").inc()
+        lock = trio.Lock()
+
+        async def send(msg: Any) -> None:
+            async with lock:
+                with trio.fail_after(self.config.send_timeout_s):
+                    await stream.send_all(encode(msg))
+
+        last_sent = [trio.current_time()]  # the feed counts as activity: see spectator_idle_s
+
+        async def writer() -> None:
+            async for data in sub.receive_channel:
+                async with lock:
+                    with trio.fail_after(self.config.send_timeout_s):
+                        await stream.send_all(data)
+                last_sent[0] = trio.current_time()
+            if sub.dropped:
+                await send(Error(code="too_slow", message="the feed overflowed: read faster", fatal=True))
+                await stream.aclose()  # fatal means it: the reader then ends the session
+
+        try:
+            await send(Welcome(name=name, server=f"arena {__version__}"))
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(writer)
+                errors = 0
+                idle_s = self.config.spectator_idle_s
+                while True:
+                    try:
+                        line = await self._read_or_idle(reader, idle_s, last_sent)
+                    except ProtocolError as exc:
+                        await send(Error(code=exc.code, message=exc.message, fatal=True))
+                        break
+                    if line is _IDLE:
+                        self.refused["idle_timeout"] += 1
+                        METRICS.refused.labels("idle_timeout").inc()
+                        text = f"nothing sent or received for {idle_s:g} s: send any line (an empty one will do)"
+                        await send(Error(code="idle_timeout", fatal=True, message=text))
+                        break
+                    if line is None:
+                        break
+                    if not line.strip():
+                        continue
+                    try:
+                        msg = decode_client(line)
+                    except ProtocolError as exc:
+                        errors += 1
+                        await send(Error(code=exc.code, message=exc.message, fatal=errors >= 100))
+                        if errors >= 100:
+                            break
+                        continue
+                    if isinstance(msg, ListMatches):
+                        await send(Matches(matches=self.hub.listing()))
+                    elif isinstance(msg, Subscribe):
+                        if not self.hub.subscribe(sub, msg.match_id):
+                            await send(Error(code="unknown_match", message=f"no match {msg.match_id!r} in play"))
+                    elif isinstance(msg, Unsubscribe):
+                        self.hub.unsubscribe(sub, msg.match_id)
+                    elif isinstance(msg, PlaceBet):
+                        await send(self._bet(name, bettor, msg))
+                    else:
+                        text = "a spectator can only list, subscribe, unsubscribe and bet"
+                        await send(Error(code="wrong_role", message=text))
+                nursery.cancel_scope.cancel()
+        except* (trio.BrokenResourceError, trio.ClosedResourceError, trio.TooSlowError, OSError):
+            pass  # the spectator went away or stopped reading: nothing to report
+        finally:
+            METRICS.connections.labels("spectator").dec()
+            self.hub.remove(sub)
+            if self.desk is not None and self.desk.subscribers.get(name) is sub:
+                del self.desk.subscribers[name]
+            with trio.CancelScope(shield=True):
+                await stream.aclose()
+
+    @staticmethod
+    async def _read_or_idle(reader: LineReader, idle_s: float, last_sent: list[float]) -> bytes | None | object:
+        """A spectator's next line (None at end of stream), or :data:`_IDLE` once it has sent
+        no line and been sent nothing for ``idle_s`` seconds (``last_sent[0]``: when the feed
+        last wrote to it)."""
+        start = trio.current_time()
+        while True:
+            deadline = max(start, last_sent[0]) + idle_s
+            with trio.move_on_at(deadline):
+                return await reader.read_line()
+            if max(start, last_sent[0]) + idle_s <= trio.current_time():
+                return _IDLE
+
+    def _bet(self, name: str, bettor: bool, msg: PlaceBet) -> Any:
+        """A spectator's stake: ``bet_placed``, or an error with the wager's code."""
+        if self.desk is None:
+            return Error(code="betting_disabled", message="this server takes no bets")
+        if not bettor:
+            return Error(code="not_authenticated", message="betting needs a spectator account: hello with your token")
+        try:
+            return self.desk.place(name, msg.match_id, msg.seat, msg.cents)
+        except WagerError as exc:
+            return Error(code=exc.code, message=str(exc))
+
+    async def _authenticate(self, stream: trio.SocketStream, table: str, name: str, token: str, addr: str,
+                            local: bool) -> bool:
+        """Check ``name``'s token in ``table`` (``bots`` or ``spectators``); on failure refuse
+        the connection with ``auth_failed`` or ``rate_limited`` and return False."""
+        verdict = await self.auth.check(table, name, token, addr, local=local)
+        if verdict == "ok":
+            return True
+        if verdict == "rate_limited":
+            wait = self.auth.retry_after_s(name, addr, table)
+            await self._refuse(stream, "rate_limited", f"too many failed token checks: try again in {wait:.0f} s")
+        elif table == "bots":
+            await self._refuse(stream, "auth_failed", "unknown bot name or wrong token")
+        else:
+            await self._refuse(stream, "auth_failed", "unknown spectator or wrong token")
+        return False

@@ -1,0 +1,459 @@
+"""``arena serve``: a long-running contest server.
+
+One process serves, on trio:
+
+* TCP for bots and spectators (:class:`arena.net.server.ArenaServer`), the protocol of
+  docs/protocol.md;
+* HTTP for the web page, its live feed and Prometheus ``/metrics`` (:mod:`arena.net.web`).
+
+It schedules matches continuously among the bots that are connected and idle (a *ladder*):
+``pairing = "round-robin"`` plays next the ready pair that has met least, ``"rating"`` pairs
+bots close on the persistent ladder. Each scheduled unit is a duplicate pair (two matches, one
+seed, seats swapped) unless ``duplicate = false``. Every result is committed (and the persistent
+Elo of both bots updated in the same transaction) before anyone hears of it.
+
+Bots submitted with ``arena bots submit`` are launched by the server itself, contained by
+:mod:`arena.schedule.launcher`, and relaunched if they die. Remote bots registered with
+``arena bots add`` connect from anywhere with their token.
+
+A full disk or a read-only path (match logs or database) never stops the server: the match
+concerned is aborted at most, scheduling pauses with a clear message and resumes by itself once
+the storage is writable again, and results not yet committed are retried, never dropped
+(:mod:`arena.store.health`).
+
+SIGTERM (or Ctrl-C) shuts down cleanly: no new match starts; matches in play get
+``shutdown_grace_s`` to finish, and any still running are recorded as ``aborted``; every client
+gets ``goodbye``; launched bots are stopped. Nothing is lost.
+
+The configuration is a TOML file (see docs/contest.example.toml and :class:`ContestConfig`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import signal
+from collections import Counter
+from pathlib import Path
+from typing import Literal
+
+import msgspec
+import trio
+
+from arena.bounds import check_contest_numbers
+from arena.match.referee import MatchConfig, MatchResult
+from arena.metrics import METRICS
+from arena.names import is_valid_name
+from arena.net.server import ArenaServer, ServerConfig
+from arena.net.spectate import SpectatorHub
+from arena.schedule.copies import PAIR_COPIES, bot_log, launch_copy, secrets_of
+from arena.schedule.formats import Pairing, derive_seed
+from arena.schedule.launcher import BotProcess, Limits, SandboxError, load_manifest
+from arena.schedule.supervisor import Supervisor, publish
+from arena.schedule.tournament import play_match
+from arena.store.health import STORAGE_ERRORS, StorageHealth
+from arena.store.sqlite import Store
+from arena.wagers.desk import BettingDesk
+from protocol.messages import Goodbye, Rules, TimeControl
+
+log = logging.getLogger("arena.schedule.contest")
+
+
+class ContestConfig(msgspec.Struct, forbid_unknown_fields=True):
+    """A contest: every key of the TOML file (sections ``[rules]``, ``[time]``, ``[server]``,
+    ``[limits]``; the rest at the top level). Units: seconds (``*_s``), milliseconds (``*_ms``)."""
+
+    name: str = "arena"
+    game: Literal["ecarte", "piquet"] = "ecarte"
+    db: str = "arena.db"
+    logs: str = "logs"
+    pairing: Literal["round-robin", "rating"] = "round-robin"
+    duplicate: bool = True
+    concurrency: int = 2
+    seed: int | None = None
+    """Seed of the match seeds; None: a fresh random one at each start (recorded)."""
+    max_matches: int | None = None
+    """Stop scheduling after this many matches (None: run until SIGTERM)."""
+    reveal_delay_s: float = 0.0
+    shutdown_grace_s: float = 10.0
+    storage_retry_s: float = 5.0
+    """While a storage fault pauses scheduling, seconds between checks (and between retries of
+    a result not yet committed)."""
+    betting_s: float = 0.0
+    """Gallery wagers (ecarte.md §E9.1): seconds betting stays open before each match (0: none)."""
+    http_host: str = "127.0.0.1"
+    http_port: int = 8080
+    sandbox: bool = False
+    """Kept for old contest files: submitted bots are sandboxed unless ``trust_bots``."""
+    trust_bots: bool = False
+    """UNSAFE: launch submitted bots as plain processes, without bubblewrap (docs/contests.md,
+    "Security model"); without it and without ``bwrap`` they are not launched at all."""
+    duplicate_remote: bool = False
+    """Play duplicate pairs with remote bots too (trusting them not to remember a pack: one
+    connection plays both halves); otherwise their units are two unpaired matches."""
+    on_timeout: Literal["forfeit", "auto"] = "forfeit"
+    max_strikes: int = 3
+    max_illegal: int = 0
+    rules: Rules = msgspec.field(default_factory=Rules)
+    time: TimeControl = msgspec.field(default_factory=TimeControl)
+    server: ServerConfig = msgspec.field(default_factory=lambda: ServerConfig(port=7000))
+    limits: Limits = msgspec.field(default_factory=Limits)
+
+    def match_config(self) -> MatchConfig:
+        """How each match of the contest is played."""
+        return MatchConfig(game=self.game, rules=self.rules, time=self.time, on_timeout=self.on_timeout,
+                           max_strikes=self.max_strikes, max_illegal=self.max_illegal)
+
+
+def load_config(path: str | Path) -> ContestConfig:
+    """Read a contest TOML file. Raises :class:`arena.errors.UserError` (a ``ValueError``)
+    naming the file and the bad key: an unknown key in any section comes with the closest known
+    key (:mod:`arena.strict`)."""
+    from arena.errors import UserError
+    from arena.games import validate_rules
+    from arena.strict import convert_strict, read_toml
+
+    raw = read_toml(path, "no such contest file")
+    if isinstance(raw.get("server"), dict):
+        raw["server"].setdefault("port", 7000)  # the documented default, also with a [server] table
+    cfg = convert_strict(raw, ContestConfig, str(path))
+    try:
+        validate_rules(cfg.game, cfg.rules)
+    except ValueError as exc:
+        raise UserError(f"{path}: [rules] {exc}") from None
+    if cfg.concurrency < 1:
+        raise UserError(f"{path}: concurrency must be at least 1")
+    try:
+        check_contest_numbers(cfg)
+    except ValueError as exc:
+        raise UserError(f"{path}: {exc}") from None
+    return cfg
+
+
+async def _bind(what: str, host: str, port: int, starting) -> int:  # noqa: ANN001 - a coroutine
+    """Await ``starting`` (a listener's ``nursery.start``); a port that cannot be bound becomes
+    :class:`arena.errors.Unavailable` naming ``what``, the address and the fix."""
+    from arena.errors import Unavailable, leaves
+
+    try:
+        return await starting
+    except BaseException as exc:
+        bad = next((e for e in leaves(exc) if isinstance(e, OSError)), None)
+        if bad is None:
+            raise
+        raise Unavailable(f"cannot listen on {what} {host}:{port}: {bad.strerror or bad}; stop the program that "
+                          "uses it or choose another port in the contest file") from None
+
+
+class Contest:
+    """A running contest; see the module docstring. ``port`` and ``http_port`` are the bound
+    ports once :meth:`run` has started (``task_status.started()`` reports them)."""
+
+    def __init__(self, config: ContestConfig, store: Store | None = None) -> None:
+        self.config = config
+        self.store = store or Store(config.db)
+        self.hub = SpectatorHub(config.reveal_delay_s)
+        self.server = ArenaServer(self.store, config.server, hub=self.hub)
+        self.desk = BettingDesk(self.store, self.hub)
+        self.server.desk = self.desk
+        self.seed = config.seed if config.seed is not None else random.SystemRandom().getrandbits(31)
+        self.tournament_id = 0
+        self.busy: set[str] = set()
+        self.running = 0
+        self.matches_started = 0
+        self.stopping = trio.Event()
+        self.procs: dict[tuple[str, int], BotProcess] = {}
+        self.launched: set[str] = set()  # names of the submitted bots, launched as copies
+        self.copies = PAIR_COPIES if config.duplicate else 1
+        self.supervisor = Supervisor()
+        self._submitted: dict[str, float] = {}
+        self._log_start: dict[tuple[str, int], int] = {}
+        self.port: int | None = None
+        self.http_port: int | None = None
+        self._changed = trio.Event()
+        self.health = StorageHealth(config.storage_retry_s, self._probe_storage)
+        self.health.on_resume.append(self._poke)
+        self._outer: trio.Nursery | None = None
+
+    def _probe_storage(self) -> None:
+        """Raise if match logs or the database cannot be written (see :mod:`arena.store.health`):
+        write, sync and remove a 64 KiB file in the logs directory; run a write transaction."""
+        logs = Path(self.config.logs)
+        logs.mkdir(parents=True, exist_ok=True)
+        probe = logs / ".storage-probe"
+        try:
+            with open(probe, "wb") as fh:
+                fh.write(b"\0" * 65536)
+                fh.flush()
+                os.fsync(fh.fileno())
+        finally:
+            probe.unlink(missing_ok=True)
+        self.store.probe_write(self.tournament_id)
+
+    def _wagers(self, what: str, call, *args) -> None:
+        """A betting desk call whose save may fail: the in-memory ledger is kept (it is whole in
+        every later save) and the save is retried in the background."""
+        try:
+            call(*args)
+        except STORAGE_ERRORS as exc:
+            self.health.fail("database", exc)
+            if self._outer is not None:
+                self._outer.start_soon(self.health.commit, "database", self.desk.save)
+
+    # ------------------------------------------------------------------ scheduling
+
+    def _poke(self) -> None:
+        self._changed.set()
+        self._changed = trio.Event()
+
+    def ready_bots(self) -> list[str]:
+        """Connected, idle bots, by name (a launched bot once all its copies are connected)."""
+        return sorted(n for n, c in self.server.bots.items() if not c.closed.is_set() and n not in self.busy
+                      and (n not in self.launched or all(self.server.connection(n, k) for k in range(self.copies))))
+
+    def next_pair(self) -> tuple[str, str] | None:
+        """The pair to play next among ready bots (see ``pairing``), or None."""
+        ready = self.ready_bots()
+        if len(ready) < 2:
+            return None
+        met = Counter()
+        for b0, b1 in self.store.db.execute(
+            "SELECT bot0, bot1 FROM matches WHERE game=? AND status='done'", (self.config.game,)
+        ):
+            met[frozenset((b0, b1))] += 1
+        pairs = [(a, b) for i, a in enumerate(ready) for b in ready[i + 1 :]]
+        if self.config.pairing == "round-robin" and self.running:
+            # with few bots the idle ones are often the pair that just played: rather than
+            # replay it, wait for a busy bot whose pairing is due (round-robin fairness)
+            connected = sorted(n for n, c in self.server.bots.items() if not c.closed.is_set())
+            least = min(met[frozenset((a, b))] for i, a in enumerate(connected) for b in connected[i + 1 :])
+            pairs = [p for p in pairs if met[frozenset(p)] <= least]
+            if not pairs:
+                return None
+        if self.config.pairing == "rating":
+            elo = {bot: r for bot, r, _ in self.store.ladder(self.config.game)}
+            return min(pairs, key=lambda p: (abs(elo.get(p[0], 1500) - elo.get(p[1], 1500)),
+                                             met[frozenset(p)], p))
+        return min(pairs, key=lambda p: (met[frozenset(p)], p))
+
+    async def _play_unit(self, a: str, b: str) -> None:
+        """A duplicate pair (or one match) between ``a`` and ``b``."""
+        cfg = self.config
+        try:
+            k = self.matches_started
+            seed = derive_seed(self.seed, "ladder", k)
+            legs = [(a, b), (b, a)] if cfg.duplicate else [(a, b)]
+            # a remote bot plays both halves itself: paired only if the organiser trusts it to
+            paired = cfg.duplicate and (cfg.duplicate_remote or {a, b} <= self.launched)
+            pair = f"{a}|{b}|{k}" if paired else None
+            self.matches_started += len(legs)
+            for i, (x, y) in enumerate(legs):
+                if (self.stopping.is_set() or self.health.paused) and i > 0:
+                    break
+                leg_seed = seed if paired or i == 0 else derive_seed(self.seed, "ladder", k + i)
+                copies = (i % self.copies if x in self.launched and paired else 0,
+                          i % self.copies if y in self.launched and paired else 0)
+                p = Pairing(index=k + i, bot0=x, bot1=y, seed=leg_seed, pair=pair)
+                try:
+                    row = self.store.add_match(self.tournament_id, cfg.game, p)
+                except STORAGE_ERRORS as exc:  # nothing scheduled, nothing lost
+                    self.health.fail("database", exc)
+                    break
+                logs = Path(cfg.logs) / f"t{self.tournament_id}"
+                betting = cfg.betting_s > 0
+                result = None
+                try:
+                    if betting:  # inside the try: a shutdown during the window returns the stakes too
+                        self._wagers("betting", self.desk.open, row.match_key, [x, y], int(cfg.betting_s * 1000))
+                        await trio.sleep(cfg.betting_s)
+                        self._wagers("betting", self.desk.close, row.match_key)
+                    result = await play_match(self.store, self.server, row, cfg.match_config(), logs,
+                                              hub=self.hub, pair=pair, abort_on_cancel=True, health=self.health,
+                                              copies=copies)
+                except Exception:  # a bug in one match ends that match, never the server
+                    log.exception("match %s failed", row.match_key)
+                    await self._abort_if_pending(row.match_key)
+                finally:
+                    if betting:  # settled whatever happened: an aborted match returns every stake
+                        self._wagers("betting", self.desk.settle, row.match_key, result.winner if result else None,
+                                     result.reason if result else "aborted")
+        finally:
+            self.busy.difference_update((a, b))
+            self.running -= 1
+            self._poke()
+
+    async def _abort_if_pending(self, match_key: str) -> None:
+        """Record ``match_key`` as aborted (retried while storage fails) unless it has a result."""
+        def abort() -> None:
+            if self.store.match_row(match_key).status == "pending":
+                self.store.record_result(match_key, MatchResult(match_id=match_key, winner=None, reason="aborted",
+                                                                scores=[0, 0], manches=[0, 0],
+                                                                detail="internal error (see the server's log)"), None)
+
+        await self.health.commit("database", abort)
+
+    async def _scheduler(self, nursery: trio.Nursery) -> None:
+        cfg = self.config
+        while not self.stopping.is_set():
+            limit_hit = cfg.max_matches is not None and self.matches_started >= cfg.max_matches
+            pair = None
+            if not (limit_hit or self.health.paused or self.running >= cfg.concurrency):
+                try:
+                    pair = self.next_pair()
+                except STORAGE_ERRORS as exc:
+                    self.health.fail("database", exc)
+            METRICS.queue_depth.set(len(self.ready_bots()) // 2)
+            if pair is None:
+                with trio.move_on_after(0.5):  # bots come and go: look again now and then
+                    await self._changed.wait()
+                continue
+            self.busy.update(pair)
+            self.running += 1
+            nursery.start_soon(self._play_unit, *pair)
+
+    # ------------------------------------------------------------------ launched bots
+
+    async def _launch_submitted(self, nursery: trio.Nursery) -> None:
+        """Launch every submitted bot (as ``self.copies`` copies, :mod:`arena.schedule.copies`) and
+        relaunch any copy that dies, backing off and disabling a bot that keeps failing
+        (:mod:`arena.schedule.supervisor`); publish their states once a second."""
+        from arena.schedule.botlog import tail
+
+        rows = self.store.submissions()
+        hide = secrets_of(self.store.path, self.config.logs)
+        while not self.stopping.is_set():
+            for name, when in self.store.submission_times().items():
+                if self._submitted.setdefault(name, when) != when:  # submitted again: a fresh start
+                    self._submitted[name] = when
+                    self.supervisor.reset(name)
+            self.launched = {row[0] for row in rows}
+            for name, manifest_path, sandbox in rows:
+                if not is_valid_name(name):  # registered before names were checked: never launched
+                    continue
+                dead = [(name, c) for c in range(self.copies)
+                        if (p := self.procs.get((name, c))) is not None and not p.running]
+                if dead:  # died since the last look: one failure of the bot, however many copies
+                    self.supervisor.failed(name, tail(self.procs[dead[0]].log_path,
+                                                      start=self._log_start.get(dead[0], 0)))
+                    for key in dead:
+                        del self.procs[key]
+                for copy in range(self.copies):
+                    key = (name, copy)
+                    proc = self.procs.get(key)
+                    if proc is not None and proc.running:
+                        continue
+                    # the other copy of a running bot starts at once; a bot backing off waits for all of its copies
+                    if not (self.supervisor.health(name).state == "running" or self.supervisor.due(name)):
+                        continue
+                    try:
+                        m = load_manifest(manifest_path)
+                    except ValueError as exc:
+                        self.supervisor.failed(name, [str(exc)])
+                        continue
+                    m.name = name  # its stored token was never shown: each copy gets its own
+                    env = {"ARENA_HOST": self.config.server.host, "ARENA_PORT": str(self.port),
+                           "ARENA_BOT_SEED": str(derive_seed(self.seed, "bot", name))}
+                    others = [str(Path(r[1]).parent) for r in rows if r[0] != name]
+                    try:
+                        log = bot_log(Path(self.config.logs), self.store.bot_id(name), copy)
+                    except KeyError:  # removed meanwhile
+                        continue
+                    except STORAGE_ERRORS as exc:  # tried again next round
+                        self.health.fail("database", exc)
+                        continue
+                    try:
+                        self.procs[key] = await launch_copy(
+                            nursery, self.server, m, copy, env, log, self.config.limits,
+                            bool(sandbox) or self.config.sandbox or not self.config.trust_bots, hide, others,
+                            connect=self.server.attach_local)
+                        self.supervisor.launched(name)
+                        self._log_start[key] = log.stat().st_size  # this launch's output starts here
+                    except (OSError, SandboxError) as exc:
+                        self.supervisor.failed(name, [f"cannot start: {exc}"])
+                        continue
+            try:  # the bots' state for `arena bots list`: a storage fault pauses, never stops, the server
+                publish(self.store, self.supervisor,
+                        {n for n, c in self.server.bots.items() if not c.closed.is_set()})
+            except STORAGE_ERRORS as exc:
+                self.health.fail("database", exc)
+            with trio.move_on_after(1.0):
+                await self.stopping.wait()
+            try:
+                rows = self.store.submissions()
+            except STORAGE_ERRORS as exc:
+                self.health.fail("database", exc)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        """Serve until SIGTERM/SIGINT or :meth:`stop`; then shut down cleanly."""
+        from arena.net.web import serve_http
+
+        cfg = self.config
+        with self.store.transaction():  # a previous server that died left ladder matches pending and books
+            self.store.abort_unfinished_ladder()  # unsettled: aborted, stakes returned, in one commit
+            self.desk.recover()
+        self.tournament_id = self.store.create_tournament(cfg.game, "ladder", self.seed, cfg, [], [])
+        async with trio.open_nursery() as outer:
+            self.hub.nursery = outer
+            self._outer = outer
+            outer.start_soon(self.health.watch)
+            await outer.start(self._signals)  # handlers in place before the ports are announced
+            self.port = await _bind("TCP port for bots and spectators ([server] port)", cfg.server.host,
+                                    cfg.server.port, outer.start(self.server.serve))
+            self.http_port = await _bind("HTTP port of the web page (http_port)", cfg.http_host, cfg.http_port,
+                                         outer.start(serve_http, self, cfg.http_host, cfg.http_port))
+            outer.start_soon(self._launch_submitted, outer)
+            task_status.started((self.port, self.http_port))
+            async with trio.open_nursery() as matches:
+                sched = trio.CancelScope()
+
+                async def scheduler() -> None:
+                    with sched:
+                        await self._scheduler(matches)
+
+                matches.start_soon(scheduler)
+                await self.stopping.wait()
+                sched.cancel()
+                with trio.move_on_after(cfg.shutdown_grace_s):
+                    while self.running:
+                        await self._changed.wait()
+                matches.cancel_scope.cancel()  # still running: recorded as aborted by play_match
+            await self._goodbye()
+            try:
+                self.store.finish_tournament(self.tournament_id)
+            except STORAGE_ERRORS as exc:  # the next start finds it unfinished: nothing else is lost
+                self.health.fail("database", exc)
+            outer.cancel_scope.cancel()
+
+    def stop(self) -> None:
+        """Begin a clean shutdown (what SIGTERM does)."""
+        self.stopping.set()
+        self._poke()
+
+    async def _signals(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+            task_status.started()
+            async for _ in signals:
+                self.stop()
+                return
+
+    async def _goodbye(self) -> None:
+        self.hub.announce(Goodbye(reason="server shutting down"))
+        with trio.CancelScope(shield=True):
+            await trio.sleep(0.05)  # let spectator writers flush the goodbye
+            for conn in [*self.server.bots.values(), *self.server.copies.values()]:
+                with trio.move_on_after(1):
+                    try:
+                        await conn.send(Goodbye(reason="server shutting down"))
+                    except Exception:  # noqa: BLE001 - already gone
+                        pass
+                await conn.aclose("shutdown")
+            with trio.move_on_after(5):
+                for proc in self.procs.values():
+                    await proc.stop()
+            for proc in self.procs.values():
+                proc.stop_now()
+            self.supervisor.stopped()
+            publish(self.store, self.supervisor, set())

@@ -1,0 +1,462 @@
+"""Launch local bot programs from their manifests, each in its own process group.
+
+A manifest is a TOML file beside the bot::
+
+    name = "greedy"
+    language = "python"
+    command = ["{python}", "greedy_bot.py"]
+    description = "Proposes and discards by hand strength; plays to win tricks."
+
+``{python}`` becomes the arena's own interpreter, ``{node}`` the ``node`` on PATH; the
+command runs in the manifest's directory. The bot learns where to connect from the
+environment: ``ARENA_HOST``, ``ARENA_PORT``, ``ARENA_NAME``, ``ARENA_TOKEN`` and
+``ARENA_BOT_SEED`` (an integer for its own random choices).
+
+Containment:
+
+* a new session, so the whole process group can be signalled, and :meth:`BotProcess.stop`
+  kills the whole group (SIGTERM, then SIGKILL); the bot also gets SIGKILL if the arena
+  process dies (Linux ``PR_SET_PDEATHSIG``), so even a SIGKILLed arena leaves no bot behind.
+  That signal fires when the *thread* that forked exits, so bots are forked from the main
+  thread (trio's ``open_process`` forks from worker threads, which retire after 10 s idle);
+* resource limits (:class:`Limits`): CPU seconds, address space, open files, processes,
+  largest file written;
+* the bot's output relayed to a per-bot log file capped at ``Limits.log_bytes``.
+
+Sandbox (``sandbox=True``, the default of every command that launches bots; needs ``bwrap``
+from Debian's ``bubblewrap``): the bot sees only what it needs (:func:`sandbox_command`): the
+system directories (``/usr``, ``/bin``, ``/lib*``), the few files of ``/etc`` an interpreter
+reads, the interpreter prefixes it runs with (``sys.prefix``, ``sys.base_prefix``, node's
+prefix), its own directory read-only, a private ``/tmp`` (a tmpfs of ``Limits.tmp_bytes``, gone when it exits), a fresh
+``/proc`` and ``/dev``; its own PID, IPC, UTS and network namespaces (no network at all, no view
+of any other process), without any capability, and it dies with the arena. Nothing it can write survives it or is seen
+by another process. Our logs directory, our database and other bots' directories are not
+visible at all: where one lies inside a directory the bot needs, it is covered (a tmpfs over a
+directory, ``/dev/null`` over a file); a bot directory inside one of them is refused
+(:class:`SandboxError`). Its environment holds only ``PATH``, ``HOME=/tmp``, ``LANG`` and the
+``ARENA_*`` variables. Without a network it speaks the very same protocol over stdin/stdout
+(``ARENA_TRANSPORT=stdio``): the launcher opens the TCP connection to the server on its behalf
+and relays bytes both ways, so the server cannot tell the transports apart. Its stderr goes to
+the capped log.
+
+Without the sandbox (the organiser's explicit ``--trust-bots``, unsafe) a bot runs as an
+ordinary process of the arena's user: it can read other bots' tokens in ``/proc``, signal them,
+read our files. A process that escapes its group on purpose (``setsid`` in a fork) is then not
+contained either.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import functools
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import msgspec
+import trio
+
+from arena.names import BadName, check_name
+from arena.schedule.botlog import rotate
+
+
+class Manifest(msgspec.Struct, forbid_unknown_fields=True):
+    """A bot's manifest; ``directory`` is where the TOML file lives (the bot's cwd)."""
+
+    name: str
+    command: list[str]
+    language: str = ""
+    description: str = ""
+    directory: str = "."
+
+
+class Limits(msgspec.Struct, forbid_unknown_fields=True):
+    """Resource limits per bot process (``setrlimit``): CPU seconds, address space (bytes),
+    open files, processes (counted per user by the kernel, and not enforced for root), largest
+    file written (bytes); how much captured output is kept (bytes); the size of a sandboxed
+    bot's ``/tmp`` (bytes)."""
+
+    cpu_s: int = 3600
+    address_space: int = 2 * 2**30
+    open_files: int = 256
+    processes: int = 256
+    file_bytes: int = 64 * 2**20
+    log_bytes: int = 2**20
+    log_keep: int = 2
+    """Rotated output logs kept per bot (``<name>.log.1`` ...; :mod:`arena.schedule.botlog`)."""
+    tmp_bytes: int = 64 * 2**20
+    """Size of the sandbox's private ``/tmp`` and of its ``/dev/shm`` (each a tmpfs)."""
+
+
+NO_SANDBOX = ("bwrap (Debian bubblewrap) is not installed: bots cannot be sandboxed; install it, or pass "
+              "--trust-bots (unsafe: trusted code only)")
+"""The one line shown when isolation is asked for (the default) and ``bwrap`` is missing."""
+BROKEN_SANDBOX = ("bwrap cannot sandbox here (user namespaces disabled?): fix the host, or pass --trust-bots "
+                  "(unsafe: trusted code only)")
+"""The one line shown when ``bwrap`` is there but cannot create its namespaces."""
+
+
+class SandboxError(ValueError):
+    """A bot cannot be sandboxed as asked: ``bwrap`` is missing, or the bot's directory lies
+    inside a path that bots must not read (our logs, our database)."""
+
+
+@functools.cache
+def sandbox_problem() -> str | None:
+    """None if bubblewrap can sandbox a bot on this host (``bwrap`` on PATH, and a trial sandbox
+    with every namespace starts); otherwise the one line that says why not and how to fix it
+    (:data:`NO_SANDBOX` or :data:`BROKEN_SANDBOX`). Checked once per process."""
+    if shutil.which("bwrap") is None:
+        return NO_SANDBOX
+    try:
+        trial = subprocess.run(["bwrap", "--ro-bind", "/", "/", "--unshare-all", "--cap-drop", "ALL", "true"],
+                               capture_output=True, timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        return BROKEN_SANDBOX
+    return None if trial.returncode == 0 else BROKEN_SANDBOX
+
+
+def sandbox_available() -> bool:
+    """True if bots can be sandboxed here (:func:`sandbox_problem`)."""
+    return sandbox_problem() is None
+
+
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+"""Bound read-only (or re-created as the same symlinks, on a merged-/usr system)."""
+
+ETC_ENTRIES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "nsswitch.conf", "passwd", "group",
+               "hosts", "alternatives", "ssl", "ca-certificates", "os-release")
+"""The parts of /etc an interpreter may read (the dynamic loader, time zone, user names)."""
+
+
+def interpreter_prefixes() -> list[str]:
+    """Directories holding the interpreters bots run with: ``sys.prefix``, ``sys.base_prefix``
+    (and the exec prefixes) of the arena's Python, and the prefix of the ``node`` on PATH
+    (``<prefix>/bin/node``). Real paths, existing ones only, without repeats."""
+    out: list[str] = []
+    candidates = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix]
+    node = shutil.which("node")
+    if node:
+        candidates.append(str(Path(node).resolve().parent.parent))
+    for c in candidates:
+        real = os.path.realpath(c)
+        if os.path.isdir(real) and real not in out:
+            out.append(real)
+    return out
+
+
+@functools.cache
+def _bwrap_sizes() -> bool:
+    """True if this ``bwrap`` knows ``--size`` (0.5 and later)."""
+    try:
+        return "--size" in subprocess.run(["bwrap", "--help"], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def sandbox_command(command: list[str], directory: str, hide: Sequence[str | Path] = (),
+                    others: Sequence[str | Path] = (), tmp_bytes: int | None = None) -> list[str]:
+    """Wrap ``command`` in bubblewrap, to run in ``directory`` (see the module docstring for
+    what the bot sees). ``hide`` lists paths no bot may read (our logs directory, our database),
+    ``others`` the other bots' directories: one lying inside a directory the bot needs is
+    covered (a tmpfs over a directory, ``/dev/null`` over a file and over an SQLite database's
+    ``-wal``, ``-shm`` and ``-journal`` files). Another bot's directory that holds this bot's
+    (the same directory, or a parent) is left alone: only this bot's part of it is bound. Raises
+    :class:`SandboxError` if ``directory`` lies inside a ``hide`` path (the bot could not run
+    without seeing it). ``tmp_bytes`` caps the private ``/tmp`` and ``/dev/shm`` (where
+    ``bwrap`` supports ``--size``); the rest of ``/dev`` and every cover are read-only."""
+    directory = os.path.realpath(directory)
+    size = ["--size", str(tmp_bytes)] if tmp_bytes and _bwrap_sizes() else []
+    args = ["bwrap", *size, "--tmpfs", "/tmp"]
+    bound: list[str] = []
+    for d in SYSTEM_DIRS:
+        if os.path.islink(d):
+            args += ["--symlink", os.readlink(d), d]
+        elif os.path.isdir(d):
+            args += ["--ro-bind", d, d]
+            bound.append(d)
+    for entry in ETC_ENTRIES:
+        if os.path.lexists(path := f"/etc/{entry}"):
+            args += ["--ro-bind", path, path]
+            bound.append(path)
+    binds = [p for p in interpreter_prefixes() if not any(_inside(p, b) for b in bound)] + [directory]
+    for p in sorted(set(binds), key=len):  # parents before children
+        args += ["--ro-bind", p, p]
+        bound.append(p)
+    for h, other in [*((h, False) for h in hide), *((o, True) for o in others)]:
+        secret = os.path.realpath(h)
+        if _inside(directory, secret):
+            if other:
+                continue
+            raise SandboxError(f"the bot directory {directory} lies inside {secret}, which bots must not read: "
+                               "move the bot, or the logs and database, elsewhere")
+        if not any(_inside(secret, b) for b in bound):
+            continue
+        if os.path.isdir(secret):
+            args += ["--tmpfs", secret, "--remount-ro", secret]
+        elif not os.path.exists(secret):  # it could appear later, visible: create it first
+            raise SandboxError(f"{secret} does not exist yet, so it cannot be hidden from the bot in {directory}")
+        else:
+            for f in (secret, secret + "-wal", secret + "-shm", secret + "-journal"):
+                if os.path.exists(f):
+                    args += ["--ro-bind", "/dev/null", f]
+    return [
+        *args, "--proc", "/proc", "--dev", "/dev", *size, "--tmpfs", "/dev/shm", "--remount-ro", "/dev",
+        # no capability even inside its namespaces (bwrap keeps them when the arena runs as root):
+        # with CAP_SYS_ADMIN a bot could unmount what covers our logs and remount its binds
+        "--unshare-all", "--cap-drop", "ALL", "--die-with-parent", "--new-session", "--chdir", directory,
+        "--", *command,
+    ]  # fmt: skip
+
+
+def sandbox_env(env: dict[str, str]) -> dict[str, str]:
+    """The whole environment of a sandboxed bot: ``PATH``, ``HOME=/tmp``, ``LANG``, then
+    ``env`` (the ``ARENA_*`` variables) and ``ARENA_TRANSPORT=stdio``; nothing else of ours."""
+    base = {"PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"), "HOME": "/tmp", "LANG": "C.UTF-8"}
+    return {**base, **env, "ARENA_TRANSPORT": "stdio"}
+
+
+def load_manifest(path: str | Path) -> Manifest:
+    """Read a manifest TOML file. Raises :class:`arena.errors.UserError` (a ``ValueError``)
+    naming the file if it is missing or invalid, or has a key a manifest does not have (with
+    the closest known key), or a ``name`` outside the rule of :mod:`arena.names`."""
+    from arena.errors import UserError
+    from arena.strict import convert_strict, read_toml
+
+    path = Path(path)
+    data = read_toml(path, "no such bot manifest", "bad bot manifest: ")
+    manifest = convert_strict(data, Manifest, f"{path}: bad bot manifest")
+    if not manifest.command:
+        raise UserError(f"{path}: bad bot manifest: empty command")
+    try:
+        check_name(manifest.name)
+    except BadName as exc:
+        raise UserError(f"{path}: bad bot manifest: {exc}") from None
+    manifest.directory = str(path.resolve().parent)
+    return manifest
+
+
+def _check_program(program: str, directory: str) -> None:
+    """Raise ``FileNotFoundError`` or ``PermissionError`` (as ``Popen`` would) if ``program``
+    (a path, relative to the bot's ``directory``, or a name looked up on PATH) cannot be run."""
+    path = Path(directory, program) if os.sep in program else shutil.which(program)
+    if path is None or not Path(path).is_file():
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), program)
+    if not os.access(path, os.X_OK):
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), program)
+
+
+def resolve_command(manifest: Manifest) -> list[str]:
+    """The manifest's command with ``{python}`` and ``{node}`` replaced."""
+    subs = {"{python}": sys.executable, "{node}": shutil.which("node") or "node"}
+    return [subs.get(part, part) for part in manifest.command]
+
+
+_PR_SET_PDEATHSIG = 1
+try:
+    _libc = ctypes.CDLL(None, use_errno=True)
+except OSError:  # pragma: no cover - not Linux
+    _libc = None
+
+
+def _limit(limits: Limits):  # runs in the child between fork and exec
+    def apply() -> None:
+        if _libc is not None:
+            _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        for what, value in (
+            (resource.RLIMIT_CPU, limits.cpu_s),
+            (resource.RLIMIT_AS, limits.address_space),
+            (resource.RLIMIT_NOFILE, limits.open_files),
+            (resource.RLIMIT_NPROC, limits.processes),
+            (resource.RLIMIT_FSIZE, limits.file_bytes),
+        ):
+            resource.setrlimit(what, (value, value))
+
+    return apply
+
+
+class _Process:
+    """A ``subprocess.Popen`` made usable from trio: ``pid``, ``returncode``, ``async wait()``,
+    and its pipes as trio streams (``stdin``, ``stdout``, ``stderr``)."""
+
+    def __init__(self, popen: subprocess.Popen) -> None:
+        self.popen = popen
+        self.pid = popen.pid
+        self.stdin = self._stream(popen.stdin)
+        self.stdout = self._stream(popen.stdout)
+        self.stderr = self._stream(popen.stderr)
+
+    @staticmethod
+    def _stream(pipe):
+        if pipe is None:
+            return None
+        stream = trio.lowlevel.FdStream(os.dup(pipe.fileno()))
+        pipe.close()
+        return stream
+
+    @property
+    def returncode(self) -> int | None:
+        """The exit status, or None while running."""
+        return self.popen.poll()
+
+    async def wait(self) -> int:
+        """Wait for the process to exit (polled every 20 ms); return its status."""
+        while (code := self.popen.poll()) is None:
+            await trio.sleep(0.02)
+        return code
+
+
+class BotProcess:
+    """A running bot: its manifest, process and captured output file."""
+
+    def __init__(self, manifest: Manifest, process: _Process, log_path: Path) -> None:
+        self.manifest = manifest
+        self.process = process
+        self.log_path = log_path
+
+    @property
+    def running(self) -> bool:
+        """True while the process has not exited."""
+        return self.process.returncode is None
+
+    def stop_now(self) -> None:
+        """SIGKILL the bot's whole process group (safe to call more than once)."""
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    async def stop(self, grace_s: float = 1.0, exit_grace_s: float = 1.0) -> None:
+        """Wait up to ``exit_grace_s`` for the bot to exit on its own (it has just been sent
+        ``goodbye``, docs/protocol.md §5), then SIGTERM the process group, wait up to ``grace_s``,
+        then SIGKILL it (seconds)."""
+        with trio.move_on_after(exit_grace_s):
+            await self.process.wait()
+        try:
+            os.killpg(self.process.pid, signal.SIGTERM)
+        except (ProcessLookupError, PermissionError):
+            pass
+        with trio.move_on_after(grace_s):
+            await self.process.wait()
+        self.stop_now()
+        with trio.CancelScope(shield=True), trio.move_on_after(2):
+            await self.process.wait()
+
+
+async def _relay(stream: trio.abc.ReceiveStream, path: Path, cap: int) -> None:
+    """Copy ``stream`` into ``path``, keeping at most ``cap`` bytes, draining the rest."""
+    written = 0
+    with open(path, "ab", buffering=0) as fh:  # unbuffered: a failed write leaves nothing to flush at close
+        while True:
+            try:
+                data = await stream.receive_some(65536)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                return
+            if not data:
+                return
+            if written < cap:
+                keep = data[: cap - written]
+                written += len(keep)
+                try:  # a full disk or read-only path costs the log, never the server
+                    fh.write(keep)
+                    if written >= cap:
+                        fh.write(b"\n[output truncated at %d bytes]\n" % cap)
+                    fh.flush()
+                except OSError:
+                    written = cap
+
+
+async def _pump(source: trio.abc.ReceiveStream, sink: trio.abc.SendStream) -> None:
+    """Copy bytes from ``source`` to ``sink`` until either side closes, then close ``sink``."""
+    try:
+        while data := await source.receive_some(65536):
+            await sink.send_all(data)
+    except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+        pass
+    finally:
+        with trio.CancelScope(shield=True):
+            try:
+                await sink.aclose()
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                pass
+
+
+async def _relay_tcp(process: _Process, host: str, port: int, connect=None) -> None:
+    """Connect to the server for a sandboxed bot and relay its stdin/stdout both ways.
+    ``connect`` (an async callable returning a stream, e.g. ``ArenaServer.attach_local``)
+    replaces the TCP connection to ``host:port``: the bot then never goes through the
+    server's listener and its caps."""
+    assert process.stdin is not None and process.stdout is not None
+    try:
+        tcp = await connect() if connect is not None else await trio.open_tcp_stream(host, port)
+    except (OSError, RuntimeError):
+        await process.stdin.aclose()
+        return
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(_pump, process.stdout, tcp)
+        nursery.start_soon(_pump, tcp, process.stdin)
+
+
+async def launch(
+    nursery: trio.Nursery,
+    manifest: Manifest,
+    env: dict[str, str],
+    log_path: Path,
+    limits: Limits | None = None,
+    sandbox: bool = False,
+    hide: Sequence[str | Path] = (),
+    others: Sequence[str | Path] = (),
+    connect=None,
+) -> BotProcess:
+    """Start the bot of ``manifest`` with extra environment ``env`` (``ARENA_HOST`` and
+    ``ARENA_PORT`` say where the server is); its output goes to ``log_path`` (appended,
+    capped, rotated: :mod:`arena.schedule.botlog`). Relay tasks run in ``nursery``. With ``sandbox`` the
+    bot runs under bubblewrap, ``hide`` and ``others`` out of its sight
+    (:func:`sandbox_command`), and speaks over stdin/stdout (see the module docstring);
+    ``connect`` is how the stdio relay reaches the server (see :func:`_relay_tcp`). Raises
+    ``OSError`` if the command cannot be started, :class:`SandboxError` if ``sandbox`` is asked
+    and ``bwrap`` is missing or a hidden path cannot be hidden."""
+    limits = limits or Limits()
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    rotate(log_path, limits.log_bytes, limits.log_keep)  # retention: arena.schedule.botlog
+    command = resolve_command(manifest)
+    if sandbox:
+        if (problem := sandbox_problem()) is not None:
+            raise SandboxError(problem)
+        _check_program(command[0], manifest.directory)  # bwrap itself would start, and the bot never come
+        command = sandbox_command(command, manifest.directory, hide, others, limits.tmp_bytes)
+        full_env = sandbox_env(env)
+    else:
+        full_env = {**os.environ, **env}
+    log_path.touch()
+    # forked here, in the main thread, so that PR_SET_PDEATHSIG tracks the arena's lifetime
+    popen = subprocess.Popen(
+        command,
+        cwd=manifest.directory,
+        env=full_env,
+        stdin=subprocess.PIPE if sandbox else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE if sandbox else subprocess.STDOUT,
+        start_new_session=True,
+        preexec_fn=_limit(limits),
+    )
+    process = _Process(popen)
+    await trio.lowlevel.checkpoint()
+    if sandbox:
+        assert process.stderr is not None
+        nursery.start_soon(_relay, process.stderr, log_path, limits.log_bytes)
+        nursery.start_soon(_relay_tcp, process, env["ARENA_HOST"], int(env["ARENA_PORT"]), connect)
+    else:
+        assert process.stdout is not None
+        nursery.start_soon(_relay, process.stdout, log_path, limits.log_bytes)
+    return BotProcess(manifest, process, log_path)

@@ -1,0 +1,507 @@
+"""Run a tournament end to end: server, bot processes, scheduled matches, results, ratings.
+
+:func:`run_tournament` starts the TCP server on a free loopback port, registers every bot
+with a fresh token (so no manual ``arena bots add`` is needed), launches each bot in its own sandbox
+(:mod:`arena.schedule.launcher`; as two copies when duplicate pairs are played, :mod:`arena.schedule.copies`),
+waits for them to connect, then plays the schedule of the chosen format with up to
+``concurrency`` matches at once, a bot never in two matches at the same time. Each result is
+committed to the store before the bots hear ``match_end``; each match writes
+``<logs>/t<id>/<match_key>.jsonl``.
+
+A bot that is not connected when its match starts loses it by ``forfeit_disconnect`` (it is
+relaunched once per tournament if its process has died).
+
+Crash safety: every scheduled match is in the database from the start as ``pending``; a result
+is committed before it is announced. After a crash, ``run_tournament(..., resume=id)`` plays
+exactly the matches still pending, with their stored seeds: none is lost, none counted twice
+(a match cut off mid-way is replayed from its first deal, and its log rewritten).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import trio
+
+from arena.errors import Unavailable, UserError
+from arena.games.base import quote
+from arena.match.clock import Clock
+from arena.match.log import MatchLog, write_unplayed
+from arena.match.referee import MatchConfig, MatchResult, Referee
+from arena.match.seat import Seat, SeatFault
+from arena.metrics import METRICS
+from arena.net.server import ArenaServer, ServerConfig
+from arena.net.spectate import SpectatorHub
+from arena.schedule.copies import PAIR_COPIES, Halves, bot_log, launch_copy, secrets_of
+from arena.schedule.formats import Auction, Format, StaticFormat, Step, derive_seed, make_format
+from arena.schedule.formats.chouette import Chouette, Reign, legal_bids
+from arena.schedule.formats.rotation import Rotation
+from arena.schedule.launcher import BotProcess, Limits, Manifest, sandbox_problem
+from arena.stats.deal_pairs import fit_twin_deals
+from arena.stats.ladder import ladder_units
+from arena.stats.rating import Fit, Rating, fit_units
+from arena.store.health import STORAGE_ERRORS, StorageHealth
+from arena.store.sqlite import MatchRow, Store
+from protocol.messages import AuctionView, Goodbye, TimeControl
+
+
+class TournamentConfig(msgspec.Struct, omit_defaults=True):
+    """A tournament: format (``round-robin``, ``gauntlet`` with its ``hero``, ``rotation``,
+    ``chouette``), ``games`` (matches per pair, or in all for rotation and chouette), whether
+    pairs are played in duplicate (ecarte.md §E8.2), seed, concurrency, where logs go, how each
+    match is played (``match``) and how long bots get to connect (``connect_timeout_s``)."""
+
+    format: str = "round-robin"
+    games: int = 10
+    duplicate: bool = True
+    hero: str | None = None
+    seed: int = 1
+    concurrency: int = 2
+    logs_dir: str = "logs"
+    match: MatchConfig = msgspec.field(default_factory=MatchConfig)
+    server: ServerConfig = msgspec.field(default_factory=ServerConfig)
+    connect_timeout_s: float = 20.0
+    limits: Limits = msgspec.field(default_factory=Limits)
+    sandbox: bool = False
+    """Kept for old command lines and stored configs: bots are sandboxed unless ``trust_bots``."""
+    trust_bots: bool = False
+    """UNSAFE: run the bots as plain processes without bubblewrap (docs/contests.md, "Security model")."""
+    copies: int = 0
+    """Processes per bot (:mod:`arena.schedule.copies`); 0: two when matches are played in duplicate pairs, else one."""
+    manifests: list[str] = msgspec.field(default_factory=list)
+    """Manifest paths of the bots (stored with the tournament, so ``--resume`` can relaunch them)."""
+
+
+class TournamentReport(msgspec.Struct):
+    """What a finished tournament returns: its id, the rating fit (``fit.ratings`` best
+    first, with intervals and likelihood of superiority), match count, the reasons matches
+    ended (reason -> count), the wall time in seconds, and for a chouette its reigns and
+    bankrolls."""
+
+    tournament_id: int
+    fit: Fit
+    matches: int
+    reasons: dict[str, int]
+    seconds: float
+    paired: bool = False
+    twin_deals: int = 0
+    """Duplicate-deals: the deals per match, the ratings being on the twin-deal scale (else 0)."""
+    reigns: list[Reign] = msgspec.field(default_factory=list)
+    bankrolls: dict[str, int] = msgspec.field(default_factory=dict)
+    house: int = 0
+
+    @property
+    def ratings(self) -> list[Rating]:
+        """The fitted ratings, best first."""
+        return self.fit.ratings
+
+
+OnResult = Callable[[MatchRow, MatchResult], None]
+
+
+async def run_tournament(
+    store: Store,
+    manifests: list[Manifest],
+    config: TournamentConfig,
+    on_start: Callable[[int, int], None] | None = None,
+    on_result: OnResult | None = None,
+    resume: int | None = None,
+    fmt: Format | None = None,
+) -> TournamentReport:
+    """Play a whole tournament (or, with ``resume``, the pending matches of tournament
+    ``resume``) and return its report.
+
+    ``on_start(tournament_id, n_matches_to_play)`` is called once scheduled;
+    ``on_result(row, result)`` after each match is committed. ``fmt`` replaces the format
+    named in ``config`` (``arena sprt`` passes its own). Raises ``ValueError`` for an unknown
+    format, duplicate bot names, or a ``resume`` id that does not exist, and its subclass
+    :class:`~arena.schedule.launcher.SandboxError` if the bots are to be sandboxed (the default) and
+    ``bwrap`` is missing.
+    """
+    names = [m.name for m in manifests]
+    if len(set(names)) != len(names):
+        raise UserError(f"bot names must be unique: {names}")
+    if config.concurrency < 1:
+        raise UserError("concurrency must be at least 1")
+    if config.format == "duplicate-deals" and config.match.rules.deals < 1:
+        raise UserError("duplicate-deals needs matches of a fixed number of deals (rules.deals, --deals N)")
+    isolated = config.sandbox or not config.trust_bots
+    if isolated and (problem := sandbox_problem()) is not None:
+        raise Unavailable(problem)
+    if fmt is None:
+        fmt = make_format(config.format, names, config.games, config.seed, config.duplicate, config.hero)
+    for name in names:  # registered with a token nobody holds: each copy gets its own (arena.schedule.copies)
+        store.add_bot(name)
+    if resume is None:
+        static = fmt.schedule if isinstance(fmt, StaticFormat) else []
+        tid = store.create_tournament(config.match.game, config.format, config.seed, config, names, static)
+    else:
+        if store.tournament(resume) is None:
+            raise UserError(f"no tournament {resume} in the database")
+        tid = resume
+    if on_start:
+        total = len(store.pending_matches(tid)) if isinstance(fmt, StaticFormat) else config.games
+        on_start(tid, total)
+    t0 = trio.current_time()
+    server = ArenaServer(store, config.server)
+    procs: dict[tuple[str, int], BotProcess] = {}
+    logs = Path(config.logs_dir) / f"t{tid}"
+    n_copies = config.copies or (PAIR_COPIES if plays_pairs(fmt) else 1)
+    halves = Halves(lambda name: n_copies)
+    hide = secrets_of(store.path, config.logs_dir)
+
+    async with trio.open_nursery() as nursery:
+        port = await nursery.start(server.serve)
+
+        async def start_bot(m: Manifest, copy: int) -> None:
+            env = {
+                "ARENA_HOST": config.server.host,
+                "ARENA_PORT": str(port),
+                "ARENA_BOT_SEED": str(derive_seed(config.seed, "bot", m.name)),
+            }
+            others = [o.directory for o in manifests if o.name != m.name]
+            try:
+                procs[(m.name, copy)] = await launch_copy(
+                    nursery, server, m, copy, env, bot_log(logs, store.bot_id(m.name), copy), config.limits,
+                    isolated, hide, others, connect=server.attach_local,
+                )
+            except OSError as exc:  # a missing or non-executable program
+                raise Unavailable(f"bot {m.name}: cannot start {' '.join(m.command)!r} in {m.directory} "
+                                  f"({exc.strerror or exc}): fix `command` in its manifest") from None
+
+        try:
+            for m in manifests:
+                for copy in range(n_copies):
+                    await start_bot(m, copy)
+            deadline = trio.current_time() + config.connect_timeout_s
+            for name, copy in list(procs):
+                await server.wait_for(name, max(0.0, deadline - trio.current_time()), copy)
+            relaunched: set[tuple[str, int]] = set()
+            by_name = {m.name: m for m in manifests}
+
+            async def ensure_connected(name: str) -> None:
+                for copy in range(n_copies):
+                    if server.connection(name, copy) is not None or (name, copy) in relaunched:
+                        continue
+                    proc = procs.get((name, copy))
+                    if proc is not None and not proc.running:
+                        relaunched.add((name, copy))
+                        await start_bot(by_name[name], copy)
+                        await server.wait_for(name, config.connect_timeout_s, copy)
+
+            await _play_format(store, server, tid, fmt, config, logs, ensure_connected, on_result, halves)
+        finally:
+            with trio.CancelScope(shield=True):
+                for conn in [*server.bots.values(), *server.copies.values()]:
+                    with trio.move_on_after(1):
+                        try:
+                            await conn.send(Goodbye(reason="tournament over"))
+                        except Exception:  # noqa: BLE001 - a bot already gone is fine
+                            pass
+                    await conn.aclose("tournament over")
+                with trio.move_on_after(3):
+                    for proc in procs.values():
+                        await proc.stop()
+                for proc in procs.values():
+                    proc.stop_now()
+            nursery.cancel_scope.cancel()
+
+    store.finish_tournament(tid)
+    matches = store.matches(tid)
+    reasons: dict[str, int] = {}
+    for row in matches:
+        reasons[row["reason"] or "unplayed"] = reasons.get(row["reason"] or "unplayed", 0) + 1
+    fitted, paired = rate_tournament(store, tid, names, config)
+    report = TournamentReport(
+        tournament_id=tid,
+        fit=fitted,
+        matches=len(matches),
+        reasons=reasons,
+        seconds=trio.current_time() - t0,
+        paired=paired,
+        twin_deals=config.match.rules.deals if config.format == "duplicate-deals" else 0,
+    )
+    if isinstance(fmt, Chouette):
+        report.reigns, report.bankrolls, report.house = fmt.reigns, dict(fmt.bankrolls), fmt.house
+    return report
+
+
+def rate_tournament(store: Store, tid: int, names: list[str], config: TournamentConfig) -> tuple[Fit, bool]:
+    """The rating fit of a tournament and whether it was played in duplicate pairs.
+
+    Every format gets robust intervals (the sandwich of :mod:`arena.stats.rating`), clustered by the
+    unit that varies together: the duplicate pair when the two matches of a pair are both
+    finished, else the match (:func:`arena.stats.ladder.ladder_units`). ``paired`` is True when at
+    least one pair is complete. Duplicate-deals: the fit on twin deals
+    (:func:`arena.stats.deal_pairs.fit_twin_deals`), clustered by pair."""
+    if config.format == "duplicate-deals":
+        return fit_twin_deals(store.matches(tid), config.match.rules.deals, names), True
+    rows = [(tid, m["bot0"], m["bot1"], m["winner_seat"], m["pair_key"])
+            for m in store.matches(tid) if m["status"] == "done"]
+    units = ladder_units(rows)
+    return fit_units(units, names, variance="robust"), any(u[3] == 2 for u in units)
+def plays_pairs(fmt: Format) -> bool:
+    """True if ``fmt`` may hand out duplicate pairs (its bots then run as two copies): a static
+    schedule with a pair key, or any dynamic format but rotation and chouette (which never pair)."""
+    if isinstance(fmt, StaticFormat):
+        return any(p.pair is not None for p in fmt.schedule)
+    return not isinstance(fmt, (Rotation, Chouette))
+
+
+def settle_stored(store: Store, tid: int, fmt: Format, steps: list[Step]) -> list[Step]:
+    """Feed ``fmt`` the results already stored for any of ``steps`` (a resumed tournament) and
+    return the steps still to play. Resuming thus rebuilds the format's state from the stored
+    results, in the order the format hands out its steps, and the same seeds come out."""
+    left: list[Step] = []
+    for step in steps:
+        if isinstance(step, Auction):
+            row = store.auction(tid, step.index)
+            if row is None:
+                left.append(step)
+            else:
+                fmt.record_auction(step, row["bids"])
+            continue
+        row = store.match_by_index(tid, step.index)
+        if row is not None and row["seed"] != step.seed:
+            raise ValueError(f"match {step.index} of t{tid}: stored seed differs from the format's")
+        if row is None or row["status"] == "pending":
+            left.append(step)
+        else:
+            fmt.record(step, row["winner"])
+    return left
+
+
+async def _play_format(
+    store: Store,
+    server: ArenaServer,
+    tid: int,
+    fmt: Format,
+    config: TournamentConfig,
+    logs: Path,
+    ensure_connected: Callable[[str], object],
+    on_result: OnResult | None,
+    halves: Halves | None = None,
+) -> None:
+    """Run the format's steps with at most ``concurrency`` matches at once, each bot in one
+    step at a time, until the format is done; ``halves`` picks the copies of the bots that play
+    each match (:mod:`arena.schedule.copies`; default: copy 0)."""
+    queue: list[Step] = []
+    busy: set[str] = set()
+    running = 0
+    changed = trio.Event()
+
+    def bots_of(step: Step) -> tuple[str, ...]:
+        return step.bidders if isinstance(step, Auction) else (step.bot0, step.bot1)
+
+    async def run(step: Step) -> None:
+        nonlocal changed, running
+        try:
+            if isinstance(step, Auction):
+                winner_bids = await run_auction(store, server, tid, step, fmt)
+                fmt.record_auction(step, winner_bids)
+            else:
+                row = store.add_match(tid, config.match.game, step)
+                copies = halves.assign(step) if halves is not None else (0, 0)
+                result = await play_match(store, server, row, config.match, logs, ensure_connected, on_result,
+                                          copies=copies)
+                fmt.record(step, None if result.winner is None else (step.bot0, step.bot1)[result.winner])
+        finally:
+            running -= 1
+            busy.difference_update(bots_of(step))
+            changed.set()
+            changed = trio.Event()
+
+    async with trio.open_nursery() as nursery:
+        while True:
+            while not queue and not fmt.done:
+                fresh = fmt.ready(busy)
+                if not fresh:
+                    break
+                queue.extend(settle_stored(store, tid, fmt, fresh))
+            started = False
+            for step in list(queue):
+                if running >= config.concurrency:
+                    break
+                names = bots_of(step)
+                if busy.intersection(names):
+                    continue
+                queue.remove(step)
+                busy.update(names)
+                running += 1
+                nursery.start_soon(run, step)
+                started = True
+            if fmt.done and not queue and running == 0:
+                return
+            if not started:
+                await changed.wait()
+
+
+async def ask_bid(conn: Any, auction_id: str, legal: list[int], view: AuctionView) -> int | None:
+    """Ask ``conn`` for a chouette bid (ecarte.md §E9.3, docs/protocol.md §8.12): a request
+    outside any match, default time control. Returns the bid if it is in ``legal``; else None
+    (no answer, a fault, or an answer outside ``legal``, which also gets ``illegal_action``, not
+    fatal: the caller counts it as 0)."""
+    seat = Seat(conn, 0, auction_id, Clock(TimeControl()))
+    seat.attach()
+    try:
+        answer = await seat.ask("bid", legal, view)
+        if answer.action in legal and not isinstance(answer.action, bool):
+            return answer.action
+        await conn.send_error("illegal_action", f"bid {quote(answer.action)} is not in legal; counted as 0",
+                              id=answer.id)
+    except SeatFault:
+        pass
+    finally:
+        seat.detach()
+    return None
+
+
+async def run_auction(store: Store, server: ArenaServer, tid: int, auction: Auction, fmt: Format) -> dict[str, int]:
+    """Ask every bidder for a ``bid`` at once (ecarte.md §E9.3) and commit the auction.
+    A bot that is absent, times out or answers something not in ``legal`` bids 0."""
+    assert isinstance(fmt, Chouette)
+    bids: dict[str, int] = {}
+    auction_id = f"t{tid}-a{auction.index + 1:04d}"
+
+    async def ask(name: str) -> None:
+        conn = server.bots.get(name)
+        bankroll = fmt.bankrolls[name]
+        if conn is None or conn.closed.is_set():
+            return
+        view = AuctionView(
+            bot=name, bankroll=bankroll, bankrolls=dict(fmt.bankrolls), queue=list(auction.bidders),
+            auction=auction.index + 1, reigns=[(r.chouetteur, r.price, r.beaten) for r in fmt.reigns],
+        )
+        bid = await ask_bid(conn, auction_id, legal_bids(bankroll), view)
+        if bid is not None:
+            bids[name] = bid
+
+    async with trio.open_nursery() as nursery:
+        for name in auction.bidders:
+            nursery.start_soon(ask, name)
+    clean = {b: bids.get(b, 0) for b in auction.bidders}
+    winner = max(auction.bidders, key=lambda b: (clean[b], -auction.bidders.index(b)))
+    store.record_auction(tid, auction.index, clean, winner, clean[winner])
+    return clean
+
+
+async def play_match(
+    store: Store,
+    server: ArenaServer,
+    row: MatchRow,
+    match_config: MatchConfig,
+    logs: Path,
+    ensure_connected: Callable[[str], object] | None = None,
+    on_result: OnResult | None = None,
+    hub: SpectatorHub | None = None,
+    pair: str | None = None,
+    abort_on_cancel: bool = False,
+    health: StorageHealth | None = None,
+    copies: tuple[int, int] = (0, 0),
+) -> MatchResult:
+    """Referee one scheduled match, commit its result, then announce it. ``copies`` are the
+    copies of bot0 and bot1 that play it (:mod:`arena.schedule.copies`). A bot not connected loses by
+    ``forfeit_disconnect`` (both absent: ``aborted``).
+
+    Storage faults (:mod:`arena.store.health`): a match log that cannot be opened or written
+    aborts the match (``aborted``, the error in its detail); with ``health`` the fault pauses
+    the caller's scheduling and a result the database refuses is retried until it is
+    committed (without ``health`` the database error propagates: a tournament can resume)."""
+    if ensure_connected is not None:
+        for name in (row.bot0, row.bot1):
+            await ensure_connected(name)  # type: ignore[misc]
+    conns = [server.connection(row.bot0, copies[0]), server.connection(row.bot1, copies[1])]
+    log_path = logs / f"{row.match_key}.jsonl.gz"  # gzip (arena.match.log): under a third of the bytes
+    try:
+        (logs / f"{row.match_key}.jsonl").unlink(missing_ok=True)  # a partial plain log of an older version's run
+    except OSError:  # a read-only or missing logs folder: the match log's own open says so
+        pass
+
+    log_ref: list[MatchLog] = []
+
+    async def record(result: MatchResult, retry: bool = True) -> None:
+        written = bool(log_ref) and log_ref[0].error is None
+        args = (row.match_key, result, str(log_path) if written else None, log_ref[0].last_hash if written else None)
+        if health is None or not retry:
+            store.record_result(*args)
+        else:
+            await health.commit("database", store.record_result, *args)
+        if on_result:
+            on_result(row, result)
+
+    absent = [i for i, c in enumerate(conns) if c is None or c.closed.is_set()]
+    if absent:
+        METRICS.matches_finished.labels(match_config.game, "aborted" if len(absent) == 2 else "win",
+                                        "aborted" if len(absent) == 2 else "forfeit_disconnect").inc()
+        result = MatchResult(
+            match_id=row.match_key,
+            winner=None if len(absent) == 2 else 1 - absent[0],
+            reason="aborted" if len(absent) == 2 else "forfeit_disconnect",
+            scores=[0, 0],
+            manches=[0, 0],
+            detail="not connected: " + ", ".join((row.bot0, row.bot1)[i] for i in absent),
+            faulty=absent[0] if len(absent) == 1 else None,
+        )
+        # a log for this match too: header, an incident per absent seat, the result
+        last = write_unplayed(
+            log_path,
+            {"match_id": row.match_key, "game": match_config.game, "seed": row.seed, "bots": [row.bot0, row.bot1],
+             "config": msgspec.to_builtins(match_config)},
+            [(i, "not_connected", f"{(row.bot0, row.bot1)[i]} was not connected when the match was due")
+             for i in absent],
+            {"winner": result.winner, "reason": result.reason, "scores": result.scores, "manches": result.manches,
+             "faulty": result.faulty, "margin": result.margin, "decisions": 0, "detail": result.detail},
+        )
+        if last is None and health is not None:
+            health.fail("match log", OSError(f"the log of {row.match_key} could not be written"))
+        args = (row.match_key, result, str(log_path) if last else None, last)
+        if health is None:
+            store.record_result(*args)
+        else:
+            await health.commit("database", store.record_result, *args)
+        if on_result:
+            on_result(row, result)
+        return result
+    with MatchLog(log_path) as log:
+        if log.error is not None:  # not even opened: the match is not played
+            if health is not None:
+                health.fail("match log", log.error)
+            METRICS.matches_finished.labels(match_config.game, "aborted", "aborted").inc()
+            result = MatchResult(match_id=row.match_key, winner=None, reason="aborted", scores=[0, 0],
+                                 manches=[0, 0], detail=f"match log could not be opened: {log.error}")
+            await record(result)
+            return result
+        log_ref.append(log)
+        referee = Referee(row.match_key, row.seed, match_config, (conns[0], conns[1]), log, record,
+                          hub.event if hub is not None else None)
+        if hub is not None:
+            hub.match_started(row.match_key, match_config.game, [row.bot0, row.bot1], match_config.rules,
+                              match_config.time, pair)
+        try:
+            result = await referee.run()
+        except trio.Cancelled:
+            # cancelled mid-match: a tournament leaves it pending (``--resume`` replays it from
+            # its first deal); a contest server shutting down records it as aborted
+            if abort_on_cancel and referee.result is None:
+                with trio.CancelScope(shield=True):
+                    aborted = MatchResult(match_id=row.match_key, winner=None, reason="aborted",
+                                          scores=referee.engine.scores, manches=referee.engine.manches,
+                                          detail="server shut down during the match")
+                    referee.result = aborted
+                    try:
+                        await record(aborted, retry=False)
+                    except STORAGE_ERRORS:  # left pending: the next start marks it aborted
+                        pass
+            raise
+        finally:
+            if log.error is not None and health is not None:
+                health.fail("match log", log.error)
+            if hub is not None:
+                r = referee.result
+                hub.match_ended(row.match_key, r.winner if r else None, r.reason if r else "aborted",
+                                r.scores if r else [0, 0])
+        return result
+

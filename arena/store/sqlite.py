@@ -1,0 +1,652 @@
+"""SQLite persistence: bots and their tokens, tournaments, matches.
+
+One file (``arena.db`` by default) in WAL mode through the standard ``sqlite3`` module.
+Every match is inserted as ``pending`` when its tournament is scheduled, so an interrupted
+tournament knows exactly what is left; :meth:`Store.record_result` commits a result before
+anyone is told of it (design.md, "Persistence and scale").
+
+Tokens are never stored: only a random salt and ``hashlib.scrypt(token, salt)``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import secrets
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from arena.errors import DatabaseError
+from arena.names import check_name
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS bots (
+    name        TEXT PRIMARY KEY,
+    salt        BLOB NOT NULL,
+    token_hash  BLOB NOT NULL,
+    created_at  REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS tournaments (
+    id          INTEGER PRIMARY KEY,
+    game        TEXT NOT NULL,
+    format      TEXT NOT NULL,
+    seed        INTEGER NOT NULL,
+    config      TEXT NOT NULL,
+    bots        TEXT NOT NULL,
+    status      TEXT NOT NULL DEFAULT 'running',
+    created_at  REAL NOT NULL,
+    finished_at REAL
+);
+CREATE TABLE IF NOT EXISTS matches (
+    id            INTEGER PRIMARY KEY,
+    tournament_id INTEGER NOT NULL REFERENCES tournaments(id),
+    idx           INTEGER NOT NULL,
+    match_key     TEXT NOT NULL UNIQUE,
+    game          TEXT NOT NULL,
+    bot0          TEXT NOT NULL,
+    bot1          TEXT NOT NULL,
+    seed          INTEGER NOT NULL,
+    status        TEXT NOT NULL DEFAULT 'pending',
+    winner_seat   INTEGER,
+    winner        TEXT,
+    score0        INTEGER,
+    score1        INTEGER,
+    manches0      INTEGER,
+    manches1      INTEGER,
+    reason        TEXT,
+    detail        TEXT,
+    faulty_seat   INTEGER,
+    decisions     INTEGER,
+    deals         INTEGER,
+    duration_ms   INTEGER,
+    margin        INTEGER,
+    log_hash      TEXT,
+    log_path      TEXT,
+    finished_at   REAL,
+    UNIQUE (tournament_id, idx)
+);
+CREATE INDEX IF NOT EXISTS matches_by_status ON matches(tournament_id, status);
+CREATE INDEX IF NOT EXISTS matches_by_game ON matches(game, status);
+CREATE TABLE IF NOT EXISTS auctions (
+    tournament_id INTEGER NOT NULL REFERENCES tournaments(id),
+    idx           INTEGER NOT NULL,
+    bids          TEXT NOT NULL,
+    winner        TEXT NOT NULL,
+    price         INTEGER NOT NULL,
+    created_at    REAL NOT NULL,
+    PRIMARY KEY (tournament_id, idx)
+);
+CREATE TABLE IF NOT EXISTS submissions (
+    name        TEXT PRIMARY KEY REFERENCES bots(name) ON DELETE CASCADE,
+    manifest    TEXT NOT NULL,
+    sandbox     INTEGER NOT NULL DEFAULT 0,
+    created_at  REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS spectators (
+    name        TEXT PRIMARY KEY,
+    salt        BLOB NOT NULL,
+    token_hash  BLOB NOT NULL,
+    created_at  REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS wager_ledger (
+    id              INTEGER PRIMARY KEY CHECK (id = 1),
+    snapshot        TEXT NOT NULL,
+    settled_levies  INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS wager_bets (
+    match_key   TEXT NOT NULL,
+    seq         INTEGER NOT NULL,
+    bettor      TEXT NOT NULL,
+    seat        INTEGER NOT NULL,
+    stake       INTEGER NOT NULL,
+    matched     INTEGER NOT NULL,
+    returned    INTEGER NOT NULL,
+    payout      INTEGER NOT NULL,
+    levy        INTEGER NOT NULL,
+    status      TEXT NOT NULL,
+    reason      TEXT NOT NULL,
+    PRIMARY KEY (match_key, seq)
+);
+CREATE TABLE IF NOT EXISTS ladder (
+    game        TEXT NOT NULL,
+    bot         TEXT NOT NULL,
+    elo         REAL NOT NULL,
+    games       INTEGER NOT NULL,
+    updated_at  REAL NOT NULL,
+    ci95        REAL,
+    PRIMARY KEY (game, bot)
+);
+"""
+
+SCHEMA_VERSION = 2
+"""The schema version this code writes, kept in ``PRAGMA user_version``: 1 is the schema of the
+first versioned release (the tables above; a database from before versions has 0 and is brought
+to 1 by adding the columns added since); each later version is a step of :data:`MIGRATIONS`."""
+
+MIGRATIONS: dict[int, list[str]] = {
+    2: [
+        # the contest server's view of each submitted bot (arena.schedule.supervisor) and of who is
+        # connected, for `arena bots list` run from another process
+        """CREATE TABLE IF NOT EXISTS bot_status (
+            name        TEXT PRIMARY KEY,
+            state       TEXT NOT NULL,
+            failures    INTEGER NOT NULL DEFAULT 0,
+            next_launch REAL,
+            last_output TEXT NOT NULL DEFAULT '',
+            connected   INTEGER NOT NULL DEFAULT 0,
+            updated_at  REAL NOT NULL
+        )""",
+    ],
+}
+"""Version -> the statements that bring a database of the version before up to it."""
+
+SCRYPT = {"n": 2**14, "r": 8, "p": 1}
+"""scrypt cost parameters for token hashes (about 30 ms per check on one core)."""
+
+
+def hash_token(token: str, salt: bytes) -> bytes:
+    """scrypt hash of ``token`` with ``salt`` (32-byte digest)."""
+    return hashlib.scrypt(token.encode(), salt=salt, dklen=32, **SCRYPT)
+
+
+class MatchRow(msgspec.Struct):
+    """A scheduled match as stored: position ``idx`` in its tournament, bots per seat, seed."""
+
+    id: int
+    tournament_id: int
+    idx: int
+    match_key: str
+    game: str
+    bot0: str
+    bot1: str
+    seed: int
+    status: str
+
+
+class Store:
+    """The arena database at ``path`` (``":memory:"`` for tests). Not thread-safe: one
+    ``Store`` per trio run; every method is a short blocking call."""
+
+    def __init__(self, path: str | Path = "arena.db") -> None:
+        self.path = str(path)
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(self.path, isolation_level=None)
+        self.db.row_factory = sqlite3.Row
+        try:
+            self.db.execute("PRAGMA journal_mode=WAL")
+            version = self._check_version()
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            self.db.execute("PRAGMA foreign_keys=ON")
+            self.db.executescript(SCHEMA)
+        except sqlite3.DatabaseError as exc:
+            self.db.close()
+            raise DatabaseError(f"{self.path} is not an arena database (SQLite: {exc}); use another file "
+                                "(a missing one is created)") from None
+        self._migrate(version)
+
+    def _check_version(self) -> int:
+        """The database's schema version; :class:`arena.errors.DatabaseError` if it is newer
+        than this code or an SQLite database of some other program."""
+        version = self.db.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            raise DatabaseError(f"{self.path} has schema version {version}, made by a newer arena than this one "
+                                f"(which knows up to {SCHEMA_VERSION}): upgrade arena to use it")
+        tables = {r[0] for r in self.db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if version == 0 and tables and not tables & {"bots", "matches", "tournaments"}:
+            raise DatabaseError(f"{self.path} is an SQLite database of another program (tables: "
+                                f"{', '.join(sorted(tables)[:5])}); use another file")
+        return version
+
+    def _migrate(self, version: int) -> None:
+        """Bring a database of schema ``version`` up to :data:`SCHEMA_VERSION`: version 0 (made
+        before versions) gets the columns added since, then each step of :data:`MIGRATIONS`,
+        each in its own transaction together with the new ``user_version``."""
+        have = {r[1] for r in self.db.execute("PRAGMA table_info(matches)")}
+        for column, kind in (("margin", "INTEGER"), ("pair_key", "TEXT"), ("log_hash", "TEXT")):
+            if column not in have:
+                self.db.execute(f"ALTER TABLE matches ADD COLUMN {column} {kind}")
+        # idempotent additions of the ladder's refit (arena.stats.ladder), whatever the version
+        self.db.execute("CREATE INDEX IF NOT EXISTS matches_by_pair ON matches(tournament_id, pair_key)")
+        if "ci95" not in {r[1] for r in self.db.execute("PRAGMA table_info(ladder)")}:
+            self.db.execute("ALTER TABLE ladder ADD COLUMN ci95 REAL")
+        for step in range(max(version, 1) + 1, SCHEMA_VERSION + 1):
+            with self._tx():
+                for statement in MIGRATIONS[step]:
+                    self.db.execute(statement)
+                self.db.execute(f"PRAGMA user_version={step}")
+        if version < 1 and SCHEMA_VERSION == 1:
+            self.db.execute("PRAGMA user_version=1")
+
+    def close(self) -> None:
+        """Close the database."""
+        self.db.close()
+
+    # ------------------------------------------------------------------ bots and tokens
+
+    def add_bot(self, name: str, token: str | None = None) -> str:
+        """Register ``name`` (or replace its token) and return the token, which is stored only
+        as a salted scrypt hash. Raises :class:`arena.names.BadName` (a ``ValueError``) for a
+        name outside the rule of :mod:`arena.names`."""
+        return self._set_secret("bots", "bot", name, token)
+
+    def _set_secret(self, table: str, what: str, name: str, token: str | None) -> str:
+        """Store a salted scrypt hash of ``token`` (a fresh one if None) for ``name`` in
+        ``table`` (``bots`` or ``spectators``); return the token."""
+        check_name(name, what)  # names are data: never markup or paths (arena.names)
+        token = token or secrets.token_urlsafe(24)
+        salt = secrets.token_bytes(16)
+        self.db.execute(
+            f"INSERT INTO {table}(name, salt, token_hash, created_at) VALUES (?,?,?,?) "
+            "ON CONFLICT(name) DO UPDATE SET salt=excluded.salt, token_hash=excluded.token_hash",
+            (name, salt, hash_token(token, salt), time.time()),
+        )
+        return token
+
+    def bot_id(self, name: str) -> int:
+        """The database id of registered bot ``name`` (for file names: never a name in a
+        path). Raises ``KeyError`` if it is not registered."""
+        row = self.db.execute("SELECT rowid FROM bots WHERE name=?", (name,)).fetchone()
+        if row is None:
+            raise KeyError(name)
+        return int(row[0])
+
+    def check_token(self, name: str, token: str) -> bool:
+        """True if ``name`` is registered and ``token`` is its token (constant-time compare)."""
+        row = self.db.execute("SELECT salt, token_hash FROM bots WHERE name=?", (name,)).fetchone()
+        if row is None:
+            hash_token(token, b"0" * 16)  # same cost whether or not the name exists
+            return False
+        return hmac.compare_digest(hash_token(token, row["salt"]), row["token_hash"])
+
+    def bot_secret(self, name: str) -> tuple[bytes, bytes] | None:
+        """``(salt, token hash)`` of a registered bot, or None (compare with
+        ``hmac.compare_digest``, never ``==``: see :mod:`arena.net.auth`)."""
+        row = self.db.execute("SELECT salt, token_hash FROM bots WHERE name=?", (name,)).fetchone()
+        return (row[0], row[1]) if row else None
+
+    def bot_names(self) -> list[str]:
+        """All registered bot names, sorted."""
+        return [r[0] for r in self.db.execute("SELECT name FROM bots ORDER BY name")]
+
+    # ------------------------------------------------------------------ spectators and wagers
+
+    def add_spectator(self, name: str, token: str | None = None) -> str:
+        """Register a betting spectator (or replace its token); return the token, stored only
+        as a salted scrypt hash."""
+        return self._set_secret("spectators", "spectator", name, token)
+
+    def spectator_secret(self, name: str) -> tuple[bytes, bytes] | None:
+        """``(salt, token hash)`` of a betting spectator, or None."""
+        row = self.db.execute("SELECT salt, token_hash FROM spectators WHERE name=?", (name,)).fetchone()
+        return (row[0], row[1]) if row else None
+
+    def load_ledger(self) -> tuple[bytes, int] | None:
+        """The stored wager ledger: ``(snapshot JSON, levies of settled books dropped from it)``."""
+        row = self.db.execute("SELECT snapshot, settled_levies FROM wager_ledger WHERE id=1").fetchone()
+        return (row[0].encode(), row[1]) if row else None
+
+    def save_ledger(self, snapshot: bytes, settled_levies: int, settled: list[tuple] = ()) -> None:
+        """Store the ledger snapshot and, in the same transaction, the bets of books just settled
+        (rows ``(match_key, seq, bettor, seat, stake, matched, returned, payout, levy, status,
+        reason)``)."""
+        with self._tx():
+            self.db.execute(
+                "INSERT INTO wager_ledger(id, snapshot, settled_levies) VALUES (1, ?, ?) ON CONFLICT(id) "
+                "DO UPDATE SET snapshot=excluded.snapshot, settled_levies=excluded.settled_levies",
+                (snapshot.decode(), settled_levies),
+            )
+            self.db.executemany("INSERT INTO wager_bets VALUES (?,?,?,?,?,?,?,?,?,?,?)", settled)
+
+    def submit_bot(self, name: str, manifest: str, sandbox: bool = False) -> None:
+        """Register ``name`` as a bot the contest server launches from ``manifest`` (an
+        absolute path). Its token is made afresh at each launch."""
+        self.add_bot(name)
+        self.db.execute(
+            "INSERT INTO submissions(name, manifest, sandbox, created_at) VALUES (?,?,?,?) "
+            "ON CONFLICT(name) DO UPDATE SET manifest=excluded.manifest, sandbox=excluded.sandbox, "
+            "created_at=excluded.created_at",
+            (name, manifest, int(sandbox), time.time()),
+        )
+
+    def submissions(self) -> list[tuple[str, str, int]]:
+        """Submitted bots as ``(name, manifest path, sandbox)``."""
+        return [tuple(r) for r in self.db.execute("SELECT name, manifest, sandbox FROM submissions ORDER BY name")]
+
+    def submission_times(self) -> dict[str, float]:
+        """When each submitted bot was last submitted (Unix seconds): a new time means a fresh
+        start for its supervision (:mod:`arena.schedule.supervisor`)."""
+        return {r[0]: r[1] for r in self.db.execute("SELECT name, created_at FROM submissions")}
+
+    def save_bot_status(self, rows: list[tuple]) -> None:
+        """Replace the contest server's view of its bots: rows ``(name, state, failures, next
+        launch (Unix seconds) or None, last output lines, connected 0/1)``, stamped now."""
+        now = time.time()
+        with self._tx():
+            self.db.execute("DELETE FROM bot_status")
+            self.db.executemany("INSERT INTO bot_status VALUES (?,?,?,?,?,?,?)", [(*r, now) for r in rows])
+
+    def bot_status(self) -> dict[str, dict[str, Any]]:
+        """The last view saved by :meth:`save_bot_status`, by bot name (with ``updated_at``)."""
+        return {r["name"]: dict(r) for r in self.db.execute("SELECT * FROM bot_status")}
+
+    def remove_bot(self, name: str) -> bool:
+        """Unregister a bot (token and submission; its matches and ladder history stay).
+        Returns False if it was not registered."""
+        with self._tx():
+            self.db.execute("DELETE FROM submissions WHERE name=?", (name,))
+            cur = self.db.execute("DELETE FROM bots WHERE name=?", (name,))
+        return cur.rowcount > 0
+
+    def bots_overview(self, game: str) -> list[tuple[str, str, float | None, int]]:
+        """Every registered bot: ``(name, kind, ladder Elo or None, ladder games)``; kind is
+        ``submitted`` (launched by the server) or ``remote`` (connects with its token)."""
+        rows = self.db.execute(
+            "SELECT b.name, s.name IS NOT NULL, l.elo, COALESCE(l.games, 0) FROM bots b "
+            "LEFT JOIN submissions s ON s.name=b.name LEFT JOIN ladder l ON l.bot=b.name AND l.game=? ORDER BY b.name",
+            (game,),
+        )
+        return [(r[0], "submitted" if r[1] else "remote", r[2], r[3]) for r in rows]
+
+    # ------------------------------------------------------------------ tournaments
+
+    def create_tournament(
+        self, game: str, fmt: str, seed: int, config: Any, bots: list[str], matches: list[Any] = ()
+    ) -> int:
+        """Insert a tournament and the matches already scheduled (``arena.schedule.formats.Pairing`` or
+        ``(bot0, bot1, seed)`` tuples) as pending, in one transaction; return its id."""
+        with self._tx():
+            cur = self.db.execute(
+                "INSERT INTO tournaments(game, format, seed, config, bots, created_at) VALUES (?,?,?,?,?,?)",
+                (
+                    game,
+                    fmt,
+                    seed,
+                    json.dumps(msgspec.to_builtins(config), sort_keys=True),
+                    json.dumps(bots),
+                    time.time(),
+                ),
+            )
+            tid = int(cur.lastrowid)
+            for i, m in enumerate(matches):
+                self._insert_match(tid, game, m if not isinstance(m, tuple) else _tuple_pairing(i, m))
+        return tid
+
+    def _insert_match(self, tid: int, game: str, p: Any) -> str:
+        key = f"t{tid}-m{p.index + 1:04d}"
+        self.db.execute(
+            "INSERT OR IGNORE INTO matches(tournament_id, idx, match_key, game, bot0, bot1, seed, pair_key) "
+            "VALUES (?,?,?,?,?,?,?,?)",
+            (tid, p.index, key, game, p.bot0, p.bot1, p.seed, p.pair),
+        )
+        return key
+
+    def add_match(self, tournament_id: int, game: str, pairing: Any) -> MatchRow:
+        """Schedule one match (a ``Pairing``) of a format that decides as it goes; idempotent
+        (a resumed tournament gets the existing row back). Returns its row."""
+        with self._tx():
+            key = self._insert_match(tournament_id, game, pairing)
+        return self.match_row(key)
+
+    def match_row(self, match_key: str) -> MatchRow:
+        """The scheduled match ``match_key``; ``LookupError`` if unknown."""
+        row = self.db.execute(
+            "SELECT id, tournament_id, idx, match_key, game, bot0, bot1, seed, status FROM matches WHERE match_key=?",
+            (match_key,),
+        ).fetchone()
+        if row is None:
+            raise LookupError(match_key)
+        return MatchRow(**dict(row))
+
+    def match_by_index(self, tournament_id: int, idx: int) -> dict[str, Any] | None:
+        """Match number ``idx`` of a tournament as a dict, or None."""
+        row = self.db.execute("SELECT * FROM matches WHERE tournament_id=? AND idx=?", (tournament_id, idx)).fetchone()
+        return dict(row) if row else None
+
+    def record_auction(self, tournament_id: int, idx: int, bids: dict[str, int], winner: str, price: int) -> None:
+        """Commit a chouette auction (ecarte.md §E9.3)."""
+        with self._tx():
+            self.db.execute(
+                "INSERT INTO auctions(tournament_id, idx, bids, winner, price, created_at) VALUES (?,?,?,?,?,?)",
+                (tournament_id, idx, json.dumps(bids, sort_keys=True), winner, price, time.time()),
+            )
+
+    def auction(self, tournament_id: int, idx: int) -> dict[str, Any] | None:
+        """A recorded auction (``bids`` decoded), or None."""
+        row = self.db.execute(
+            "SELECT * FROM auctions WHERE tournament_id=? AND idx=?", (tournament_id, idx)
+        ).fetchone()
+        if row is None:
+            return None
+        out = dict(row)
+        out["bids"] = json.loads(out["bids"])
+        return out
+
+    def pair_results(self, tournament_id: int) -> list[tuple[str, str, float]]:
+        """Completed duplicate pairs as ``(a, b, points of a over the two matches)`` (0-2, a
+        draw counting ½), ``a`` being seat 0 of the pair's first match."""
+        rows = self.db.execute(
+            "SELECT pair_key, bot0, bot1, winner_seat FROM matches WHERE tournament_id=? AND status='done' "
+            "AND pair_key IS NOT NULL ORDER BY idx",
+            (tournament_id,),
+        ).fetchall()
+        first: dict[str, tuple[str, str, float]] = {}
+        out = []
+        for key, b0, b1, w in rows:
+            s0 = 1.0 if w == 0 else 0.0 if w == 1 else 0.5
+            if key not in first:
+                first[key] = (b0, b1, s0)
+            else:
+                a, b, sa = first.pop(key)
+                out.append((a, b, sa + (s0 if b0 == a else 1.0 - s0)))
+        return out
+
+    def _ladder_refit(self, game: str) -> None:
+        """Refit the persistent ladder of ``game`` over all its finished matches
+        (:mod:`arena.stats.ladder`: maximum likelihood, warm-started from the stored ratings, 95%
+        intervals clustered by duplicate pair), inside the caller's transaction."""
+        from arena.stats.ladder import refit
+
+        start = {r[0]: r[1] for r in self.db.execute("SELECT bot, elo FROM ladder WHERE game=?", (game,))}
+        fitted = refit(self.ladder_unit_counts(game), start=start)
+        now = time.time()
+        for r in fitted.ratings:
+            self.db.execute(
+                "INSERT INTO ladder(game, bot, elo, ci95, games, updated_at) VALUES (?,?,?,?,?,?) "
+                "ON CONFLICT(game, bot) DO UPDATE SET elo=excluded.elo, ci95=excluded.ci95, games=excluded.games, "
+                "updated_at=excluded.updated_at",
+                (game, r.name, r.elo, r.ci95, r.games, now),
+            )
+
+    def ladder_unit_counts(self, game: str) -> dict[tuple[str, str, float, int], int]:
+        """The ladder's units of ``game`` counted in SQL: ``{(a, b, points of a, games): count}``,
+        exactly what :func:`arena.stats.ladder.ladder_units` makes of the finished matches (the two
+        finished halves of a duplicate pair, same tournament and pair key, are one unit of 2
+        games scored from the first half's seat 0; every other finished match a unit of 1)."""
+        out: dict[tuple[str, str, float, int], int] = {}
+
+        def add(a: str, b: str, s: float, g: int, n: int) -> None:
+            out[(a, b, s, g)] = out.get((a, b, s, g), 0) + n
+
+        def pts(w: int | None) -> float:
+            return 1.0 if w == 0 else 0.0 if w == 1 else 0.5
+
+        twin = ("SELECT 1 FROM matches t WHERE t.tournament_id=m.tournament_id AND t.pair_key=m.pair_key "
+                "AND t.id<>m.id AND t.status='done'")
+        for b0, b1, w, n in self.db.execute(
+            "SELECT bot0, bot1, winner_seat, COUNT(*) FROM matches m WHERE game=? AND status='done' "
+            f"AND (pair_key IS NULL OR NOT EXISTS ({twin})) GROUP BY 1, 2, 3",
+            (game,),
+        ):
+            add(b0, b1, pts(w), 1, n)
+        for b0, b1, w0, c0, w1, n in self.db.execute(
+            "SELECT f.bot0, f.bot1, f.winner_seat, s.bot0, s.winner_seat, COUNT(*) FROM matches f "
+            "JOIN matches s ON s.tournament_id=f.tournament_id AND s.pair_key=f.pair_key AND s.id>f.id "
+            "WHERE f.game=? AND f.status='done' AND s.status='done' GROUP BY 1, 2, 3, 4, 5",
+            (game,),
+        ):
+            s1 = pts(w1)
+            add(b0, b1, pts(w0) + (s1 if c0 == b0 else 1.0 - s1), 2, n)
+        return out
+
+    def ladder(self, game: str) -> list[tuple[str, float, int]]:
+        """The persistent ladder of ``game``: ``(bot, elo, games)``, best first."""
+        return [(bot, elo, games) for bot, elo, _, games in self.ladder_intervals(game)]
+
+    def ladder_intervals(self, game: str) -> list[tuple[str, float, float, int]]:
+        """The persistent ladder of ``game`` with intervals: ``(bot, elo, ci95, games)``, best
+        first; ``ci95`` is the half-width of the 95% interval in Elo points (``inf`` for a
+        row written by a version without intervals, until the next result refits it)."""
+        rows = self.db.execute(
+            "SELECT bot, elo, ci95, games FROM ladder WHERE game=? ORDER BY elo DESC, bot", (game,)
+        )
+        return [(r[0], r[1], float("inf") if r[2] is None else r[2], r[3]) for r in rows]
+
+    def tournament(self, tournament_id: int | None = None) -> dict[str, Any] | None:
+        """A tournament row as a dict (``config`` and ``bots`` decoded from JSON): the given id,
+        or without one the newest tournament that is not finished. None if there is none."""
+        if tournament_id is None:
+            row = self.db.execute(
+                "SELECT * FROM tournaments WHERE status != 'finished' ORDER BY id DESC LIMIT 1"
+            ).fetchone()
+        else:
+            row = self.db.execute("SELECT * FROM tournaments WHERE id=?", (tournament_id,)).fetchone()
+        if row is None:
+            return None
+        out = dict(row)
+        out["config"] = json.loads(out["config"])
+        out["bots"] = json.loads(out["bots"])
+        return out
+
+    def pending_matches(self, tournament_id: int) -> list[MatchRow]:
+        """Matches of the tournament not yet recorded, in schedule order."""
+        rows = self.db.execute(
+            "SELECT id, tournament_id, idx, match_key, game, bot0, bot1, seed, status FROM matches "
+            "WHERE tournament_id=? AND status='pending' ORDER BY idx",
+            (tournament_id,),
+        ).fetchall()
+        return [MatchRow(**dict(r)) for r in rows]
+
+    def record_result(self, match_key: str, result: Any, log_path: str | None, log_hash: str | None = None) -> None:
+        """Commit a match result (an ``arena.match.referee.MatchResult``) and its step on the
+        persistent ladder, in one transaction. Raises ``LookupError`` if the match is unknown
+        or already recorded (a result is never counted twice)."""
+        with self._tx():
+            row = self.db.execute(
+                "SELECT bot0, bot1, status, game FROM matches WHERE match_key=?", (match_key,)
+            ).fetchone()
+            if row is None or row["status"] != "pending":
+                raise LookupError(f"match {match_key} is not pending")
+            winner = None if result.winner is None else (row["bot0"], row["bot1"])[result.winner]
+            self.db.execute(
+                "UPDATE matches SET status=?, winner_seat=?, winner=?, score0=?, score1=?, manches0=?, "
+                "manches1=?, reason=?, detail=?, faulty_seat=?, decisions=?, deals=?, duration_ms=?, "
+                "margin=?, log_hash=?, log_path=?, finished_at=? WHERE match_key=?",
+                (
+                    "aborted" if result.reason == "aborted" else "done",
+                    result.winner,
+                    winner,
+                    result.scores[0],
+                    result.scores[1],
+                    result.manches[0],
+                    result.manches[1],
+                    result.reason,
+                    result.detail,
+                    result.faulty,
+                    result.decisions,
+                    result.deals,
+                    result.duration_ms,
+                    result.margin,
+                    log_hash,
+                    log_path,
+                    time.time(),
+                    match_key,
+                ),
+            )
+            if result.reason != "aborted":  # the persistent ladder is refitted in the same commit
+                self._ladder_refit(row["game"])
+
+    def finish_tournament(self, tournament_id: int) -> None:
+        """Mark a tournament finished."""
+        self.db.execute(
+            "UPDATE tournaments SET status='finished', finished_at=? WHERE id=?", (time.time(), tournament_id)
+        )
+
+    def probe_write(self, tournament_id: int) -> None:
+        """A write transaction that changes nothing visible (rewrites tournament
+        ``tournament_id``'s row); raises ``sqlite3.Error`` if the database cannot be written
+        (full disk, read-only file). Used to tell when storage works again."""
+        with self._tx():
+            self.db.execute("UPDATE tournaments SET status=status WHERE id=?", (tournament_id,))
+
+    def matches(self, tournament_id: int) -> list[dict[str, Any]]:
+        """All matches of a tournament as dicts, in schedule order."""
+        rows = self.db.execute("SELECT * FROM matches WHERE tournament_id=? ORDER BY idx", (tournament_id,))
+        return [dict(r) for r in rows]
+
+    def results(self, tournament_id: int) -> list[tuple[str, str, float]]:
+        """Finished matches as ``(bot0, bot1, score of bot0)`` with 1 win, 0 loss, 0.5 draw."""
+        rows = self.db.execute(
+            "SELECT bot0, bot1, winner_seat FROM matches WHERE tournament_id=? AND status='done' ORDER BY idx",
+            (tournament_id,),
+        )
+        return [(r[0], r[1], 1.0 if r[2] == 0 else 0.0 if r[2] == 1 else 0.5) for r in rows]
+
+    def _tx(self) -> _Tx:
+        return _Tx(self.db)
+
+    def transaction(self) -> _Tx:
+        """A context manager: everything the store writes inside it is one transaction
+        (``BEGIN IMMEDIATE``: other processes wait), committed at the end or rolled back on an
+        exception. Nested uses join the outermost."""
+        return _Tx(self.db)
+
+    def abort_unfinished_ladder(self) -> int:
+        """Mark ``aborted`` (``server stopped``) the ladder matches a dead contest server left
+        ``pending``; returns how many. Run it inside :meth:`transaction` together with the
+        settling of their wagers (contests.md, "Wagers after a crash")."""
+        cur = self.db.execute(
+            "UPDATE matches SET status='aborted', reason='aborted', detail='server stopped' WHERE status='pending' "
+            "AND tournament_id IN (SELECT id FROM tournaments WHERE format='ladder')"
+        )
+        return cur.rowcount
+
+    def match_outcomes(self, match_keys: list[str]) -> dict[str, tuple[str, int | None, str | None]]:
+        """``match_key -> (status, winner seat, reason)`` for the known keys among ``match_keys``."""
+        out: dict[str, tuple[str, int | None, str | None]] = {}
+        for key in match_keys:
+            row = self.db.execute(
+                "SELECT status, winner_seat, reason FROM matches WHERE match_key=?", (key,)
+            ).fetchone()
+            if row is not None:
+                out[key] = (row[0], row[1], row[2])
+        return out
+
+
+def _tuple_pairing(i: int, m: tuple) -> Any:
+    from arena.schedule.formats import Pairing
+
+    return Pairing(index=i, bot0=m[0], bot1=m[1], seed=m[2])
+
+
+class _Tx:
+    """``BEGIN IMMEDIATE`` ... ``COMMIT`` (or ``ROLLBACK`` on error). Inside a transaction
+    already open on the connection it joins it: the outer one commits or rolls back all."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+        self.joined = False
+
+    def __enter__(self) -> None:
+        self.joined = self.db.in_transaction
+        if not self.joined:
+            self.db.execute("BEGIN IMMEDIATE")
+
+    def __exit__(self, exc_type: object, *rest: object) -> None:
+        if not self.joined:
+            self.db.execute("ROLLBACK" if exc_type else "COMMIT")

@@ -1,0 +1,976 @@
+"""``arena bench``: engine and referee throughput, next to a raw loopback baseline.
+
+Three phases, all in one run on one machine, each bounded in time:
+
+1. **Engine** (:func:`engine_deals_per_second`): Écarté random self-play on one core, no I/O.
+   Figure: deals per second (target :data:`ENGINE_TARGET_DEALS_PER_S`) and decisions per deal.
+   Then Piquet, with full legal lists and with compact discard requests (docs/protocol.md
+   §8.13; target ratio :data:`PIQUET_COMPACT_TARGET_RATIO`), and the bytes the server writes
+   per Piquet match in each form with its largest line (:func:`piquet_wire`).
+2. **Referee** (:func:`referee_rate`): a real :class:`~arena.net.server.ArenaServer` on a loopback
+   port, two registered minimal bots (each answers every ``request`` with ``legal[0]``) and
+   :class:`~arena.match.referee.Referee` matches played back to back. Figure: decisions per second,
+   plus the average size in bytes of the ``request`` lines and ``action`` lines on the wire.
+3. **Baseline** (:func:`pingpong_rate`): a raw trio TCP ping-pong with the same line sizes,
+   the same newline framing and the same process layout as phase 2. Figure: round trips per
+   second, and the ratio referee decisions/s ÷ ping-pong round trips/s (target at least
+   :data:`REFEREE_TARGET_RATIO`).
+
+4. **Floods** (:func:`flood_rate`, ``--flood-s`` seconds per window, 0 to skip): a real
+   :class:`~arena.net.server.ArenaServer` with its default caps and a spectator feed refereeing
+   matches back to back, as in phase 2. Three windows of the same run: quiet; while 200
+   clients send wrong-token ``hello`` lines in parallel, again and again, each from its own
+   loopback address with fresh names (the worst case for per-address and per-name limits);
+   and while 1,000 idle spectators from 16 loopback addresses try to connect and stay. Figures:
+   decisions per second in each window, the server process's resident memory (quiet, and the
+   peak during the hello flood), the answers the flooders got, scrypt checks run, and how
+   many idle spectators were welcomed and refused at the caps.
+
+Process layout: the server side (arena server, referee, ping-pong server) runs in this
+process; the two minimal bots (one subprocess, two connections) and the ping-pong client
+(one subprocess) run as ``python -m arena.tools.bench --role bots|client ...``, so on a 2-core
+machine the server has a core of its own. Times are measured with :func:`time.perf_counter`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from time import perf_counter
+from typing import Any
+
+import msgspec
+import trio
+
+ENGINE_TARGET_DEALS_PER_S = 20_000
+"""The engine's target throughput in deals per second (random self-play, one core)."""
+
+REFEREE_TARGET_RATIO = 0.5
+"""The referee's target: decisions/s at least this fraction of ping-pong round trips/s."""
+
+PIQUET_COMPACT_TARGET_RATIO = 5.0
+"""Issue 12's target: Piquet deals/s with compact discard requests at least this many times
+the deals/s with full legal lists, measured in the same run."""
+
+LARGEST_LINE_TARGET = 2048
+"""Issue 12's target: no server line of a Piquet match in the compact form is longer than
+this (bytes, newline included)."""
+
+WIRE_MATCHES = 20
+"""Piquet matches encoded per legal form for the bytes-per-match figures."""
+
+PIQUET_ROUNDS = 5
+"""Slices the two Piquet engine runs are interleaved in (see :func:`piquet_forms`)."""
+
+DEFAULT_MAX_SECONDS = 25.0
+"""Time cap of one phase in seconds: a phase stops early (and reports what it did) after it,
+so a whole run stays near a minute even on a slow or busy machine."""
+
+STARTUP_TIMEOUT_S = 30.0
+"""Seconds allowed for a subprocess to start, connect and (bots) be authenticated."""
+
+HOST = "127.0.0.1"
+
+# --------------------------------------------------------------------------- figures
+
+
+@dataclass(frozen=True)
+class EngineFigures:
+    """Result of :func:`engine_deals_per_second`: counts and wall time in seconds."""
+
+    deals: int
+    decisions: int
+    matches: int
+    seconds: float
+
+    @property
+    def deals_per_s(self) -> float:
+        """Deals per second."""
+        return self.deals / self.seconds
+
+    @property
+    def decisions_per_deal(self) -> float:
+        """Decisions (applied actions) per deal."""
+        return self.decisions / self.deals
+
+
+@dataclass
+class WireStats:
+    """What the minimal bots saw on their connections (both bots summed).
+
+    ``received[type] = [lines, bytes]`` per server message type (bytes include the newline);
+    ``answers``/``answer_bytes``: ``action`` lines sent and their bytes (newline included).
+    """
+
+    received: dict[str, list[int]] = field(default_factory=dict)
+    answers: int = 0
+    answer_bytes: int = 0
+
+    def saw(self, kind: str, nbytes: int) -> None:
+        """Count one received line of type ``kind`` and ``nbytes`` bytes."""
+        entry = self.received.get(kind)
+        if entry is None:
+            self.received[kind] = [1, nbytes]
+        else:
+            entry[0] += 1
+            entry[1] += nbytes
+
+    def lines(self, kind: str) -> int:
+        """Lines of type ``kind`` received."""
+        return self.received.get(kind, [0, 0])[0]
+
+    def nbytes(self, kind: str) -> int:
+        """Bytes of lines of type ``kind`` received (newlines included)."""
+        return self.received.get(kind, [0, 0])[1]
+
+    def merge(self, other: WireStats) -> None:
+        """Add ``other``'s counts to these."""
+        for kind, (n, b) in other.received.items():
+            entry = self.received.setdefault(kind, [0, 0])
+            entry[0] += n
+            entry[1] += b
+        self.answers += other.answers
+        self.answer_bytes += other.answer_bytes
+
+
+@dataclass(frozen=True)
+class RefereeFigures:
+    """Result of :func:`referee_rate`: decisions, matches and deals refereed in ``seconds``
+    (wall time of the match loop), and what the bots saw on the wire (:class:`WireStats`)."""
+
+    decisions: int
+    matches: int
+    deals: int
+    seconds: float
+    wire: WireStats
+
+    @property
+    def decisions_per_s(self) -> float:
+        """Decisions per second (each one a request/answer round trip plus its events)."""
+        return self.decisions / self.seconds
+
+    @property
+    def avg_request_bytes(self) -> float:
+        """Average ``request`` line size in bytes, newline included."""
+        return self.wire.nbytes("request") / self.wire.lines("request")
+
+    @property
+    def avg_answer_bytes(self) -> float:
+        """Average ``action`` (answer) line size in bytes, newline included."""
+        return self.wire.answer_bytes / self.wire.answers
+
+    @property
+    def lines_per_decision(self) -> float:
+        """Server-to-bot lines of any type per decision (requests, events, match start/end)."""
+        return sum(n for n, _ in self.wire.received.values()) / self.decisions
+
+    @property
+    def bytes_per_decision(self) -> float:
+        """Server-to-bot bytes of any type per decision."""
+        return sum(b for _, b in self.wire.received.values()) / self.decisions
+
+
+@dataclass(frozen=True)
+class PingPongFigures:
+    """Result of :func:`pingpong_rate`: ``rounds`` round trips in ``seconds`` (client clock);
+    ``request_bytes``/``answer_bytes``: the line sizes used (newline included);
+    ``client_received``/``server_received``: total bytes each side read (for checking)."""
+
+    rounds: int
+    seconds: float
+    request_bytes: int
+    answer_bytes: int
+    client_received: int
+    server_received: int
+
+    @property
+    def round_trips_per_s(self) -> float:
+        """Round trips per second."""
+        return self.rounds / self.seconds
+
+
+# --------------------------------------------------------------------------- phase 1: engine
+
+
+def engine_deals_per_second(
+    n_deals: int, seed: int = 1, max_seconds: float = DEFAULT_MAX_SECONDS, game: str = "ecarte",
+    compact: bool = False,
+) -> EngineFigures:
+    """Random self-play of ``game`` matches (Écarté by default, or ``"piquet"``) until at
+    least ``n_deals`` deals were played.
+
+    Match ``i`` uses ``random.Random(seed + i)`` for the engine; one ``random.Random(seed)``
+    picks a uniformly random legal action for every decision. Every decision is offered as the
+    referee offers it (:func:`arena.games.base.offer`): the full list, or with ``compact`` a
+    discard's description, answered with a random size then a random set of that size. Whole
+    matches are played, so the count may exceed ``n_deals`` by the deals of the last match.
+    Stops after ``max_seconds`` seconds at a match boundary in any case.
+    """
+    import random
+
+    from arena.games import GAMES
+    from protocol.messages import Rules
+
+    engine_class = GAMES[game]
+    rules = Rules()
+    chooser = random.Random(seed)
+    uniform = chooser.random
+    deals = decisions = matches = 0
+    t0 = perf_counter()
+    while deals < n_deals and perf_counter() - t0 < max_seconds:
+        match = engine_class(rules, random.Random(seed + matches))
+        match.start()
+        apply, legal_actions, described = match.apply, match.legal_actions, match.choice
+        while not match.over:
+            # what arena.games.base.offer does for the referee, inlined
+            c = described() if compact else None
+            if c is not None:
+                apply(chooser.sample(c.from_, c.min + int(uniform() * (c.max - c.min + 1))))
+            else:
+                legal = legal_actions()
+                apply(legal[int(uniform() * len(legal))])
+            decisions += 1
+        deals += match.deal_no
+        matches += 1
+    return EngineFigures(deals, decisions, matches, perf_counter() - t0)
+
+
+def piquet_forms(n_deals: int, seed: int = 1, rounds: int = PIQUET_ROUNDS) -> tuple[EngineFigures, EngineFigures]:
+    """Piquet self-play with full legal lists and with compact requests, ``n_deals`` deals each,
+    interleaved in ``rounds`` slices (full, compact, full, ...; slice ``r`` of both forms plays
+    the same seeds) so that a change of machine load affects both figures alike. Returns the
+    summed figures, full form first."""
+    per = max(1, n_deals // rounds)
+    totals = [[0, 0, 0, 0.0], [0, 0, 0, 0.0]]
+    for r in range(rounds):
+        for i, compact in enumerate((False, True)):
+            f = engine_deals_per_second(per, seed + 7919 * r, game="piquet", compact=compact)
+            for j, v in enumerate((f.deals, f.decisions, f.matches, f.seconds)):
+                totals[i][j] += v
+    full, compact_ = (EngineFigures(int(t[0]), int(t[1]), int(t[2]), t[3]) for t in totals)
+    return full, compact_
+
+
+@dataclass(frozen=True)
+class WireFigures:
+    """Result of :func:`piquet_wire`: what the server writes to both seats over ``matches``
+    Piquet matches in one legal form: total bytes and the largest line (bytes, newline
+    included) with its message type."""
+
+    form: str
+    matches: int
+    nbytes: int
+    largest: int
+    largest_kind: str
+
+    @property
+    def bytes_per_match(self) -> float:
+        """Server bytes per match, both seats together."""
+        return self.nbytes / self.matches
+
+
+def piquet_wire(n_matches: int, seed: int = 1, compact: bool = False) -> WireFigures:
+    """Every server line of ``n_matches`` Piquet matches (default rules, seeds ``seed + i``),
+    encoded as the referee encodes them, both seats asking for the same legal form: the
+    ``match_start``, every ``event`` a seat may see, every ``request`` (its ``legal`` from
+    :func:`arena.games.base.offer`) and the ``match_end``. The seats answer with a random
+    legal action (``random.Random(seed)``). No socket: the bytes are the figure, not the time."""
+    import random
+
+    from arena.games.base import offer
+    from arena.games.piquet import PiquetMatch
+    from protocol.framing import encode
+    from protocol.messages import Compact, EventMsg, MatchEnd, MatchStart, Request, Rules, TimeControl
+
+    chooser = random.Random(seed)
+    total = largest = 0
+    largest_kind = ""
+
+    def sent(msg: msgspec.Struct) -> None:
+        nonlocal total, largest, largest_kind
+        n = len(encode(msg))
+        total += n
+        if n > largest:
+            largest, largest_kind = n, type(msg).__name__
+
+    for i in range(n_matches):
+        match_id = f"t1-m{i + 1:04d}"
+        match = PiquetMatch(Rules(), random.Random(seed + i))
+        for seat in (0, 1):
+            sent(MatchStart(match_id=match_id, game="piquet", seat=seat, opponent="opponent", rules=Rules(),
+                            time=TimeControl()))
+        seq = [0, 0]
+        rid = [0, 0]
+        events = match.start()
+        while True:
+            for event, seen_by in events:
+                for seat in seen_by:
+                    seq[seat] += 1
+                    sent(EventMsg(match_id=match_id, seq=seq[seat], event=event))
+            if match.over:
+                break
+            seat = match.to_act
+            legal = offer(match, compact)
+            rid[seat] += 1
+            sent(Request(id=rid[seat], match_id=match_id, decision=match.decision,  # type: ignore[arg-type]
+                         legal=legal, state=match.view(seat), time_ms=2000))
+            if isinstance(legal, Compact):
+                c = legal.choose
+                action: Any = chooser.sample(c.from_, chooser.randint(c.min, c.max))
+            else:
+                action = chooser.choice(legal)
+            events = match.apply(action)
+        for seat in (0, 1):
+            you = "none" if match.winner is None else ("win" if match.winner == seat else "loss")
+            sent(MatchEnd(match_id=match_id, winner=match.winner, you=you,  # type: ignore[arg-type]
+                          reason=match.end_reason, scores=match.scores, manches=match.manches))
+    return WireFigures("compact" if compact else "full", n_matches, total, largest, largest_kind)
+
+
+# --------------------------------------------------------------------------- shared helpers
+
+
+class _Lines:
+    """Newline framing for the bench's own endpoints (bots, ping-pong client and server).
+
+    :meth:`next` returns the next line without its ``\\n``, or None at end of stream (or when
+    the peer reset the connection).
+    """
+
+    def __init__(self, stream: trio.abc.ReceiveStream) -> None:
+        self.stream = stream
+        self._tail = b""
+        self._ready: deque[bytes] = deque()
+
+    async def next(self) -> bytes | None:
+        """The next complete line, or None at end of stream."""
+        while not self._ready:
+            try:
+                data = await self.stream.receive_some(65536)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                data = b""
+            if not data:
+                return None
+            *lines, self._tail = (self._tail + data).split(b"\n")
+            self._ready.extend(lines)
+        return self._ready.popleft()
+
+
+def _role_command(*args: str) -> list[str]:
+    """The command line running this module in ``--role ...`` mode with this Python."""
+    return [sys.executable, "-m", "arena.tools.bench", *args]
+
+
+class _Child:
+    """A ``--role`` subprocess run to its end by :meth:`run` (start it in a nursery).
+
+    Its last stdout line is a JSON report, returned by :meth:`report`. Cancelling :meth:`run`
+    kills the process.
+    """
+
+    def __init__(self, command: list[str]) -> None:
+        self.command = command
+        self.done = trio.Event()
+        self.result: subprocess.CompletedProcess[bytes] | None = None
+
+    async def run(self) -> None:
+        """Run the process until it exits."""
+        try:
+            self.result = await trio.run_process(
+                self.command, capture_stdout=True, capture_stderr=True, check=False
+            )
+        finally:
+            self.done.set()
+
+    def failure(self) -> str:
+        """A description of how the process ended (for error messages)."""
+        if self.result is None:
+            return "still running"
+        err = self.result.stderr.decode(errors="replace").strip()
+        return f"exit status {self.result.returncode}: {err[-2000:]}"
+
+    async def report(self, timeout_s: float) -> dict[str, Any]:
+        """Wait up to ``timeout_s`` seconds for the exit; return the parsed JSON report."""
+        with trio.move_on_after(timeout_s):
+            await self.done.wait()
+        if self.result is None or self.result.returncode != 0:
+            raise RuntimeError(f"bench subprocess {self.command[3:5]} failed: {self.failure()}")
+        lines = self.result.stdout.splitlines()
+        if not lines:
+            raise RuntimeError(f"bench subprocess {self.command[3:5]} printed no report: {self.failure()}")
+        return json.loads(lines[-1])
+
+
+# --------------------------------------------------------------------------- phase 2: referee
+
+
+class _Incoming(msgspec.Struct):
+    """The fields of a server line a minimal bot looks at (the rest is skipped by msgspec)."""
+
+    type: str
+    id: int = 0
+    legal: list[Any] = []
+
+
+_decode_incoming = msgspec.json.Decoder(_Incoming).decode
+_encode = msgspec.json.Encoder().encode
+
+
+async def _minimal_bot(port: int, name: str, token: str, stats: WireStats) -> None:
+    """Connect as bot ``name``, answer every request with ``legal[0]`` until the server
+    closes the connection; count every received line in ``stats``."""
+    stream = await trio.open_tcp_stream(HOST, port)
+    await stream.send_all(_encode({"type": "hello", "name": name, "token": token}) + b"\n")
+    lines = _Lines(stream)
+    while (line := await lines.next()) is not None:
+        msg = _decode_incoming(line)
+        stats.saw(msg.type, len(line) + 1)
+        if msg.type == "request":
+            answer = _encode({"type": "action", "id": msg.id, "action": msg.legal[0]}) + b"\n"
+            try:
+                await stream.send_all(answer)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                break
+            stats.answers += 1
+            stats.answer_bytes += len(answer)
+    await stream.aclose()
+
+
+async def _bots_role(port: int, credentials: list[tuple[str, str]], timeout_s: float) -> dict[str, Any]:
+    """Subprocess side of phase 2: run the minimal bots until the server closes them (or
+    ``timeout_s`` seconds pass); return the summed :class:`WireStats` as a dict."""
+    stats = WireStats()
+    with trio.move_on_after(timeout_s):
+        async with trio.open_nursery() as nursery:
+            for name, token in credentials:
+                nursery.start_soon(_minimal_bot, port, name, token, stats)
+    return {"received": stats.received, "answers": stats.answers, "answer_bytes": stats.answer_bytes}
+
+
+async def referee_rate(
+    n_decisions: int, seed: int = 1, max_seconds: float = DEFAULT_MAX_SECONDS
+) -> RefereeFigures:
+    """Referee matches over loopback TCP until at least ``n_decisions`` decisions were made.
+
+    Starts an :class:`~arena.net.server.ArenaServer` (in-memory store, free port), registers two
+    bots, runs the minimal bots in a subprocess, waits until both are connected, then plays
+    matches (seed ``seed + i``, seats alternating) back to back with default
+    :class:`~arena.match.referee.MatchConfig`. Only the match loop is timed. Stops after
+    ``max_seconds`` seconds at a match boundary in any case. A match that does not end by
+    reaching the target (a forfeit) is an error.
+    """
+    from arena.match.log import MatchLog
+    from arena.match.referee import MatchConfig, Referee
+    from arena.net.server import ArenaServer, ServerConfig
+    from arena.store.sqlite import Store
+
+    store = Store(":memory:")
+    names = ("bench-a", "bench-b")
+    tokens = [store.add_bot(name) for name in names]
+    server = ArenaServer(store, ServerConfig(port=0))
+    config = MatchConfig()
+    decisions = matches = deals = 0
+    try:
+        async with trio.open_nursery() as nursery:
+            port = await nursery.start(server.serve)
+            bots = _Child(
+                _role_command(
+                    "--role", "bots", "--port", str(port), "--timeout", str(max_seconds + STARTUP_TIMEOUT_S),
+                    *(arg for name, token in zip(names, tokens, strict=True) for arg in ("--bot", f"{name}:{token}")),
+                )
+            )
+            nursery.start_soon(bots.run)
+            with trio.move_on_after(STARTUP_TIMEOUT_S):
+                for name in names:
+                    await server.wait_for(name, STARTUP_TIMEOUT_S)
+            if not all(name in server.bots for name in names):
+                raise RuntimeError(f"the bench bots did not connect: {bots.failure()}")
+
+            t0 = perf_counter()
+            while decisions < n_decisions and perf_counter() - t0 < max_seconds:
+                a, b = names if matches % 2 == 0 else names[::-1]
+                result = await Referee(
+                    f"bench-{matches}", seed + matches, config, (server.bots[a], server.bots[b]), MatchLog(None)
+                ).run()
+                if result.reason != "target":
+                    raise RuntimeError(f"bench match {matches} ended by {result.reason}: {result.detail}")
+                decisions += result.decisions
+                deals += result.deals
+                matches += 1
+            seconds = perf_counter() - t0
+
+            for conn in list(server.bots.values()):
+                await conn.aclose("bench over")
+            report = await bots.report(STARTUP_TIMEOUT_S)
+            nursery.cancel_scope.cancel()
+    finally:
+        store.close()
+    wire = WireStats(report["received"], report["answers"], report["answer_bytes"])
+    return RefereeFigures(decisions, matches, deals, seconds, wire)
+
+
+# --------------------------------------------------------------------------- phase 3: baseline
+
+
+async def _client_role(port: int, rounds: int, size: int, timeout_s: float) -> dict[str, Any]:
+    """Subprocess side of phase 3: ``rounds`` times, send a line of ``size`` bytes (newline
+    included) and wait for the reply line. Times the loop; stops after ``timeout_s`` seconds."""
+    stream = await trio.open_tcp_stream(HOST, port)
+    lines = _Lines(stream)
+    line = b"a" * (size - 1) + b"\n"
+    done = received = 0
+    t0 = perf_counter()
+    with trio.move_on_after(timeout_s):
+        for _ in range(rounds):
+            await stream.send_all(line)
+            reply = await lines.next()
+            if reply is None:
+                break
+            received += len(reply) + 1
+            done += 1
+    seconds = perf_counter() - t0
+    await stream.aclose()
+    return {"rounds": done, "seconds": seconds, "received": received}
+
+
+async def pingpong_rate(
+    n_rounds: int, request_size: int, answer_size: int, max_seconds: float = DEFAULT_MAX_SECONDS
+) -> PingPongFigures:
+    """Raw trio loopback ping-pong: ``n_rounds`` round trips, timed by the client.
+
+    The server (this process, ``trio.serve_tcp``) answers every line it receives with a line of
+    ``request_size`` bytes; the client (a subprocess, like the bots of :func:`referee_rate`)
+    sends lines of ``answer_size`` bytes. Sizes include the newline and are at least 1.
+    """
+    request_size = max(1, int(request_size))
+    answer_size = max(1, int(answer_size))
+    reply = b"r" * (request_size - 1) + b"\n"
+    server_received = 0
+
+    async def handler(stream: trio.SocketStream) -> None:
+        nonlocal server_received
+        lines = _Lines(stream)
+        try:
+            while (line := await lines.next()) is not None:
+                server_received += len(line) + 1
+                await stream.send_all(reply)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+
+    async with trio.open_nursery() as nursery:
+        listeners = await nursery.start(partial(trio.serve_tcp, handler, 0, host=HOST))
+        port = listeners[0].socket.getsockname()[1]
+        client = _Child(
+            _role_command(
+                "--role", "client", "--port", str(port), "--rounds", str(n_rounds),
+                "--size", str(answer_size), "--timeout", str(max_seconds),
+            )
+        )
+        nursery.start_soon(client.run)
+        report = await client.report(max_seconds + STARTUP_TIMEOUT_S)
+        nursery.cancel_scope.cancel()
+    return PingPongFigures(
+        report["rounds"], report["seconds"], request_size, answer_size, report["received"], server_received
+    )
+
+
+# --------------------------------------------------------------------------- phase 4: floods
+
+
+@dataclass(frozen=True)
+class FloodFigures:
+    """Result of :func:`flood_rate`. Rates in decisions per second, memory in MiB (resident
+    set of the server's process), counts of connections."""
+
+    quiet_decisions_per_s: float
+    hello_decisions_per_s: float
+    spectator_decisions_per_s: float
+    quiet_rss_mib: float
+    hello_peak_rss_mib: float
+    cpu_share: tuple[float, float, float]
+    """CPU seconds the server's process used per wall second in each window (quiet, hellos,
+    spectators; worker threads included): on a shared machine it tells the server's own cost
+    from the competition for cores."""
+    hello_clients: int
+    hello_answers: dict[str, int]
+    scrypt_checks: int
+    spectators_tried: int
+    spectator_answers: dict[str, int]
+    window_s: float
+
+    @property
+    def spectators_refused(self) -> int:
+        """Idle spectators refused at the caps (``server_full``, ``too_many_connections``)."""
+        return sum(n for code, n in self.spectator_answers.items() if code != "welcome")
+
+
+def _rss_mib() -> float:
+    """This process's resident set size in MiB (Linux ``/proc``; 0 elsewhere)."""
+    try:
+        with open("/proc/self/statm") as fh:
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+async def _hello_flood_role(port: int, clients: int, timeout_s: float) -> dict[str, Any]:
+    """Subprocess side of the hello flood: ``clients`` tasks, each from its own loopback
+    address, send wrong-token ``hello`` lines with fresh names, one connection after another,
+    for ``timeout_s`` seconds. Returns the count of each answer code."""
+    answers: dict[str, int] = {}
+
+    async def one(i: int) -> None:
+        source = f"127.0.{1 + i // 250}.{1 + i % 250}"
+        n = 0
+        while True:
+            n += 1
+            try:
+                stream = await trio.open_tcp_stream(HOST, port, local_address=source)
+            except OSError:
+                answers["connect_failed"] = answers.get("connect_failed", 0) + 1
+                await trio.sleep(0.01)
+                continue
+            try:
+                hello = {"type": "hello", "name": f"intruder-{i}-{n}", "token": "wrong", "protocol": 1}
+                await stream.send_all(_encode(hello) + b"\n")
+                line = await _Lines(stream).next()
+                code = "closed" if line is None else str(msgspec.json.decode(line).get("code", "welcome"))
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                code = "reset"
+            answers[code] = answers.get(code, 0) + 1
+            await stream.aclose()
+
+    with trio.move_on_after(timeout_s):
+        async with trio.open_nursery() as nursery:
+            for i in range(clients):
+                nursery.start_soon(one, i)
+    return answers
+
+
+async def _spectator_flood_role(port: int, count: int, hold_s: float) -> dict[str, Any]:
+    """Subprocess side of the spectator flood: ``count`` spectators from 16 loopback addresses
+    say ``hello`` and then nothing, holding their connections for ``hold_s`` seconds. Returns
+    the count of each first answer (``welcome`` or an error code)."""
+    from arena.net.server import raise_fd_limit
+
+    raise_fd_limit()
+    answers: dict[str, int] = {}
+    held: list[trio.SocketStream] = []
+
+    async def one(i: int) -> None:
+        try:
+            stream = await trio.open_tcp_stream(HOST, port, local_address=f"127.0.0.{2 + i % 16}")
+            await stream.send_all(_encode({"type": "hello", "name": f"idle{i}", "token": "", "protocol": 1,
+                                           "role": "spectator"}) + b"\n")
+            line = await _Lines(stream).next()
+            code = "closed" if line is None else str(msgspec.json.decode(line).get("code", "welcome"))
+            held.append(stream)
+        except OSError:
+            code = "connect_failed"
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            code = "reset"
+        answers[code] = answers.get(code, 0) + 1
+
+    with trio.move_on_after(hold_s):
+        async with trio.open_nursery() as nursery:
+            for i in range(count):
+                nursery.start_soon(one, i)
+        await trio.sleep_forever()
+    for stream in held:
+        await stream.aclose()
+    return answers
+
+
+async def flood_rate(window_s: float = 5.0, clients: int = 200, spectators: int = 1000,
+                     seed: int = 1) -> FloodFigures:
+    """Phase 4 (see the module docstring): decisions/s quiet, during the hello flood and during
+    the spectator flood, each over ``window_s`` seconds of one run, with the server's memory."""
+    from arena.match.log import MatchLog
+    from arena.match.referee import MatchConfig, Referee
+    from arena.metrics import METRICS
+    from arena.net.server import ArenaServer, ServerConfig
+    from arena.net.spectate import SpectatorHub
+    from arena.store.sqlite import Store
+
+    store = Store(":memory:")
+    names = ("bench-a", "bench-b")
+    tokens = [store.add_bot(name) for name in names]
+    server = ArenaServer(store, ServerConfig(port=0), hub=SpectatorHub())
+    rss_peak = 0.0
+    try:
+        async with trio.open_nursery() as nursery:
+            port = await nursery.start(server.serve)
+            total = 3 * window_s + 3 * STARTUP_TIMEOUT_S
+            bots = _Child(_role_command(
+                "--role", "bots", "--port", str(port), "--timeout", str(total),
+                *(arg for name, token in zip(names, tokens, strict=True) for arg in ("--bot", f"{name}:{token}")),
+            ))  # fmt: skip
+            nursery.start_soon(bots.run)
+            with trio.move_on_after(STARTUP_TIMEOUT_S):
+                for name in names:
+                    await server.wait_for(name, STARTUP_TIMEOUT_S)
+            if not all(name in server.bots for name in names):
+                raise RuntimeError(f"the bench bots did not connect: {bots.failure()}")
+
+            async def referee_loop() -> None:
+                config, matches = MatchConfig(), 0
+                while True:
+                    a, b = names if matches % 2 == 0 else names[::-1]
+                    result = await Referee(f"flood-{matches}", seed + matches, config,
+                                           (server.bots[a], server.bots[b]), MatchLog(None)).run()
+                    if result.reason != "target":
+                        raise RuntimeError(f"bench match {matches} ended by {result.reason}: {result.detail}; "
+                                           f"bots: {bots.failure()}")
+                    matches += 1
+
+            def decided() -> float:  # counted by the referee as decisions happen
+                return METRICS.registry.get_sample_value("arena_decisions_total", {"game": "ecarte"}) or 0.0
+
+            cpu: list[float] = []
+
+            async def window() -> float:
+                nonlocal rss_peak
+                d0, t0, c0 = decided(), perf_counter(), time.process_time()
+                end = t0 + window_s
+                while perf_counter() < end:
+                    await trio.sleep(0.1)
+                    rss_peak = max(rss_peak, _rss_mib())
+                cpu.append((time.process_time() - c0) / (perf_counter() - t0))
+                return (decided() - d0) / (perf_counter() - t0)
+
+            nursery.start_soon(referee_loop)
+            await trio.sleep(0.5)  # warm up
+            quiet = await window()
+            quiet_rss = _rss_mib()
+            rss_peak = 0.0
+            hello = _Child(_role_command("--role", "hellos", "--port", str(port), "--clients", str(clients),
+                                         "--timeout", str(window_s + 1.0)))
+            nursery.start_soon(hello.run)
+            await trio.sleep(0.5)  # the flood ramps up
+            during_hellos = await window()
+            hello_peak = rss_peak
+            hello_report = await hello.report(STARTUP_TIMEOUT_S)
+            spect = _Child(_role_command("--role", "spectators", "--port", str(port), "--count", str(spectators),
+                                         "--timeout", str(window_s + 4.0)))
+            nursery.start_soon(spect.run)
+            await trio.sleep(2.0)  # the spectators connect
+            during_spectators = await window()
+            spect_report = await spect.report(STARTUP_TIMEOUT_S)
+            nursery.cancel_scope.cancel()
+    finally:
+        store.close()
+    return FloodFigures(quiet, during_hellos, during_spectators, quiet_rss, hello_peak, (cpu[0], cpu[1], cpu[2]),
+                        clients, hello_report,
+                        server.auth.scrypt_checks, spectators, spect_report, window_s)
+
+
+# --------------------------------------------------------------------------- report
+
+
+@dataclass(frozen=True)
+class BenchReport:
+    """The three phases' figures from one run, and the ratios printed by :func:`main`."""
+
+    engine: EngineFigures
+    referee: RefereeFigures
+    pingpong: PingPongFigures
+    seconds: float
+    piquet: EngineFigures | None = None
+    """Piquet random self-play with full legal lists (today's protocol 1 default)."""
+    piquet_compact: EngineFigures | None = None
+    """Piquet random self-play with compact discard requests (target: at least
+    :data:`PIQUET_COMPACT_TARGET_RATIO` times :attr:`piquet`)."""
+    wire: tuple[WireFigures, WireFigures] | None = None
+    """Piquet server bytes per match and largest line, full form then compact form."""
+    flood: FloodFigures | None = None
+    """Phase 4 (issue 9), when run."""
+
+    @property
+    def piquet_ratio(self) -> float:
+        """Compact-form Piquet deals/s ÷ full-form Piquet deals/s (0 when not measured)."""
+        if self.piquet is None or self.piquet_compact is None:
+            return 0.0
+        return self.piquet_compact.deals_per_s / self.piquet.deals_per_s
+
+    @property
+    def engine_ratio(self) -> float:
+        """Engine deals/s ÷ :data:`ENGINE_TARGET_DEALS_PER_S` (1.0 = on target)."""
+        return self.engine.deals_per_s / ENGINE_TARGET_DEALS_PER_S
+
+    @property
+    def referee_ratio(self) -> float:
+        """Referee decisions/s ÷ ping-pong round trips/s (target :data:`REFEREE_TARGET_RATIO`)."""
+        return self.referee.decisions_per_s / self.pingpong.round_trips_per_s
+
+
+def run_bench(
+    n_deals: int, n_decisions: int, seed: int = 1, progress: Any = None, flood_s: float = 0.0
+) -> BenchReport:
+    """Run the three phases in order: the engine on ``n_deals`` deals, the referee on
+    ``n_decisions`` decisions, then ``n_decisions`` ping-pong round trips with the line sizes
+    the referee's bots measured; then, if ``flood_s`` > 0, the floods of phase 4 with windows
+    of ``flood_s`` seconds. ``progress(text)``, if given, is told of each phase."""
+    if n_deals < 1 or n_decisions < 1:
+        raise ValueError("--deals and --decisions must be at least 1")
+    say = progress or (lambda text: None)
+    t0 = perf_counter()
+    say(f"1/3 engine: random self-play, {n_deals:,} deals")
+    engine = engine_deals_per_second(n_deals, seed)
+    say(f"2/3 referee over loopback TCP, {n_decisions:,} decisions")
+    referee = trio.run(referee_rate, n_decisions, seed)
+    req, ans = round(referee.avg_request_bytes), round(referee.avg_answer_bytes)
+    say(f"3/3 ping-pong baseline, {n_decisions:,} round trips of {req} B / {ans} B")
+    pingpong = trio.run(pingpong_rate, n_decisions, req, ans)
+    n_piquet = max(1, n_deals // 20)
+    say(f"Piquet: engine with full lists, then compact requests, {n_piquet:,} deals each; bytes per match")
+    piquet, piquet_compact = piquet_forms(n_piquet, seed)
+    wire = (piquet_wire(WIRE_MATCHES, seed), piquet_wire(WIRE_MATCHES, seed, compact=True))
+    flood = None
+    if flood_s > 0:
+        say(f"4/4 floods: 200 wrong-token hellos, then 1,000 idle spectators, {flood_s:g} s windows")
+        flood = trio.run(flood_rate, flood_s)
+    return BenchReport(engine, referee, pingpong, perf_counter() - t0, piquet, piquet_compact, wire, flood)
+
+
+def _machine() -> str:
+    """One line describing this machine and the software measured."""
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        usable = os.cpu_count() or 0
+    return (
+        f"{platform.machine()}, {usable} usable cores, load average "
+        + ("/".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "n/a")
+        + f"; Python {platform.python_version()}, trio {trio.__version__}, msgspec {msgspec.__version__}"
+    )
+
+
+def print_report(console: Any, report: BenchReport) -> None:
+    """Print ``report`` on a rich ``console``: a table of figure, value, unit,
+    baseline/target and ratio, then the counts behind each figure."""
+    from rich import box
+    from rich.table import Table
+
+    e, r, p = report.engine, report.referee, report.pingpong
+
+    def ratio(value: float, target: float) -> str:
+        colour = "green" if value >= target else "red"
+        return f"[{colour}]{value:.2f}[/{colour}]"
+
+    table = Table(title="arena bench", box=box.SIMPLE_HEAVY)
+    for col, just in (("figure", "left"), ("value", "right"), ("unit", "left"),
+                      ("baseline / target", "left"), ("ratio", "right")):
+        table.add_column(col, justify=just)  # type: ignore[arg-type]
+    table.add_row("engine: random self-play, 1 core", f"{e.deals_per_s:,.0f}", "deals/s",
+                  f"target {ENGINE_TARGET_DEALS_PER_S:,} deals/s", ratio(report.engine_ratio, 1.0))
+    table.add_row("engine: decisions per deal", f"{e.decisions_per_deal:.2f}", "decisions/deal", "", "")
+    if report.piquet is not None:
+        q = report.piquet
+        table.add_row("Piquet engine, full legal lists, 1 core", f"{q.deals_per_s:,.0f}", "deals/s",
+                      f"{q.decisions_per_deal:.1f} decisions/deal", "")
+    if report.piquet is not None and report.piquet_compact is not None:
+        q = report.piquet_compact
+        table.add_row("Piquet engine, compact requests, 1 core", f"{q.deals_per_s:,.0f}", "deals/s",
+                      f"target ≥ {PIQUET_COMPACT_TARGET_RATIO:.0f}x the full lists",
+                      ratio(report.piquet_ratio, PIQUET_COMPACT_TARGET_RATIO))
+    if report.wire is not None:
+        for w in report.wire:
+            table.add_row(f"Piquet server bytes per match, {w.form}", f"{w.bytes_per_match:,.0f}", "bytes",
+                          f"{w.matches} matches, both seats", "")
+        for w in report.wire:
+            target = f"target < {LARGEST_LINE_TARGET:,} B" if w.form == "compact" else ""
+            table.add_row(f"  largest Piquet line, {w.form}", f"{w.largest:,}", "bytes",
+                          f"{w.largest_kind} {target}".strip(),
+                          ratio(LARGEST_LINE_TARGET / w.largest, 1.0) if target else "")
+    table.add_row("referee over loopback TCP", f"{r.decisions_per_s:,.0f}", "decisions/s",
+                  f"ping-pong {p.round_trips_per_s:,.0f}/s; target ≥ {REFEREE_TARGET_RATIO}",
+                  ratio(report.referee_ratio, REFEREE_TARGET_RATIO))
+    table.add_row("  request line, average", f"{r.avg_request_bytes:,.0f}", "bytes", "", "")
+    table.add_row("  answer line, average", f"{r.avg_answer_bytes:,.0f}", "bytes", "", "")
+    table.add_row("  server→bot lines", f"{r.lines_per_decision:.2f}", "lines/decision",
+                  f"{r.bytes_per_decision:,.0f} bytes/decision", "")
+    table.add_row("ping-pong, raw trio, same sizes", f"{p.round_trips_per_s:,.0f}", "round trips/s", "", "")
+    f = report.flood
+    if f is not None:
+        q, h, v = f.cpu_share
+        table.add_row("server, quiet (phase 4 baseline)", f"{f.quiet_decisions_per_s:,.0f}", "decisions/s",
+                      f"RSS {f.quiet_rss_mib:,.0f} MiB, CPU {q:.2f}", "")
+        table.add_row(f"  during {f.hello_clients} parallel wrong-token hellos", f"{f.hello_decisions_per_s:,.0f}",
+                      "decisions/s", f"peak RSS {f.hello_peak_rss_mib:,.0f} MiB, CPU {h:.2f}",
+                      f"{f.hello_decisions_per_s / f.quiet_decisions_per_s:.2f}")
+        table.add_row(f"  during {f.spectators_tried:,} idle spectators", f"{f.spectator_decisions_per_s:,.0f}",
+                      "decisions/s", f"{f.spectators_refused:,} refused at the caps, CPU {v:.2f}",
+                      f"{f.spectator_decisions_per_s / f.quiet_decisions_per_s:.2f}")
+    console.print(table)
+    console.print(
+        f"engine: {e.deals:,} deals, {e.decisions:,} decisions, {e.matches:,} matches in {e.seconds:.2f} s\n"
+        f"referee: {r.decisions:,} decisions ({r.wire.answers:,} answers sent by the bots), "
+        f"{r.matches:,} matches, {r.deals:,} deals in {r.seconds:.2f} s\n"
+        f"ping-pong: {p.rounds:,} round trips of {p.request_bytes} B / {p.answer_bytes} B in {p.seconds:.2f} s\n"
+        "layout: server side in this process; bots and ping-pong client in one subprocess each\n"
+        f"whole run: {report.seconds:.1f} s"
+    )
+    if f is not None:
+        answers = ", ".join(f"{code} {n:,}" for code, n in sorted(f.hello_answers.items()))
+        seen = ", ".join(f"{code} {n:,}" for code, n in sorted(f.spectator_answers.items()))
+        console.print(f"floods ({f.window_s:g} s windows, flooders in subprocesses): hello answers: {answers}; "
+                      f"scrypt checks run: {f.scrypt_checks:,}; idle spectators: {seen}")
+
+
+def main(args: argparse.Namespace) -> int:
+    """``arena bench``: run :func:`run_bench` with ``args.deals`` and ``args.decisions`` and
+    print the report. Returns the exit code: 0, or 2 for a count below 1."""
+    from rich.console import Console
+
+    console = Console()
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        console = Console(width=110)  # a file or a pipe: do not wrap at 80 columns
+    if args.deals < 1 or args.decisions < 1:
+        console.print("[red]error:[/red] --deals and --decisions must be at least 1")
+        return 2
+    console.print(f"[bold]arena bench[/bold] on {_machine()}")
+    report = run_bench(args.deals, args.decisions, progress=lambda text: console.print(f"[dim]{text}...[/dim]"),
+                       flood_s=getattr(args, "flood_s", 0.0))
+    print_report(console, report)
+    return 0
+
+
+# --------------------------------------------------------------------------- subprocess roles
+
+
+def _role_main(argv: Sequence[str]) -> int:
+    """Entry of ``python -m arena.tools.bench --role bots|client``; prints one JSON report line."""
+    parser = argparse.ArgumentParser(prog="python -m arena.tools.bench", description=__doc__.splitlines()[0])
+    parser.add_argument("--role", choices=["bots", "client", "hellos", "spectators"], required=True)
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--timeout", type=float, default=DEFAULT_MAX_SECONDS, help="seconds")
+    parser.add_argument("--bot", action="append", default=[], metavar="NAME:TOKEN", help="bots role")
+    parser.add_argument("--rounds", type=int, default=1000, help="client role: round trips")
+    parser.add_argument("--size", type=int, default=64, help="client role: line size in bytes")
+    parser.add_argument("--clients", type=int, default=200, help="hellos role: parallel flooders")
+    parser.add_argument("--count", type=int, default=1000, help="spectators role: idle spectators")
+    args = parser.parse_args(argv)
+    if args.role == "bots":
+        credentials = [tuple(spec.split(":", 1)) for spec in args.bot]
+        report = trio.run(_bots_role, args.port, credentials, args.timeout)
+    elif args.role == "hellos":
+        report = trio.run(_hello_flood_role, args.port, args.clients, args.timeout)
+    elif args.role == "spectators":
+        report = trio.run(_spectator_flood_role, args.port, args.count, args.timeout)
+    else:
+        report = trio.run(_client_role, args.port, args.rounds, args.size, args.timeout)
+    print(json.dumps(report), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_role_main(sys.argv[1:]))
