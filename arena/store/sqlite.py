@@ -23,6 +23,9 @@ import msgspec
 
 from arena.errors import DatabaseError
 from arena.names import check_name
+from arena.store.archives import ArchiveLimits
+from arena.store.archives import check as check_archive
+from arena.store.archives import sha256 as archive_sha256
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS bots (
@@ -123,7 +126,7 @@ CREATE TABLE IF NOT EXISTS ladder (
 );
 """
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """The schema version this code writes, kept in ``PRAGMA user_version``: 1 is the schema of the
 first versioned release (the tables above; a database from before versions has 0 and is brought
 to 1 by adding the columns added since); each later version is a step of :data:`MIGRATIONS`."""
@@ -140,6 +143,19 @@ MIGRATIONS: dict[int, list[str]] = {
             last_output TEXT NOT NULL DEFAULT '',
             connected   INTEGER NOT NULL DEFAULT 0,
             updated_at  REAL NOT NULL
+        )""",
+    ],
+    3: [
+        # bots stored as archives (arena.store.archives), one row per version, so that a worker
+        # on any host can unpack and run them; the newest version is the one that plays
+        """CREATE TABLE IF NOT EXISTS bot_archives (
+            bot         TEXT NOT NULL,
+            version     INTEGER NOT NULL,
+            sha256      TEXT NOT NULL,
+            size        INTEGER NOT NULL,
+            data        BLOB NOT NULL,
+            created_at  REAL NOT NULL,
+            PRIMARY KEY (bot, version)
         )""",
     ],
 }
@@ -313,6 +329,40 @@ class Store:
             "created_at=excluded.created_at",
             (name, manifest, int(sandbox), time.time()),
         )
+
+    def put_archive(self, bot: str, data: bytes, limits: ArchiveLimits = ArchiveLimits()) -> int:
+        """Store ``data`` (checked by :func:`arena.store.archives.check`; its
+        :class:`~arena.store.archives.ArchiveError` propagates) as the next version of ``bot``'s
+        archive and return that version (1, 2, ...). The same bytes as the newest version are
+        not stored twice: its version is returned."""
+        check_archive(data, limits)
+        digest = archive_sha256(data)
+        with self._tx():
+            row = self.db.execute("SELECT version, sha256 FROM bot_archives WHERE bot=? ORDER BY version DESC LIMIT 1",
+                                  (bot,)).fetchone()
+            if row is not None and row[1] == digest:
+                return row[0]
+            version = 1 if row is None else row[0] + 1
+            self.db.execute("INSERT INTO bot_archives(bot, version, sha256, size, data, created_at) "
+                            "VALUES (?,?,?,?,?,?)", (bot, version, digest, len(data), data, time.time()))
+        return version
+
+    def archive(self, bot: str, version: int | None = None) -> tuple[int, str, bytes] | None:
+        """``(version, sha256, bytes)`` of ``bot``'s archive (the newest when ``version`` is
+        None), or None if there is none."""
+        if version is None:
+            row = self.db.execute("SELECT version, sha256, data FROM bot_archives WHERE bot=? ORDER BY version DESC "
+                                  "LIMIT 1", (bot,)).fetchone()
+        else:
+            row = self.db.execute("SELECT version, sha256, data FROM bot_archives WHERE bot=? AND version=?",
+                                  (bot, version)).fetchone()
+        return None if row is None else (row[0], row[1], bytes(row[2]))
+
+    def archive_versions(self, bot: str) -> list[tuple[int, str, int, float]]:
+        """Every stored version of ``bot``'s archive, oldest first: ``(version, sha256, size in
+        bytes, created at (Unix seconds))``."""
+        return [tuple(r) for r in self.db.execute(
+            "SELECT version, sha256, size, created_at FROM bot_archives WHERE bot=? ORDER BY version", (bot,))]
 
     def submissions(self) -> list[tuple[str, str, int]]:
         """Submitted bots as ``(name, manifest path, sandbox)``."""
