@@ -52,6 +52,7 @@ BAD_COMMAND_LINES = [
     (("spectators", "add", "bob", "--deposit", "-500", "--db", "t.db"), USAGE, ("--deposit", "from 1 to")),
     (("bots", "remove", "zed", "--db", "t.db"), 1, ("no bot 'zed'",)),
     (("serve", "--config", "nothere.toml"), USAGE, ("nothere.toml", "no such contest file")),
+    (("watch", "--port", "1"), UNAVAILABLE, ("cannot connect to 127.0.0.1:1", "arena serve")),
 ]
 
 

@@ -42,6 +42,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from arena.errors import UNAVAILABLE
 from protocol import PROTOCOL_VERSION
 from protocol.framing import LineReader, ProtocolError
 
@@ -692,8 +693,9 @@ async def _watch(host: str, port: int, match: str | None, once: bool, name: str,
     try:
         stream = await trio.open_tcp_stream(host, port)
     except OSError as exc:
-        console.print(Text.assemble(("error:", "red"), f" cannot connect to {host}:{port}: {exc}"))
-        return 1
+        console.print(Text.assemble(("error:", "red"), f" cannot connect to {host}:{port}: {exc.strerror or exc}; "
+                                    "start the contest server (arena serve) or fix --host/--port"), soft_wrap=True)
+        return UNAVAILABLE
     reader = LineReader(stream)
     state = WatchState(follow=match)
     async with stream:
@@ -723,7 +725,7 @@ async def _watch(host: str, port: int, match: str | None, once: bool, name: str,
             return status
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
             console.print(Text.assemble(("error:", "red"), f" connection lost: {exc}"))
-            return 1
+            return UNAVAILABLE
         except WatchError as exc:
             console.print(Text.assemble(("error:", "red"), f" {exc}"))
             return 1
