@@ -87,7 +87,9 @@ def check_upload(data: bytes, limits: Any) -> str:
         members = check(data, limits)
         text = manifest_text(data, limits)
     except ArchiveError as exc:
-        raise Refused(413 if exc.code == "archive_too_large" else 400, exc.code, str(exc)) from None
+        message = str(exc) if exc.code != "archive_corrupt" else (
+            "not a readable .tar.gz archive: make it with `arena bots upload` (or `tar czf`)")
+        raise Refused(413 if exc.code == "archive_too_large" else 400, exc.code, message) from None
     with tempfile.TemporaryDirectory(prefix="arena-manifest-") as tmp:
         path = Path(tmp, MANIFEST)
         path.write_text(text, encoding="utf-8")

@@ -155,10 +155,14 @@ class DoctorGate:
         self.store.refuse_upload(upload_id, report)
         return "failed"
 
+    def command(self, manifest: str) -> list[str]:
+        """The doctor's command line for ``manifest`` (always sandboxed)."""
+        return [sys.executable, "-m", "arena.tools.doctor", manifest, "--game", self.game, "--sandbox"]
+
     async def _doctor_process(self, manifest: str) -> dict[str, Any]:
         """``python -m arena.tools.doctor MANIFEST --game G --sandbox`` in a separate process,
         stopped after ``doctor_timeout_s``; its JSON report (or a refusal saying what went wrong)."""
-        cmd = [sys.executable, "-m", "arena.tools.doctor", manifest, "--game", self.game, "--sandbox"]
+        cmd = self.command(manifest)
         timeout = self.config.doctor_timeout_s
         with trio.move_on_after(timeout) as scope:
             proc = await trio.run_process(cmd, capture_stdout=True, capture_stderr=True, check=False)
