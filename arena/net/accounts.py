@@ -209,7 +209,8 @@ def author_view(contest: Any, author: dict[str, Any]) -> dict[str, Any]:
             "elo": None if elo is None else round(elo, 1),
             "interval": None if ci95 is None or ci95 == float("inf") else round(ci95, 1),
             "games": games,
-            "state": health.state if health else ("remote" if kind == "remote" else "waiting"),
+            "state": health.state if health else ("remote" if kind == "remote" else "waiting to start"
+                                                  if store.archive_versions(name) else "not in the ladder"),
             "failures": health.failures if health else 0,
             "last_output": list(health.last_output) if health else [],
             "connected": name in contest.server.bots,
