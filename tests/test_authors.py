@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import msgspec
 import pytest
 import trio
 
@@ -387,8 +388,36 @@ async def test_gate_stops_a_doctor_that_hangs(tmp_path: Path) -> None:
         assert await gate.check(up) == "failed"
     assert "did not finish within 0.3 s" in contest.store.upload(up)["report"]["summary"]
     assert not (tmp_path / "up" / f"u{up}").exists() and contest.store.submissions() == []
+    gate.config = msgspec.structs.replace(gate.config, doctor_timeout_s=120)
     gate.command = lambda manifest: [sys.executable, "-c", "import sys; sys.exit('boom')"]
     up = contest.store.add_upload("mybot", aid, bot_archive(tmp_path))
     assert await gate.check(up) == "failed"
     assert "could not run" in contest.store.upload(up)["report"]["summary"]
     assert "boom" not in str(contest.store.upload(up)["report"])  # the server's own errors stay in its log
+
+
+async def test_gate_restores_and_tidies_the_uploads_directory(tmp_path: Path) -> None:
+    """At start, a passing bot whose unpacked files are gone is unpacked again from its stored
+    archive; directories of replaced or refused versions are removed."""
+    async def doctor(manifest: str) -> dict[str, Any]:
+        return {"ok": True, "summary": "ok", "seconds": 0, "checks": [], "log_tail": ""}
+
+    contest = make_contest(tmp_path, registration="open")
+    contest.gate.run_doctor = doctor
+    store, root = contest.store, tmp_path / "uploads"
+    aid, _ = store.add_author("erin")
+    store.claim_bot("mybot", aid, "uploaded", 5)
+    first = store.add_upload("mybot", aid, bot_archive(tmp_path))
+    assert await contest.gate.check(first) == "passed"
+    second = store.add_upload("mybot", aid, bot_archive(tmp_path, extra={"v": b"2"}))
+    assert await contest.gate.check(second) == "passed"
+    assert (root / f"u{first}").exists() and (root / f"u{second}").exists()
+    contest.gate.tidy()
+    assert not (root / f"u{first}").exists() and (root / f"u{second}").exists()
+    import shutil
+
+    shutil.rmtree(root / f"u{second}")
+    contest.gate.tidy()
+    [(_, manifest, sandboxed)] = store.submissions()
+    assert manifest == str(root.resolve() / f"b{store.bot_id('mybot')}-v2" / "manifest.toml") and sandboxed == 1
+    assert (Path(manifest).parent / "v").read_bytes() == b"2"

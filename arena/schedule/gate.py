@@ -109,6 +109,10 @@ class DoctorGate:
     async def run(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
         """Requeue what a stopped server left undecided, then check uploads until cancelled."""
         Path(self.config.dir).mkdir(parents=True, exist_ok=True)
+        try:
+            self.tidy()
+        except (OSError, ArchiveError, *STORAGE_ERRORS) as exc:  # never a reason not to serve
+            log.warning("uploads directory not tidied: %s", exc)
         for upload_id in self.store.undecided_uploads():
             self.waiting += 1
             self.idle = trio.Event()
@@ -117,6 +121,30 @@ class DoctorGate:
             for _ in range(self.config.doctor_concurrency):
                 nursery.start_soon(self._worker)
             task_status.started()
+
+    def tidy(self) -> None:
+        """At start: an uploaded bot whose unpacked directory is gone (a new host, a wiped
+        disk) is unpacked again from its newest archive (``b<bot id>-v<version>``); directories
+        of versions no longer submitted (replaced, refused, deleted authors) are removed."""
+        root = Path(self.config.dir).resolve()
+        used = set()
+        for name, manifest, _ in self.store.submissions():
+            owner = self.store.bot_owner(name)
+            if owner is None or owner[1] != "uploaded":
+                continue
+            if not Path(manifest).is_file():
+                stored = self.store.archive(name)
+                if stored is None:
+                    continue
+                dest = root / f"b{self.store.bot_id(name)}-v{stored[0]}"
+                shutil.rmtree(dest, ignore_errors=True)
+                manifest = str(unpack(stored[2], dest, self.limits))
+                self.store.submit_bot(name, manifest, sandbox=True)
+            used.add(Path(manifest).resolve().parent)
+        waiting = {root / f"u{i}" for i in self.store.undecided_uploads()}
+        for d in root.iterdir():
+            if d.is_dir() and d not in used and d not in waiting and d.name[:1] in ("u", "b"):
+                shutil.rmtree(d, ignore_errors=True)
 
     async def _worker(self) -> None:
         async for upload_id in self._receive:
