@@ -328,6 +328,18 @@ async def test_no_author_reaches_another_authors_things(tmp_path: Path) -> None:
         log.parent.mkdir(parents=True, exist_ok=True)
         log.write_text("alice's private output\n")
         assert "alice's private output" in (await c.get("/author/api/bots/alicebot/output", headers=bearer(alice))).text
+        # while the bot plays, what it writes (maybe its hand) is held back until the match is over
+        contest.busy.add("alicebot")
+        with log.open("a") as fh:
+            fh.write("my hand: Ks Qs\n")
+        text = (await c.get("/author/api/bots/alicebot/output", headers=bearer(alice))).text
+        assert "alice's private output" in text and "Ks Qs" not in text and "once the match is over" in text
+        contest.busy.discard("alicebot")
+        assert "Ks Qs" in (await c.get("/author/api/bots/alicebot/output", headers=bearer(alice))).text
+        contest.supervisor.failed("alicebot", ["alice's crash output"])
+        contest.supervisor.failed("organisers_bot", ["organiser's bot output"])
+        board = (await c.get("/api/leaderboard")).text  # the public page: an author's output is not there
+        assert "alice's crash output" not in board and "organiser's bot output" in board
         # bob tries everything he can name
         for path in (f"/author/api/uploads/{up}", "/author/api/bots/alicebot/output",
                      "/author/api/bots/aliceremote/output", "/author/api/bots/..%2F..%2Farena.db/output",

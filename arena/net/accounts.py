@@ -166,9 +166,15 @@ def own_upload(store: Any, author: dict[str, Any], upload_id: int) -> dict[str, 
     return up if up is not None and up["author_id"] == author["id"] else None
 
 
-def bot_output(contest: Any, author: dict[str, Any], bot: str) -> str | None:
+def bot_output(contest: Any, author: dict[str, Any], bot: str, idle_sizes: dict[Path, int]) -> str | None:
     """The last :data:`OUTPUT_BYTES` of each copy's captured output of the author's ``bot``, or
-    None if it is not theirs. Files are found by the bot's id, never its name."""
+    None if it is not theirs. Files are found by the bot's id, never its name.
+
+    While the bot plays (a duplicate pair's two halves are played one after the other, and the
+    bot may print its hand), only what it wrote before is shown: up to the size the log had
+    the last time it was read with the bot idle (``idle_sizes``, kept by the caller). So the
+    output never tells its author a card of a match in play - or of its twin, which deals the
+    same cards with the seats swapped."""
     from arena.schedule.copies import bot_log
 
     store = contest.store
@@ -178,17 +184,22 @@ def bot_output(contest: Any, author: dict[str, Any], bot: str) -> str | None:
         bot_id = store.bot_id(bot)
     except KeyError:
         return ""
+    playing = bot in contest.busy
     parts = []
     for copy in range(getattr(contest, "copies", 1)):
         path = bot_log(Path(contest.config.logs), bot_id, copy)
         try:
             with open(path, "rb") as fh:
-                fh.seek(0, 2)
-                fh.seek(max(0, fh.tell() - OUTPUT_BYTES))
-                text = fh.read().decode("utf-8", "replace")
+                size = fh.seek(0, 2)
+                end = min(size, idle_sizes.get(path, 0)) if playing else size
+                if not playing:
+                    idle_sizes[path] = size
+                fh.seek(max(0, end - OUTPUT_BYTES))
+                text = fh.read(end - fh.tell()).decode("utf-8", "replace")
         except OSError:
             continue
-        parts.append(f"===== copy {copy} =====\n{text}")
+        held = " (what it writes during the match in play is shown once the match is over)" if playing else ""
+        parts.append(f"===== copy {copy}{held} =====\n{text}")
     return "\n".join(parts)
 
 

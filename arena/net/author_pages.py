@@ -346,6 +346,7 @@ def make_author_app(contest: Any) -> Starlette:
     store, cfg = contest.store, contest.config
     authenticator: Authenticator = contest.server.auth  # one bound on scrypt work for TCP and HTTP alike
     key = secrets.token_bytes(32)
+    idle_sizes: dict[Any, int] = {}  # bot output shown while it plays: see accounts.bot_output
     per_hour = cfg.uploads.registrations_per_hour / 3600
     reg_by_addr = RateLimiter(REGISTER_BURST, per_hour)
     reg_overall = RateLimiter(max(1.0, cfg.uploads.registrations_per_hour / 6), per_hour, max_keys=1)
@@ -511,7 +512,7 @@ def make_author_app(contest: Any) -> Starlette:
 
     async def output(request: Request) -> Response:
         author = need(request)
-        text = bot_output(contest, author, request.path_params["bot"])
+        text = bot_output(contest, author, request.path_params["bot"], idle_sizes)
         if text is None:
             raise HTTPException(404, "no such bot of yours")
         return PlainTextResponse(text or "(no output yet)")

@@ -76,8 +76,10 @@ def leaderboard(contest: Contest) -> list[dict[str, Any]]:
 
 def launched_bots(contest: Contest) -> list[dict[str, Any]]:
     """The bots the server launches, with their supervision state (:mod:`arena.schedule.supervisor`):
-    ``{"bot", "state", "failures", "last_output" (lines)}``, by name."""
-    return [{"bot": h.name, "state": h.state, "failures": h.failures, "last_output": h.last_output}
+    ``{"bot", "state", "failures", "last_output" (lines)}``, by name. An author's bot's output is
+    for its author only (their page, :mod:`arena.net.author_pages`): empty here."""
+    return [{"bot": h.name, "state": h.state, "failures": h.failures,
+             "last_output": [] if contest.store.bot_owner(h.name) else h.last_output}
             for h in sorted(contest.supervisor.bots.values(), key=lambda h: h.name)]
 
 
