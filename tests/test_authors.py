@@ -433,3 +433,39 @@ async def test_gate_restores_and_tidies_the_uploads_directory(tmp_path: Path) ->
     [(_, manifest, sandboxed)] = store.submissions()
     assert manifest == str(root.resolve() / f"b{store.bot_id('mybot')}-v2" / "manifest.toml") and sandboxed == 1
     assert (Path(manifest).parent / "v").read_bytes() == b"2"
+
+
+async def test_gate_runs_at_most_doctor_concurrency_at_once(tmp_path: Path, autojump_clock: trio.abc.Clock) -> None:
+    """Five uploads queued at once with doctor_concurrency = 2: never more than two doctor runs
+    together, all decided, in the background of the server (the uploads answered at once)."""
+    running, most, order = 0, 0, []
+
+    async def doctor(manifest: str) -> dict[str, Any]:
+        nonlocal running, most
+        running += 1
+        most = max(most, running)
+        await trio.sleep(10)
+        running -= 1
+        order.append(Path(manifest).parent.name)
+        return {"ok": True, "summary": "ok", "seconds": 10, "checks": [], "log_tail": ""}
+
+    contest = make_contest(tmp_path, registration="open",
+                           uploads=UploadConfig(dir=str(tmp_path / "up"), doctor_concurrency=2))
+    contest.gate.run_doctor = doctor
+    store = contest.store
+    aid, _ = store.add_author("fay")
+    ids = []
+    for i in range(5):
+        store.claim_bot(f"bot{i}", aid, "uploaded", 5)
+        ids.append(store.add_upload(f"bot{i}", aid, bot_archive(tmp_path, f"bot{i}")))
+    async with trio.open_nursery() as nursery:
+        contest.gate.submit(ids[0])  # queued before the gate starts: requeued from the database once only
+        await nursery.start(contest.gate.run)
+        for upload_id in ids[1:]:
+            contest.gate.submit(upload_id)
+        t0 = trio.current_time()
+        await contest.gate.idle.wait()
+        elapsed = trio.current_time() - t0
+        nursery.cancel_scope.cancel()
+    assert most == 2 and elapsed == pytest.approx(30)  # 5 runs of 10 s, two at a time
+    assert order == [f"u{i}" for i in ids] and [store.upload(i)["status"] for i in ids] == ["passed"] * 5

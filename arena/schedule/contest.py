@@ -417,12 +417,12 @@ class Contest:
             self._outer = outer
             outer.start_soon(self.health.watch)
             await outer.start(self._signals)  # handlers in place before the ports are announced
+            await outer.start(self.gate.run)  # uploads a stopped server left are queued before new ones
             self.port = await _bind("TCP port for bots and spectators ([server] port)", cfg.server.host,
                                     cfg.server.port, outer.start(self.server.serve))
             self.http_port = await _bind("HTTP port of the web page (http_port)", cfg.http_host, cfg.http_port,
                                          outer.start(serve_http, self, cfg.http_host, cfg.http_port))
             outer.start_soon(self._launch_submitted, outer)
-            await outer.start(self.gate.run)
             task_status.started((self.port, self.http_port))
             async with trio.open_nursery() as matches:
                 sched = trio.CancelScope()

@@ -97,11 +97,18 @@ class DoctorGate:
         self.run_doctor = run_doctor or self._doctor_process
         self.idle = trio.Event()
         self.idle.set()
+        self._queued: set[int] = set()
 
     def submit(self, upload_id: int) -> None:
         """Queue upload ``upload_id``; :class:`QueueFull` if ``queue`` uploads already wait."""
         if self.waiting >= self.config.queue:
             raise QueueFull(f"{self.waiting} uploads are waiting for the doctor: try again in a few minutes")
+        self._enqueue(upload_id)
+
+    def _enqueue(self, upload_id: int) -> None:
+        if upload_id in self._queued:  # already waiting (queued before the start, and requeued)
+            return
+        self._queued.add(upload_id)
         self.waiting += 1
         self.idle = trio.Event()
         self._send.send_nowait(upload_id)
@@ -114,9 +121,7 @@ class DoctorGate:
         except (OSError, ArchiveError, *STORAGE_ERRORS) as exc:  # never a reason not to serve
             log.warning("uploads directory not tidied: %s", exc)
         for upload_id in self.store.undecided_uploads():
-            self.waiting += 1
-            self.idle = trio.Event()
-            self._send.send_nowait(upload_id)
+            self._enqueue(upload_id)
         async with trio.open_nursery() as nursery:
             for _ in range(self.config.doctor_concurrency):
                 nursery.start_soon(self._worker)
@@ -153,6 +158,7 @@ class DoctorGate:
             except STORAGE_ERRORS as exc:  # left queued in the database: checked again at the next start
                 log.warning("upload %d not decided: storage failed (%s)", upload_id, exc)
             finally:
+                self._queued.discard(upload_id)
                 self.waiting -= 1
                 if self.waiting == 0:
                     self.idle.set()
@@ -173,7 +179,7 @@ class DoctorGate:
             self.store.refuse_upload(upload_id, refusal(f"cannot unpack the archive: {exc}"))
             return "failed"
         report = await self.run_doctor(str(manifest))
-        if self.store.upload(upload_id) is None:  # deleted meanwhile
+        if self.store.upload_data(upload_id) is None:  # deleted (or decided) meanwhile
             shutil.rmtree(dest, ignore_errors=True)
             return "gone"
         if report.get("ok"):
