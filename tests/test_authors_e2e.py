@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 import trio
 
+from arena.cli import main
 from arena.net import author_client
 from arena.net.server import ServerConfig
 from arena.schedule.contest import Contest, ContestConfig
@@ -120,7 +121,7 @@ def drive_browser(base: str, token: str, archive: Path, foreign_form: str) -> di
     return out
 
 
-async def test_authors_register_upload_play_and_stay_apart(tmp_path: Path) -> None:
+async def test_authors_register_upload_play_and_stay_apart(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     c_bot = SAMPLES / "c_bot"
     if not c_bot.exists():
         subprocess.run(["make", "-s", "sample_bots/c_bot"], cwd=ROOT, check=True)
@@ -146,7 +147,11 @@ async def test_authors_register_upload_play_and_stay_apart(tmp_path: Path) -> No
             # 1. accounts: an invitation each; without one, no account
             with pytest.raises(Exception, match="invitation"):
                 await trio.to_thread.run_sync(author_client.register, base, "mallory", None)
-            alice = await trio.to_thread.run_sync(author_client.register, base, "alice", codes[0])
+            capsys.readouterr()
+            status = await trio.to_thread.run_sync(main, ["author", "register", "--server", base, "--name", "alice",
+                                                          "--invitation", codes[0]])
+            alice = capsys.readouterr().out.strip().splitlines()[-1]
+            assert status == 0 and alice.startswith("alice:")
             bob = await trio.to_thread.run_sync(author_client.register, base, "bob", codes[1])
 
             # 2. uploads through the command's client; the doctor gate decides each
@@ -154,8 +159,18 @@ async def test_authors_register_upload_play_and_stay_apart(tmp_path: Path) -> No
                 return author_client.upload(base, alice, bot, sleep=lambda _: time.sleep(0.2))
 
             states = {}
-            for d in (py, cb, broken):
+            for d in (py, cb):
                 states[d.name] = await trio.to_thread.run_sync(up, d)
+            # the broken one with the command itself: the doctor's table and a refusal, status 1
+            capsys.readouterr()
+            status = await trio.to_thread.run_sync(main, ["bots", "upload", "--server", base, "--token", alice,
+                                                          str(broken)])
+            printed = capsys.readouterr().out
+            assert status == 1 and "launch and connect" in printed and "FAIL" in printed, printed
+            assert "refused: 27 checks" in printed and "forgot the protocol" in printed
+            last = store.uploads_of("alicebroken", 1)[0]
+            states["alicebroken"] = await trio.to_thread.run_sync(
+                lambda: author_client.request(base, "GET", f"/author/api/uploads/{last['id']}", token=alice))
             assert states["alicepy"]["status"] == "passed", states["alicepy"]
             assert states["alicec"]["status"] == "passed", states["alicec"]
             refused = states["alicebroken"]
