@@ -469,3 +469,54 @@ async def test_gate_runs_at_most_doctor_concurrency_at_once(tmp_path: Path, auto
         nursery.cancel_scope.cancel()
     assert most == 2 and elapsed == pytest.approx(30)  # 5 runs of 10 s, two at a time
     assert sorted(order) == [f"u{i}" for i in ids] and [store.upload(i)["status"] for i in ids] == ["passed"] * 5
+
+
+async def test_remote_bot_tokens_and_withdrawal(tmp_path: Path) -> None:
+    """An author's remote bot token lets the bot in over TCP's authenticator; an author withdraws
+    their own bot (the name is free again, its matches stay) and nobody else's."""
+    contest = make_contest(tmp_path, registration="open")
+    store = contest.store
+    async with client(contest) as c:
+        alice, bob = await register(c, "alice"), await register(c, "bob")
+        r = await c.post("/author/api/remote", json={"name": "rover"}, headers=bearer(alice))
+        token = r.json()["token"]
+        assert await contest.server.auth.check("bots", "rover", token, "10.9.9.9") == "ok"
+        from arena.schedule.formats import Pairing
+
+        store.create_tournament("ecarte", "ladder", 1, {}, [], [Pairing(index=0, bot0="rover", bot1="x", seed=1)])
+        r = await c.post("/author/api/bots/rover/withdraw", headers=bearer(bob))  # not bob's
+        assert r.status_code == 404 and store.bot_owner("rover") is not None
+        csrf = await login(c, alice)
+        r = await c.post("/author/bots/rover/withdraw", data={})
+        assert r.status_code == 403 and store.bot_owner("rover") is not None  # no CSRF token, nothing done
+        r = await c.post("/author/bots/rover/withdraw", data={"csrf": csrf})
+        assert r.status_code == 303 and store.bot_owner("rover") is None and store.bot_secret("rover") is None
+        assert [m["bot0"] for m in store.matches(1)] == ["rover"]  # its matches stay
+        r = await c.post("/author/api/remote", json={"name": "rover"}, headers=bearer(bob))
+        assert r.status_code == 201  # the name is free again
+
+
+def test_organiser_commands(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    from arena.cli import main
+
+    db = str(tmp_path / "arena.db")
+    assert main(["authors", "add", "gus", "--db", db]) == 0
+    token = capsys.readouterr().out.strip().splitlines()[-1]
+    assert token.startswith("gus:")
+    assert main(["authors", "add", "gus", "--db", db]) == 2
+    assert "taken" in capsys.readouterr().err
+    assert main(["authors", "invite", "--note", "for hal", "--db", db]) == 0
+    code = capsys.readouterr().out.strip().splitlines()[-1]
+    from arena.store.sqlite import Store
+
+    store = Store(db)
+    store.add_author("hal", code)
+    assert main(["authors", "suspend", "hal", "--db", db]) == 0 and store.author_secret("hal") is None
+    assert main(["authors", "resume", "hal", "--db", db]) == 0 and store.author_secret("hal") is not None
+    capsys.readouterr()
+    assert main(["authors", "list", "--db", db]) == 0
+    listed = capsys.readouterr().out
+    assert "gus" in listed and "hal" in listed and "active" in listed
+    assert main(["authors", "delete", "hal", "--db", db]) == 0 and store.author("hal") is None
+    assert main(["authors", "delete", "hal", "--db", db]) == 1
+    assert "no author 'hal'" in capsys.readouterr().err

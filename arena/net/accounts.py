@@ -98,10 +98,10 @@ def check_upload(data: bytes, limits: Any) -> str:
         except UserError as exc:
             raise Refused(400, "bad_manifest", str(exc).replace(str(path), MANIFEST)) from None
     program = manifest.command[0]
-    if "/" in program and not program.startswith("{"):
+    if "/" in program and not program.startswith(("{", "/")):  # absolute: a system program, in the sandbox
         rel = "/".join(p for p in PurePosixPath(program).parts if p != ".")
         found = {m.path: m for m in members if not m.directory}.get(rel)
-        if program.startswith("/") or found is None:
+        if found is None:
             raise Refused(400, "bad_manifest", f"{MANIFEST}: the command's program {program!r} is not in the "
                           "archive: pack it beside the manifest (a compiled bot: build it first)")
         if not found.executable:
@@ -152,6 +152,16 @@ def register_remote(contest: Any, author: dict[str, Any], name: str) -> str:
     except ValueError as exc:
         raise Refused(409, "name_taken", str(exc)) from None
     return store.add_bot(name)
+
+
+def withdraw(contest: Any, author: dict[str, Any], bot: str) -> bool:
+    """Withdraw the author's ``bot``: its registration, submission, uploads and stored versions
+    are deleted (the server stops it within a second), its results stay, and its name is free
+    again. False if it is not theirs."""
+    if not owns(contest.store, author, bot):
+        return False
+    contest.store.release_bot(bot)
+    return True
 
 
 def owns(store: Any, author: dict[str, Any], bot: str) -> bool:

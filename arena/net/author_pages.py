@@ -8,11 +8,13 @@ Pages (HTML made here, every piece of user text through :func:`html.escape`; a s
 * ``GET|POST /author/login`` (the token), ``POST /author/logout``, ``GET|POST /author/register``;
 * ``POST /author/upload`` (a ``.tar.gz`` file field ``archive``), ``POST /author/remote``;
 * ``GET /author/uploads/{id}`` - an upload's status and the doctor's report;
-* ``GET /author/bots/{name}/output`` - the bot's captured output (plain text).
+* ``GET /author/bots/{name}/output`` - the bot's captured output (plain text);
+* ``POST /author/bots/{name}/withdraw`` - the author withdraws their bot (results stay).
 
 API (``Authorization: Bearer NAME:SECRET``; JSON): ``POST /author/api/register``, ``GET
 /author/api/me``, ``POST /author/api/upload`` (the archive as the body), ``GET
-/author/api/uploads/{id}``, ``POST /author/api/remote``, ``GET /author/api/bots/{name}/output``.
+/author/api/uploads/{id}``, ``POST /author/api/remote``, ``GET /author/api/bots/{name}/output``, ``POST
+/author/api/bots/{name}/withdraw``.
 
 Protection:
 
@@ -70,6 +72,7 @@ from arena.net.accounts import (
     register,
     register_remote,
     split_token,
+    withdraw,
 )
 from arena.net.auth import Authenticator, RateLimiter
 
@@ -324,7 +327,10 @@ def dashboard_html(request: Request, view: dict[str, Any]) -> str:
                            for m in b["matches"])
             out.append(f'<h3>recent matches</h3><table class="matches"><tr><th>match</th><th>bots</th>'
                        f'<th>winner</th><th>how</th></tr>{rows}</table>')
-        out.append(f'<p><a class="output" href="/author/bots/{name}/output">captured output</a></p></section>')
+        out.append(f'<p><a class="output" href="/author/bots/{name}/output">captured output</a></p>'
+                   f'<form method="post" action="/author/bots/{name}/withdraw">{hidden_csrf(request)}'
+                   f'<button class="withdraw">withdraw {name}</button> (its results stay; its code and '
+                   f'versions are deleted)</form></section>')
     out.append(f'<section><h2>Upload a bot</h2><p>A <code>.tar.gz</code> with <code>manifest.toml</code> at its '
                f'root and the bot\'s files beside it (or use <code>arena bots upload</code>). A new upload of a '
                f'bot replaces it in the ladder once the doctor passes it.</p>'
@@ -517,6 +523,18 @@ def make_author_app(contest: Any) -> Starlette:
             raise HTTPException(404, "no such bot of yours")
         return PlainTextResponse(text or "(no output yet)")
 
+    async def withdraw_form(request: Request) -> Response:
+        author = need(request)
+        await checked_form(request)
+        if not withdraw(contest, author, request.path_params["bot"]):
+            raise HTTPException(404, "no such bot of yours")
+        return RedirectResponse("/author/", status_code=303)
+
+    async def api_withdraw(request: Request) -> Response:
+        if not withdraw(contest, need(request, api=True), request.path_params["bot"]):
+            raise HTTPException(404, "no such bot of yours")
+        return JSONResponse({"withdrawn": request.path_params["bot"]})
+
     # ---- API
 
     async def api_register(request: Request) -> Response:
@@ -575,6 +593,8 @@ def make_author_app(contest: Any) -> Starlette:
         Route("/remote", remote_form, methods=["POST"]),
         Route("/uploads/{upload_id}", upload_page),
         Route("/bots/{bot}/output", output),
+        Route("/bots/{bot}/withdraw", withdraw_form, methods=["POST"]),
+        Route("/api/bots/{bot}/withdraw", api_withdraw, methods=["POST"]),
         Route("/api/register", api_register, methods=["POST"]),
         Route("/api/me", api_me),
         Route("/api/upload", api_upload, methods=["POST"]),

@@ -782,13 +782,18 @@ class Store:
                 return None
             bots = [r[0] for r in self.db.execute("SELECT bot FROM bot_owners WHERE author_id=?", (row[0],))]
             for bot in bots:
-                self.db.execute("DELETE FROM submissions WHERE name=?", (bot,))
-                self.db.execute("DELETE FROM bots WHERE name=?", (bot,))
-                self.db.execute("DELETE FROM bot_archives WHERE bot=?", (bot,))
+                self.release_bot(bot)
             self.db.execute("DELETE FROM uploads WHERE author_id=?", (row[0],))
-            self.db.execute("DELETE FROM bot_owners WHERE author_id=?", (row[0],))
             self.db.execute("DELETE FROM authors WHERE id=?", (row[0],))
         return bots
+
+    def release_bot(self, bot: str) -> None:
+        """Delete an author's bot: registration, submission, uploads, stored versions and
+        ownership (its matches stay; the name is free again)."""
+        with self._tx():
+            for table, column in (("submissions", "name"), ("bots", "name"), ("bot_archives", "bot"),
+                                  ("uploads", "bot"), ("bot_owners", "bot")):
+                self.db.execute(f"DELETE FROM {table} WHERE {column}=?", (bot,))
 
     def add_invitation(self, note: str = "") -> str:
         """A fresh single-use invitation code (stored as its SHA-256 only)."""
