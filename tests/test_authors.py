@@ -144,9 +144,9 @@ async def test_tokens_and_rate_limits(tmp_path: Path) -> None:
         for header in ("Basic YWxpY2U6eA==", "Bearer alice", "Bearer alice:", "Bearer <b>:x", "Bearer bob:x"):
             r = await c.get("/author/api/me", headers={"Authorization": header})
             assert r.status_code == 401 and r.json()["error"] == "bad_token", header
-        codes = [(await c.get("/author/api/me", headers=bearer("alice:wrong"))).status_code for _ in range(12)]
-        assert 429 in codes and set(codes) <= {401, 429}, codes  # failures use up the address's bucket
-        assert contest.server.auth.scrypt_checks <= 12  # a refused check costs no scrypt
+        codes = [(await c.get("/author/api/me", headers=bearer("alice:wrong"))).status_code for _ in range(20)]
+        assert 429 in codes and set(codes) <= {401, 429}, codes  # failures use up the buckets
+        assert contest.server.auth.scrypt_checks < 20  # a refused check costs no scrypt
     async with client(contest, addr="10.0.0.2") as c:
         # the right token, once verified, is never locked out by someone failing under its name
         assert (await c.get("/author/api/me", headers=bearer(token))).status_code == 200
@@ -157,11 +157,11 @@ async def test_tokens_and_rate_limits(tmp_path: Path) -> None:
         contest.store.delete_author("alice")
         assert (await c.get("/author/api/me", headers=bearer(token))).status_code in (401, 429)
     async with client(contest, addr="10.0.0.3") as c:  # registrations per address are rate limited
-        codes = [(await c.post("/author/api/register", json={"name": f"n{i}"})).status_code for i in range(12)]
-        assert codes[:10] == [201] * 10 and codes[10:] == [429, 429]
+        codes = [(await c.post("/author/api/register", json={"name": f"n{i}"})).status_code for i in range(15)]
+        assert codes[:10] == [201] * 10 and 429 in codes[10:], codes  # a burst of 10, then one per 6 s
     async with client(contest, addr="10.0.0.4") as c:  # every request, per address
-        codes = [(await c.get("/author/login")).status_code for _ in range(125)]
-        assert codes.count(429) >= 4 and codes[0] == 200
+        codes = [(await c.get("/author/login")).status_code for _ in range(200)]
+        assert codes[:120] == [200] * 120 and 429 in codes[120:]  # a burst of 120, then 2 a second
 
 
 async def test_sessions_and_csrf(tmp_path: Path) -> None:
