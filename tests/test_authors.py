@@ -290,8 +290,19 @@ async def test_uploads_through_the_gate(tmp_path: Path) -> None:
         page = (await c.get(f"/author/uploads/{second}")).text
         assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page and "<script>" not in page
         assert "&lt;b&gt;out&lt;/b&gt;" in page
+        contest.supervisor.failed("mybot", ["<i>Traceback</i>: boom"])  # a crash in the ladder
+        from arena.match.referee import MatchResult
+        from arena.schedule.formats import Pairing
+
+        tid = contest.store.create_tournament("ecarte", "ladder", 1, {}, [], [Pairing(0, "mybot", "other", 1)])
+        contest.store.record_result(f"t{tid}-m0001", MatchResult(
+            match_id=f"t{tid}-m0001", winner=1, reason="forfeit_timeout", scores=[0, 5], manches=[0, 1],
+            detail="mybot: timeout: no answer in 2000 ms <b>", faulty=0), None)
         home = (await c.get("/author/")).text
         assert 'data-bot="mybot"' in home and home.count('href="/author/uploads/') == 3
+        assert "backoff" in home and "&lt;i&gt;Traceback&lt;/i&gt;: boom" in home  # failures, escaped
+        assert "forfeit_timeout" in home and "no answer in 2000 ms &lt;b&gt;" in home
+        assert f'href="/match/t{tid}-m0001"' in home  # a replay link
         me = (await c.get("/author/api/me", headers=bearer(token))).json()
         assert [u["status"] for u in me["bots"][0]["uploads"]] == ["passed", "failed", "passed"]
         assert [v["version"] for v in me["bots"][0]["versions"]] == [1, 2]
