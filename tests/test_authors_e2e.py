@@ -208,6 +208,9 @@ async def test_authors_register_upload_play_and_stay_apart(tmp_path: Path, capsy
                     await trio.sleep(0.2)
             assert store.db.execute("SELECT COUNT(*) FROM matches WHERE status='done' AND "
                                     "'alicepy' IN (bot0, bot1)").fetchone()[0] >= played_v1
+            _, body = await trio.to_thread.run_sync(http, base, "/author/api/me", alice)
+            [mine] = [b for b in json.loads(body)["bots"] if b["bot"] == "alicepy"]
+            assert [v["version"] for v in mine["versions"]] == [1, 2] and len(mine["matches"]) >= 2
 
             # 4. bob tries to reach alice's things
             attempts = {
