@@ -25,6 +25,8 @@ import tempfile
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+import trio
+
 from arena.errors import UserError
 from arena.names import BadName, check_name
 from arena.schedule.launcher import load_manifest, sandbox_problem
@@ -110,16 +112,17 @@ def check_upload(data: bytes, limits: Any) -> str:
     return manifest.name
 
 
-def accept_archive(contest: Any, author: dict[str, Any], data: bytes) -> dict[str, Any]:
-    """Take an author's upload: checked (:func:`check_upload`), the bot claimed for the author,
-    queued for the doctor. Returns ``{"upload", "bot", "status"}``; :class:`Refused` otherwise
-    (503 when this server cannot sandbox bots or the doctor's queue is full)."""
+async def accept_archive(contest: Any, author: dict[str, Any], data: bytes) -> dict[str, Any]:
+    """Take an author's upload: checked (:func:`check_upload`, in a worker thread: unpacking
+    an archive to check it must not stall the matches in play), the bot claimed for the
+    author, queued for the doctor. Returns ``{"upload", "bot", "status"}``; :class:`Refused`
+    otherwise (503 when this server cannot sandbox bots or the doctor's queue is full)."""
     from arena.schedule.gate import QueueFull
 
     if sandbox_problem() is not None:
         raise Refused(503, "no_sandbox", "this server cannot sandbox bots, so it takes no uploads: tell the organiser")
     cfg = contest.config.uploads
-    name = check_upload(data, cfg.archive_limits())
+    name = await trio.to_thread.run_sync(check_upload, data, cfg.archive_limits())
     store, gate = contest.store, contest.gate
     if gate.waiting >= cfg.queue:
         raise Refused(503, "queue_full", f"{gate.waiting} uploads are waiting for the doctor: try again in a few "

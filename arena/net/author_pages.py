@@ -483,7 +483,7 @@ def make_author_app(contest: Any) -> Starlette:
                 raise Refused(400, "no_file", "choose the bot's .tar.gz file")
             upload_allowed(author)
             data = await archive.read(cfg.uploads.packed_bytes + 1)
-            result = accept_archive(contest, author, data)
+            result = await accept_archive(contest, author, data)
         except Refused as exc:
             return refused_page(request, exc, "upload refused")
         return RedirectResponse(f"/author/uploads/{result['upload']}", status_code=303)
@@ -556,7 +556,7 @@ def make_author_app(contest: Any) -> Starlette:
             return refused_json(Refused(415, "bad_content_type", "send the archive as application/gzip"))
         try:
             upload_allowed(author)
-            result = accept_archive(contest, author, await read_body(request))
+            result = await accept_archive(contest, author, await read_body(request))
         except Refused as exc:
             return refused_json(exc)
         return JSONResponse({**result, "poll": f"/author/api/uploads/{result['upload']}"}, status_code=202)

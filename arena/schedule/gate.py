@@ -173,7 +173,7 @@ class DoctorGate:
         dest = Path(self.config.dir) / f"u{upload_id}"
         shutil.rmtree(dest, ignore_errors=True)
         try:
-            manifest = unpack(data, dest, self.limits)
+            manifest = await trio.to_thread.run_sync(unpack, data, dest, self.limits)  # not on the matches' loop
         except (ArchiveError, OSError) as exc:
             shutil.rmtree(dest, ignore_errors=True)
             self.store.refuse_upload(upload_id, refusal(f"cannot unpack the archive: {exc}"))
