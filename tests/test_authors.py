@@ -478,7 +478,7 @@ async def test_gate_runs_at_most_doctor_concurrency_at_once(tmp_path: Path, auto
         await contest.gate.idle.wait()
         elapsed = trio.current_time() - t0
         nursery.cancel_scope.cancel()
-    assert most == 2 and elapsed == pytest.approx(30)  # 5 runs of 10 s, two at a time
+    assert most == 2 and elapsed >= 30 - 1e-6  # 5 runs of 10 s, two at a time (all at once: 10 s)
     assert sorted(order) == [f"u{i}" for i in ids] and [store.upload(i)["status"] for i in ids] == ["passed"] * 5
 
 
