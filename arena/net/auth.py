@@ -144,7 +144,7 @@ class AuthLimits(msgspec.Struct, frozen=True):
 class Authenticator:
     """Checks a ``hello``'s name and token against the store (see the module docstring).
 
-    ``table`` is ``"bots"`` or ``"spectators"``. ``hasher`` (default
+    ``table`` is ``"bots"``, ``"spectators"`` or ``"authors"``. ``hasher`` (default
     :func:`arena.store.sqlite.hash_token`) is a seam for tests. ``scrypt_checks`` counts the scrypt
     computations run (the cache and the rate limits avoid them)."""
 
@@ -164,6 +164,8 @@ class Authenticator:
     def _secret(self, table: str, name: str) -> tuple[bytes, bytes] | None:
         if table == "bots":
             return self.store.bot_secret(name)
+        if table == "authors":  # bot authors on the web side (arena.net.author_pages)
+            return self.store.author_secret(name)
         return self.store.spectator_secret(name)
 
     def _mac(self, table: str, name: str, salt: bytes, token: str) -> bytes:

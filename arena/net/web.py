@@ -18,7 +18,8 @@ Routes:
   (:func:`arena.net.history.replay_feed`: hidden cards only in each deal's ``reveal``), for the page
   to replay in its table view; 404 for an unknown match, 409 while it or its duplicate twin is
   in play;
-* ``GET /match/{match_id}`` - the page, opening that match's replay (a URL per match).
+* ``GET /match/{match_id}`` - the page, opening that match's replay (a URL per match);
+* ``/author/...`` - bot authors' accounts, uploads and own pages (:mod:`arena.net.author_pages`).
 
 ``/api/leaderboard`` also gives ``launched`` (:func:`launched_bots`) and ``state``:
 ``"running"``, or ``"over"`` once the contest has played its ``max_matches`` (and nothing is in
@@ -39,7 +40,7 @@ from hypercorn.trio import serve
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
-from starlette.routing import Route
+from starlette.routing import Mount, Route
 
 from arena.metrics import METRICS
 from arena.net.spectate import Subscriber
@@ -75,8 +76,10 @@ def leaderboard(contest: Contest) -> list[dict[str, Any]]:
 
 def launched_bots(contest: Contest) -> list[dict[str, Any]]:
     """The bots the server launches, with their supervision state (:mod:`arena.schedule.supervisor`):
-    ``{"bot", "state", "failures", "last_output" (lines)}``, by name."""
-    return [{"bot": h.name, "state": h.state, "failures": h.failures, "last_output": h.last_output}
+    ``{"bot", "state", "failures", "last_output" (lines)}``, by name. An author's bot's output is
+    for its author only (their page, :mod:`arena.net.author_pages`): empty here."""
+    return [{"bot": h.name, "state": h.state, "failures": h.failures,
+             "last_output": [] if contest.store.bot_owner(h.name) else h.last_output}
             for h in sorted(contest.supervisor.bots.values(), key=lambda h: h.name)]
 
 
@@ -167,7 +170,10 @@ def make_app(contest: Contest) -> Starlette:
     async def metrics(request: Request) -> Response:
         return Response(METRICS.exposition(), media_type="text/plain; version=0.0.4; charset=utf-8")
 
+    from arena.net.author_pages import make_author_app
+
     return Starlette(routes=[
+        Mount("/author", app=make_author_app(contest)),
         Route("/", page),
         Route("/match/{match_id}", page),
         Route("/api/history", api_history),

@@ -49,6 +49,7 @@ from arena.net.server import ArenaServer, ServerConfig
 from arena.net.spectate import SpectatorHub
 from arena.schedule.copies import PAIR_COPIES, bot_log, launch_copy, secrets_of
 from arena.schedule.formats import Pairing, derive_seed
+from arena.schedule.gate import DoctorGate, UploadConfig
 from arena.schedule.launcher import BotProcess, Limits, SandboxError, load_manifest
 from arena.schedule.supervisor import Supervisor, publish
 from arena.schedule.tournament import play_match
@@ -99,6 +100,12 @@ class ContestConfig(msgspec.Struct, forbid_unknown_fields=True):
     time: TimeControl = msgspec.field(default_factory=TimeControl)
     server: ServerConfig = msgspec.field(default_factory=lambda: ServerConfig(port=7000))
     limits: Limits = msgspec.field(default_factory=Limits)
+    registration: Literal["organiser", "open", "invite"] = "organiser"
+    """Who may create an author account (docs/contests.md, "Self-service"): only the organiser
+    (``arena authors add``), anyone, or whoever holds an invitation code (``arena authors invite``)."""
+    secure_cookies: bool = False
+    """Send the author pages' session cookie only over HTTPS (set it behind a TLS proxy)."""
+    uploads: UploadConfig = msgspec.field(default_factory=UploadConfig)
 
     def match_config(self) -> MatchConfig:
         """How each match of the contest is played."""
@@ -175,6 +182,8 @@ class Contest:
         self.health = StorageHealth(config.storage_retry_s, self._probe_storage)
         self.health.on_resume.append(self._poke)
         self._outer: trio.Nursery | None = None
+        self.gate = DoctorGate(self.store, config.game, config.uploads)
+        self._replaced: set[str] = set()  # bots with a new version to launch once idle
 
     def _probe_storage(self) -> None:
         """Raise if match logs or the database cannot be written (see :mod:`arena.store.health`):
@@ -327,6 +336,14 @@ class Contest:
                 if self._submitted.setdefault(name, when) != when:  # submitted again: a fresh start
                     self._submitted[name] = when
                     self.supervisor.reset(name)
+                    self._replaced.add(name)
+                    rows = self.store.submissions()  # its new manifest
+            current = {row[0] for row in rows}
+            for name in sorted({n for n, _ in self.procs} - current) + sorted(self._replaced - self.busy):
+                # removed, withdrawn (a suspended author) or a new version: stopped between matches
+                self._replaced.discard(name)
+                for key in [k for k in self.procs if k[0] == name]:
+                    self.procs.pop(key).stop_now()
             self.launched = {row[0] for row in rows}
             for name, manifest_path, sandbox in rows:
                 if not is_valid_name(name):  # registered before names were checked: never launched
@@ -400,6 +417,7 @@ class Contest:
             self._outer = outer
             outer.start_soon(self.health.watch)
             await outer.start(self._signals)  # handlers in place before the ports are announced
+            await outer.start(self.gate.run)  # uploads a stopped server left are queued before new ones
             self.port = await _bind("TCP port for bots and spectators ([server] port)", cfg.server.host,
                                     cfg.server.port, outer.start(self.server.serve))
             self.http_port = await _bind("HTTP port of the web page (http_port)", cfg.http_host, cfg.http_port,

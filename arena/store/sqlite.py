@@ -126,7 +126,7 @@ CREATE TABLE IF NOT EXISTS ladder (
 );
 """
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """The schema version this code writes, kept in ``PRAGMA user_version``: 1 is the schema of the
 first versioned release (the tables above; a database from before versions has 0 and is brought
 to 1 by adding the columns added since); each later version is a step of :data:`MIGRATIONS`."""
@@ -158,11 +158,55 @@ MIGRATIONS: dict[int, list[str]] = {
             PRIMARY KEY (bot, version)
         )""",
     ],
+    4: [
+        # self-service (arena.net.accounts): authors with a hashed token, the bots they own,
+        # invitation codes (a SHA-256 of each: they are long random strings), and each upload
+        # with its doctor report; an upload's archive waits in its row until the doctor passes it
+        """CREATE TABLE IF NOT EXISTS authors (
+            id          INTEGER PRIMARY KEY,
+            name        TEXT NOT NULL UNIQUE,
+            salt        BLOB NOT NULL,
+            token_hash  BLOB NOT NULL,
+            status      TEXT NOT NULL DEFAULT 'active',
+            created_at  REAL NOT NULL
+        )""",
+        """CREATE TABLE IF NOT EXISTS bot_owners (
+            bot         TEXT PRIMARY KEY,
+            author_id   INTEGER NOT NULL,
+            kind        TEXT NOT NULL,
+            created_at  REAL NOT NULL
+        )""",
+        """CREATE TABLE IF NOT EXISTS invitations (
+            code_hash   TEXT PRIMARY KEY,
+            note        TEXT NOT NULL DEFAULT '',
+            created_at  REAL NOT NULL,
+            used_by     INTEGER,
+            used_at     REAL
+        )""",
+        """CREATE TABLE IF NOT EXISTS uploads (
+            id          INTEGER PRIMARY KEY,
+            bot         TEXT NOT NULL,
+            author_id   INTEGER NOT NULL,
+            status      TEXT NOT NULL,
+            sha256      TEXT NOT NULL,
+            size        INTEGER NOT NULL,
+            data        BLOB,
+            version     INTEGER,
+            report      TEXT,
+            created_at  REAL NOT NULL,
+            finished_at REAL
+        )""",
+        "CREATE INDEX IF NOT EXISTS uploads_by_bot ON uploads(bot, id)",
+    ],
 }
 """Version -> the statements that bring a database of the version before up to it."""
 
 SCRYPT = {"n": 2**14, "r": 8, "p": 1}
 """scrypt cost parameters for token hashes (about 30 ms per check on one core)."""
+
+
+WITHDRAWN = "SELECT o.bot FROM bot_owners o JOIN authors a ON a.id=o.author_id WHERE a.status<>'active'"
+"""The bots of suspended authors: they neither connect nor are launched (a subquery)."""
 
 
 def hash_token(token: str, salt: bytes) -> bytes:
@@ -283,7 +327,8 @@ class Store:
     def bot_secret(self, name: str) -> tuple[bytes, bytes] | None:
         """``(salt, token hash)`` of a registered bot, or None (compare with
         ``hmac.compare_digest``, never ``==``: see :mod:`arena.net.auth`)."""
-        row = self.db.execute("SELECT salt, token_hash FROM bots WHERE name=?", (name,)).fetchone()
+        row = self.db.execute(f"SELECT salt, token_hash FROM bots WHERE name=? AND name NOT IN ({WITHDRAWN})",
+                              (name,)).fetchone()
         return (row[0], row[1]) if row else None
 
     def bot_names(self) -> list[str]:
@@ -366,7 +411,8 @@ class Store:
 
     def submissions(self) -> list[tuple[str, str, int]]:
         """Submitted bots as ``(name, manifest path, sandbox)``."""
-        return [tuple(r) for r in self.db.execute("SELECT name, manifest, sandbox FROM submissions ORDER BY name")]
+        return [tuple(r) for r in self.db.execute(
+            f"SELECT name, manifest, sandbox FROM submissions WHERE name NOT IN ({WITHDRAWN}) ORDER BY name")]
 
     def submission_times(self) -> dict[str, float]:
         """When each submitted bot was last submitted (Unix seconds): a new time means a fresh
@@ -676,6 +722,180 @@ class Store:
             if row is not None:
                 out[key] = (row[0], row[1], row[2])
         return out
+
+    # ------------------------------------------------------------------ authors (self-service)
+
+    def add_author(self, name: str, invitation: str | None = None) -> tuple[int, str]:
+        """Register author ``name`` and return ``(id, secret)``; only a salted scrypt hash of the
+        secret is stored. With ``invitation``, that unused code is spent in the same
+        transaction. Raises :class:`arena.names.BadName` for a bad name, ``ValueError`` if the
+        name is taken or the code unknown or spent."""
+        check_name(name, "author")
+        secret = secrets.token_urlsafe(24)
+        salt = secrets.token_bytes(16)
+        digest = hash_token(secret, salt)  # outside the transaction: it takes tens of ms
+        with self._tx():
+            if self.db.execute("SELECT 1 FROM authors WHERE name=?", (name,)).fetchone() is not None:
+                raise ValueError(f"the author name {name!r} is taken: choose another")
+            cur = self.db.execute("INSERT INTO authors(name, salt, token_hash, created_at) VALUES (?,?,?,?)",
+                                  (name, salt, digest, time.time()))
+            author_id = int(cur.lastrowid)
+            if invitation is not None:
+                used = self.db.execute(
+                    "UPDATE invitations SET used_by=?, used_at=? WHERE code_hash=? AND used_by IS NULL",
+                    (author_id, time.time(), hashlib.sha256(invitation.encode()).hexdigest()))
+                if used.rowcount != 1:
+                    raise ValueError("unknown or already used invitation code: ask the organiser for one")
+        return author_id, secret
+
+    def author_secret(self, name: str) -> tuple[bytes, bytes] | None:
+        """``(salt, token hash)`` of an *active* author, or None (unknown or suspended)."""
+        row = self.db.execute("SELECT salt, token_hash FROM authors WHERE name=? AND status='active'",
+                              (name,)).fetchone()
+        return (row[0], row[1]) if row else None
+
+    def author(self, name: str) -> dict[str, Any] | None:
+        """Author ``name`` as ``{id, name, status, created_at, salt}``, or None."""
+        row = self.db.execute("SELECT id, name, status, created_at, salt FROM authors WHERE name=?", (name,)).fetchone()
+        return dict(row) if row else None
+
+    def authors(self) -> list[dict[str, Any]]:
+        """Every author with ``bots`` (how many they own), by name."""
+        rows = self.db.execute(
+            "SELECT a.id, a.name, a.status, a.created_at, COUNT(o.bot) AS bots FROM authors a "
+            "LEFT JOIN bot_owners o ON o.author_id=a.id GROUP BY a.id, a.name, a.status, a.created_at ORDER BY a.name")
+        return [dict(r) for r in rows]
+
+    def set_author_status(self, name: str, status: str) -> bool:
+        """Set ``status`` (``active`` or ``suspended``); False if there is no such author."""
+        with self._tx():
+            cur = self.db.execute("UPDATE authors SET status=? WHERE name=?", (status, name))
+        return cur.rowcount > 0
+
+    def delete_author(self, name: str) -> list[str] | None:
+        """Delete author ``name`` with their bots' registrations, submissions, uploads and
+        archives (their code); matches and results stay. Returns the bots removed, or None if
+        there is no such author."""
+        with self._tx():
+            row = self.db.execute("SELECT id FROM authors WHERE name=?", (name,)).fetchone()
+            if row is None:
+                return None
+            bots = [r[0] for r in self.db.execute("SELECT bot FROM bot_owners WHERE author_id=?", (row[0],))]
+            for bot in bots:
+                self.release_bot(bot)
+            self.db.execute("DELETE FROM uploads WHERE author_id=?", (row[0],))
+            self.db.execute("DELETE FROM authors WHERE id=?", (row[0],))
+        return bots
+
+    def release_bot(self, bot: str) -> None:
+        """Delete an author's bot: registration, submission, uploads, stored versions and
+        ownership (its matches stay; the name is free again)."""
+        with self._tx():
+            for table, column in (("submissions", "name"), ("bots", "name"), ("bot_archives", "bot"),
+                                  ("uploads", "bot"), ("bot_owners", "bot")):
+                self.db.execute(f"DELETE FROM {table} WHERE {column}=?", (bot,))
+
+    def add_invitation(self, note: str = "") -> str:
+        """A fresh single-use invitation code (stored as its SHA-256 only)."""
+        code = secrets.token_urlsafe(12)
+        self.db.execute("INSERT INTO invitations(code_hash, note, created_at) VALUES (?,?,?)",
+                        (hashlib.sha256(code.encode()).hexdigest(), note, time.time()))
+        return code
+
+    def bot_owner(self, bot: str) -> tuple[int, str] | None:
+        """``(author id, kind)`` of an author's bot (kind ``uploaded`` or ``remote``), or None."""
+        row = self.db.execute("SELECT author_id, kind FROM bot_owners WHERE bot=?", (bot,)).fetchone()
+        return (row[0], row[1]) if row else None
+
+    def owned_bots(self, author_id: int) -> list[tuple[str, str]]:
+        """The bots of an author: ``(name, kind)``, by name."""
+        return [tuple(r) for r in self.db.execute(
+            "SELECT bot, kind FROM bot_owners WHERE author_id=? ORDER BY bot", (author_id,))]
+
+    def claim_bot(self, bot: str, author_id: int, kind: str, limit: int) -> None:
+        """Make ``bot`` a bot of the author (registered with a fresh token no one is shown,
+        until it is launched or given a remote token), unless it is already theirs. Raises
+        :class:`arena.names.BadName`, or ``ValueError`` if the name belongs to someone else
+        or the author already owns ``limit`` bots."""
+        check_name(bot)
+        with self._tx():
+            owner = self.bot_owner(bot)
+            if owner is not None and owner[0] == author_id:
+                if owner[1] != kind:
+                    raise ValueError(f"{bot} is your {owner[1]} bot: choose another name for a {kind} bot")
+                return
+            if owner is not None or self.db.execute("SELECT 1 FROM bots WHERE name=?", (bot,)).fetchone():
+                raise ValueError(f"the bot name {bot!r} is taken: choose another (the manifest's name)")
+            if len(self.owned_bots(author_id)) >= limit:
+                raise ValueError(f"you already have {limit} bots, the most this contest allows")
+            self.add_bot(bot)
+            self.db.execute("INSERT INTO bot_owners(bot, author_id, kind, created_at) VALUES (?,?,?,?)",
+                            (bot, author_id, kind, time.time()))
+
+    def add_upload(self, bot: str, author_id: int, data: bytes) -> int:
+        """Keep an uploaded archive (already checked) for the doctor: a ``queued`` upload; its id."""
+        cur = self.db.execute(
+            "INSERT INTO uploads(bot, author_id, status, sha256, size, data, created_at) VALUES (?,?,?,?,?,?,?)",
+            (bot, author_id, "queued", archive_sha256(data), len(data), data, time.time()))
+        return int(cur.lastrowid)
+
+    def upload(self, upload_id: int) -> dict[str, Any] | None:
+        """An upload without its bytes: ``{id, bot, author_id, status, sha256, size, version,
+        report (decoded or None), created_at, finished_at}``, or None."""
+        row = self.db.execute("SELECT id, bot, author_id, status, sha256, size, version, report, created_at, "
+                              "finished_at FROM uploads WHERE id=?", (upload_id,)).fetchone()
+        if row is None:
+            return None
+        out = dict(row)
+        out["report"] = json.loads(out["report"]) if out["report"] else None
+        return out
+
+    def upload_data(self, upload_id: int) -> bytes | None:
+        """The archive of an upload the doctor has not decided yet, or None."""
+        row = self.db.execute("SELECT data FROM uploads WHERE id=?", (upload_id,)).fetchone()
+        return None if row is None or row[0] is None else bytes(row[0])
+
+    def uploads_of(self, bot: str, limit: int = 20) -> list[dict[str, Any]]:
+        """The newest uploads of ``bot`` (as :meth:`upload`), newest first."""
+        ids = [r[0] for r in self.db.execute("SELECT id FROM uploads WHERE bot=? ORDER BY id DESC LIMIT ?",
+                                             (bot, limit))]
+        return [self.upload(i) for i in ids]
+
+    def undecided_uploads(self) -> list[int]:
+        """Uploads still ``queued`` or ``checking`` (a stopped server leaves some), oldest first."""
+        return [r[0] for r in self.db.execute(
+            "SELECT id FROM uploads WHERE status IN ('queued', 'checking') ORDER BY id")]
+
+    def set_upload_status(self, upload_id: int, status: str) -> None:
+        """Mark an undecided upload (``checking``)."""
+        self.db.execute("UPDATE uploads SET status=? WHERE id=?", (status, upload_id))
+
+    def refuse_upload(self, upload_id: int, report: dict[str, Any]) -> None:
+        """The doctor refused the upload: keep its ``report``, drop its bytes."""
+        self.db.execute("UPDATE uploads SET status='failed', report=?, data=NULL, finished_at=? WHERE id=?",
+                        (json.dumps(report), time.time(), upload_id))
+
+    def accept_upload(self, upload_id: int, manifest: str, report: dict[str, Any],
+                      limits: ArchiveLimits = ArchiveLimits()) -> int:
+        """The doctor passed the upload: in one transaction its archive becomes the bot's newest
+        version (:meth:`put_archive`), the bot is submitted from ``manifest`` (the unpacked
+        archive's manifest, sandboxed) and the upload marked ``passed``. Returns the version."""
+        with self._tx():
+            row = self.db.execute("SELECT bot, data FROM uploads WHERE id=?", (upload_id,)).fetchone()
+            version = self.put_archive(row[0], bytes(row[1]), limits)
+            self.submit_bot(row[0], manifest, sandbox=True)
+            self.db.execute("UPDATE uploads SET status='passed', version=?, report=?, data=NULL, finished_at=? "
+                            "WHERE id=?", (version, json.dumps(report), time.time(), upload_id))
+        return version
+
+    def bot_faults(self, bot: str, limit: int = 10) -> list[dict[str, Any]]:
+        """The newest finished matches that ``bot`` lost by its own fault (a timeout, a crash,
+        an illegal action...): ``{match_key, reason, detail, finished_at}``."""
+        rows = self.db.execute(
+            "SELECT match_key, reason, detail, finished_at FROM matches WHERE status='done' AND "
+            "((bot0=? AND faulty_seat=0) OR (bot1=? AND faulty_seat=1)) ORDER BY finished_at DESC, id DESC LIMIT ?",
+            (bot, bot, limit))
+        return [dict(r) for r in rows]
 
 
 def _tuple_pairing(i: int, m: tuple) -> Any:
