@@ -173,6 +173,10 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--decisions", type=option_int("decisions"), default=20000, help="decisions for the TCP figures")
     b.add_argument("--flood-s", type=float_in(0.0, 3600.0), default=5.0,
                    help="seconds per window of the flood figures (wrong-token hellos, idle spectators); 0 skips them")
+    b.add_argument("--server-s", type=float_in(0.0, 600.0), default=10.0,
+                   help="seconds per phase of the instant C bots' figures (one match, 100 at once); 0 skips them")
+    b.add_argument("--scale", action="store_true",
+                   help="only the fair-clock study: 1,000 then 2,000 concurrent matches of instant C bots")
 
     bots = sub.add_parser("bots", help="manage registered bots")
     bsub = bots.add_subparsers(dest="bots_command", required=True)
