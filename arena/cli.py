@@ -24,6 +24,7 @@ from rich.text import Text
 
 from arena.bounds import MAX_ELO, float_in, int_in, option_int
 from arena.errors import INTERRUPTED, USAGE, Unavailable, UserError, find_user_error, interrupted
+from arena.gc_policy import tune_for_server
 from arena.match.referee import MatchConfig
 from arena.names import check_name, escape, plain
 from arena.schedule.formats import FORMATS
@@ -365,6 +366,7 @@ def cmd_tournament(args: argparse.Namespace) -> int:
 
     console.print(Text.assemble((f"{len(manifests)} bots", "bold"), ": " + ", ".join(
         f"{m.name} ({m.language})" for m in manifests)))
+    tune_for_server()  # start-up is over: a server's garbage collection (arena/gc_policy.py)
     try:
         with progress:
             report = trio.run(run_tournament, store, manifests, config, on_start, on_result, resume)
@@ -549,6 +551,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     async def main() -> None:
         async with trio.open_nursery() as nursery:
             ports = await nursery.start(contest.run)
+            tune_for_server()  # start-up is over: a server's garbage collection (arena/gc_policy.py)
             console.print(plain(f"{config.name}: bots and spectators on tcp://{config.server.host}:{ports[0]}, "
                           f"web and /metrics on http://{config.http_host}:{ports[1]}/  (Ctrl-C or SIGTERM to stop)"))
 
