@@ -160,8 +160,9 @@ class MatchLog:
             except OSError as exc:
                 self._failed(exc)
 
-    def event(self, event: GameEvent, seen_by: SeenBy) -> None:
-        """Append an engine event with its visibility."""
+    def event(self, event: GameEvent | msgspec.Raw, seen_by: SeenBy) -> None:
+        """Append an engine event with its visibility; ``event`` may be the event already
+        encoded (:func:`protocol.framing.encode_event`), which is then not encoded again."""
         self.seq += 1
         self.write(LogEvent(self.seq, list(seen_by), seen_by != BOTH, event))
 

@@ -276,6 +276,27 @@ def recording_charges() -> Iterator[ChargeRecord]:
         cls.charge = original  # type: ignore[method-assign]
 
 
+@contextmanager
+def timing_collections() -> Iterator[list[float]]:
+    """Within the block, add up the time the garbage collector spends collecting (seconds, on
+    :func:`time.perf_counter`, through :data:`gc.callbacks`); yields a one-element list holding
+    the running total."""
+    total = [0.0]
+    started = [0.0]
+
+    def callback(phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            started[0] = perf_counter()
+        else:
+            total[0] += perf_counter() - started[0]
+
+    gc.callbacks.append(callback)
+    try:
+        yield total
+    finally:
+        gc.callbacks.remove(callback)
+
+
 def percentile(values: list[float], q: float) -> float:
     """The ``q`` quantile (0..1) of ``values`` by the nearest-rank method (0 for none)."""
     if not values:
@@ -504,6 +525,8 @@ class ConcurrentFigures:
     connect_s: float
     forfeits: dict[str, int] = field(default_factory=dict)
     """Matches that did not end at the target, by reason (``forfeit_timeout``, ...)."""
+    gc_s: float = 0.0
+    """Seconds the garbage collector spent collecting during the window."""
 
     @property
     def decisions_per_s(self) -> float:
@@ -568,7 +591,7 @@ async def concurrent_matches(n_matches: int, seconds: float = 10.0, seed: int = 
                             return
 
             gc.collect()
-            with recording_charges() as charges:
+            with recording_charges() as charges, timing_collections() as gc_s:
                 t0, c0 = perf_counter(), time.process_time()
                 async with trio.open_nursery() as matches:
                     for k, (a, b) in enumerate(pairs):
@@ -585,7 +608,7 @@ async def concurrent_matches(n_matches: int, seconds: float = 10.0, seed: int = 
             if p.latency_file is not None and p.latency_file.exists():
                 latency.extend(float(x) for x in p.latency_file.read_text().split())
     store.close()
-    return ConcurrentFigures(n_matches, wall, cpu, finished, charges, latency, wire, connect_s, forfeits)
+    return ConcurrentFigures(n_matches, wall, cpu, finished, charges, latency, wire, connect_s, forfeits, gc_s[0])
 
 
 # --------------------------------------------------------------------------- report
@@ -660,6 +683,7 @@ def print_server_bench(console: Any, bench: ServerBench) -> None:
     for c in rows:
         table.add_row(f"{c.matches:,} concurrent matches: decisions", f"{c.decisions_per_s:,.0f}", "decisions/s",
                       f"{c.cpu_us_per_decision:,.1f} µs CPU each, {c.finished:,} matches finished", "")
+        table.add_row("  garbage collection", f"{100 * c.gc_s / c.seconds:,.1f}", "% of the time", "", "")
         p99 = c.latency_ms(0.99)
         latency_target = c.matches <= 100
         table.add_row("  server-added latency p50 / p99", f"{c.latency_ms(0.5):,.2f} / {p99:,.2f}", "ms",
