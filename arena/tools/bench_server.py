@@ -670,28 +670,28 @@ def print_server_bench(console: Any, bench: ServerBench) -> None:
     for col, just in (("figure", "left"), ("value", "right"), ("unit", "left"),
                       ("baseline / target", "left"), ("", "left")):
         table.add_column(col, justify=just)  # type: ignore[arg-type]
-    table.add_row("one match at a time: decisions", f"{one.decisions_per_s:,.0f}", "decisions/s",
+    table.add_row("1 match at a time", f"{one.decisions_per_s:,.0f}", "decisions/s",
                   f"{one.decisions_per_s / tp.round_trips_per_s:.2f}x raw trio, "
                   f"{one.decisions_per_s / bp.round_trips_per_s:.2f}x blocking", "")
-    table.add_row("  server CPU per decision", f"{one.cpu_us_per_decision:,.1f}", "µs",
+    table.add_row("  server CPU/decision", f"{one.cpu_us_per_decision:,.1f}", "µs",
                   f"target ≤ {CPU_TARGET_US:g} µs", verdict(one.cpu_us_per_decision <= CPU_TARGET_US))
-    table.add_row(f"  baseline: raw trio ping-pong, {tp.request_bytes} B / {tp.answer_bytes} B",
-                  f"{tp.round_trips_per_s:,.0f}", "round trips/s", f"{tp.cpu_us_per_round_trip:,.1f} µs CPU each", "")
-    table.add_row(f"  baseline: blocking sockets, {bp.request_bytes} B / {bp.answer_bytes} B",
-                  f"{bp.round_trips_per_s:,.0f}", "round trips/s", f"{bp.cpu_us_per_round_trip:,.1f} µs CPU each", "")
+    table.add_row("  raw trio ping-pong", f"{tp.round_trips_per_s:,.0f}", "round trips/s",
+                  f"{tp.cpu_us_per_round_trip:,.1f} µs CPU each; {tp.request_bytes} B / {tp.answer_bytes} B", "")
+    table.add_row("  blocking-socket ping-pong", f"{bp.round_trips_per_s:,.0f}", "round trips/s",
+                  f"{bp.cpu_us_per_round_trip:,.1f} µs CPU each; {bp.request_bytes} B / {bp.answer_bytes} B", "")
     rows = ([bench.concurrent] if bench.concurrent is not None else []) + list(bench.scale)
     for c in rows:
-        table.add_row(f"{c.matches:,} concurrent matches: decisions", f"{c.decisions_per_s:,.0f}", "decisions/s",
-                      f"{c.cpu_us_per_decision:,.1f} µs CPU each, {c.finished:,} matches finished", "")
-        table.add_row("  garbage collection", f"{100 * c.gc_s / c.seconds:,.1f}", "% of the time", "", "")
+        table.add_row(f"{c.matches:,} matches at once", f"{c.decisions_per_s:,.0f}", "decisions/s",
+                      f"{c.cpu_us_per_decision:,.1f} µs CPU each; {c.finished:,} matches ended", "")
+        table.add_row("  garbage collection", f"{100 * c.gc_s / c.seconds:,.1f}", "% of time", "", "")
         p99 = c.latency_ms(0.99)
         latency_target = c.matches <= 100
-        table.add_row("  server-added latency p50 / p99", f"{c.latency_ms(0.5):,.2f} / {p99:,.2f}", "ms",
+        table.add_row("  server-added p50 / p99", f"{c.latency_ms(0.5):,.2f} / {p99:,.2f}", "ms",
                       f"target p99 < {LATENCY_P99_TARGET_MS:g} ms" if latency_target else
                       f"{len(c.latency_us):,} samples",
                       verdict(p99 < LATENCY_P99_TARGET_MS) if latency_target else "")
         ch = c.charges
-        table.add_row("  largest time charged for one decision", f"{ch.largest_ms:,.0f}", "ms",
+        table.add_row("  largest charge", f"{ch.largest_ms:,.0f}", "ms",
                       f"target ≤ {CHARGED_TARGET_MS:g} ms; p99 {percentile(ch.charged_ms, 0.99):,.0f} ms",
                       verdict(ch.largest_ms <= CHARGED_TARGET_MS))
         lost = ", ".join(f"{n:,} {reason}" for reason, n in sorted(c.forfeits.items())) or "no forfeit"
@@ -707,6 +707,7 @@ def print_server_bench(console: Any, bench: ServerBench) -> None:
                   f"median charged {statistics.median(c.charges.charged_ms) if c.charges.charged_ms else 0:.0f} ms\n"
                   for c in rows)
         + "server-added latency: bot-side, from a match's answer written to its next request read "
-        "(includes two loopback hops); charged: what the referee's clock charged each decision\n"
+        "(includes two loopback hops); largest charge: the most the referee's clock charged a bot for one "
+        "decision\n"
         f"server bench: {bench.seconds:.0f} s"
     )
