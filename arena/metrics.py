@@ -33,6 +33,7 @@ name a bot exist only for bots that timed out, answered illegally, or that the s
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
@@ -52,6 +53,15 @@ class DecisionLatency(Histogram):
     def labels(self, *labelvalues: Any, **labelkwargs: Any) -> DecisionLatency:  # type: ignore[override]
         """The histogram itself, whatever the labels (see the class docstring)."""
         return self
+
+    def observe(self, amount: float, exemplar: dict[str, str] | None = None) -> None:
+        """Observe ``amount`` seconds: what :meth:`Histogram.observe` does, for one decision
+        each, with the bucket found by bisection rather than by trying the buckets in turn."""
+        if exemplar is not None or amount != amount:  # an exemplar or a NaN: the general path
+            super().observe(amount, exemplar)
+            return
+        self._sum.inc(amount)
+        self._buckets[bisect_left(self._upper_bounds, amount)].inc(1)
 
 
 class Metrics:

@@ -35,3 +35,21 @@ def test_the_latency_histogram_has_no_label_and_observe_works_directly() -> None
     assert all(set(s.labels) <= {"le"} for s in family.samples)
     assert metrics.registry.get_sample_value("arena_decision_latency_seconds_sum") == 0.02
     assert METRICS.latency.labels("anyone") is METRICS.latency
+
+
+def test_decision_latency_buckets_as_prometheus_does() -> None:
+    from prometheus_client import Histogram
+
+    from arena.metrics import LATENCY_BUCKETS
+
+    ours = Metrics(CollectorRegistry())
+    registry = CollectorRegistry()
+    plain = Histogram("plain_seconds", "the library's own", buckets=LATENCY_BUCKETS, registry=registry)
+    amounts = [0.0, 0.0005, 0.00051, 0.001, 0.003, 0.05, 0.0500001, 1.999, 2.0, 5.0, 7.5, -1.0, float("nan")]
+    for x in amounts:
+        ours.latency.observe(x)
+        plain.observe(x)
+    for bound in [*map(str, LATENCY_BUCKETS), "+Inf"]:
+        got = ours.registry.get_sample_value("arena_decision_latency_seconds_bucket", {"le": bound})
+        assert got == registry.get_sample_value("plain_seconds_bucket", {"le": bound}), bound
+    assert ours.registry.get_sample_value("arena_decision_latency_seconds_count") == len(amounts) - 1  # NaN: no bucket

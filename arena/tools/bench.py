@@ -941,7 +941,7 @@ def main(args: argparse.Namespace) -> int:
     say = lambda text: console.print(f"[dim]{text}...[/dim]")  # noqa: E731
     server_s = getattr(args, "server_s", 0.0)
     if getattr(args, "scale", False):
-        return _server_bench(console, say, max(server_s, 5.0), concurrent=0, scale=SCALE_MATCHES)
+        return _server_bench(console, say, max(server_s, SCALE_SECONDS), concurrent=0, scale=SCALE_MATCHES)
     report = run_bench(args.deals, args.decisions, progress=say, flood_s=getattr(args, "flood_s", 0.0))
     print_report(console, report)
     if server_s > 0:
@@ -951,6 +951,10 @@ def main(args: argparse.Namespace) -> int:
 
 SCALE_MATCHES = (1000, 2000)
 """``arena bench --scale`` (``make bench-scale``): the concurrent matches of the fair-clock study."""
+
+SCALE_SECONDS = 20.0
+"""The shortest window of each ``--scale`` phase, in seconds (after the bots have connected):
+starting 2,000 matches at once takes the server seconds by itself."""
 
 
 def _server_bench(console: Any, say: Any, seconds: float, concurrent: int, scale: tuple[int, ...]) -> int:

@@ -662,7 +662,9 @@ def print_server_bench(console: Any, bench: ServerBench) -> None:
     from rich import box
     from rich.table import Table
 
-    def verdict(ok: bool) -> str:
+    def verdict(ok: bool, measured: bool = True) -> str:
+        if not measured:
+            return "[red]no decision[/red]"
         return "[green]met[/green]" if ok else "[red]not met[/red]"
 
     one, tp, bp = bench.one, bench.trio_pp, bench.blocking_pp
@@ -689,13 +691,14 @@ def print_server_bench(console: Any, bench: ServerBench) -> None:
         table.add_row("  server-added p50 / p99", f"{c.latency_ms(0.5):,.2f} / {p99:,.2f}", "ms",
                       f"target p99 < {LATENCY_P99_TARGET_MS:g} ms" if latency_target else
                       f"{len(c.latency_us):,} samples",
-                      verdict(p99 < LATENCY_P99_TARGET_MS) if latency_target else "")
+                      verdict(p99 < LATENCY_P99_TARGET_MS, bool(c.latency_us)) if latency_target else "")
         ch = c.charges
         table.add_row("  largest charge", f"{ch.largest_ms:,.0f}", "ms",
                       f"target ≤ {CHARGED_TARGET_MS:g} ms; p99 {percentile(ch.charged_ms, 0.99):,.0f} ms",
-                      verdict(ch.largest_ms <= CHARGED_TARGET_MS))
+                      verdict(ch.largest_ms <= CHARGED_TARGET_MS, ch.decisions > 0))
         lost = ", ".join(f"{n:,} {reason}" for reason, n in sorted(c.forfeits.items())) or "no forfeit"
-        table.add_row("  timeouts", f"{ch.timeouts:,}", "", f"target 0; {lost}", verdict(ch.timeouts == 0))
+        table.add_row("  timeouts", f"{ch.timeouts:,}", "", f"target 0; {lost}",
+                      verdict(ch.timeouts == 0, ch.decisions > 0))
     console.print(table)
     console.print(
         f"one match at a time: {one.decisions:,} decisions in {one.matches:,} matches, {one.seconds:.1f} s, "
