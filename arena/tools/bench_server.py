@@ -28,7 +28,8 @@ runs in this process; the bots run in subprocesses. Phases, each bounded in time
      (targets :data:`CHARGED_TARGET_MS` and 0): every call of the referee's clock
      (:meth:`arena.match.clock.Clock.charge`) is recorded during the phase; the time charged
      is what the clock added to the seat's ``used_ms`` (the same figure the decision-latency
-     histogram observes), a timeout a call that returned False. Instant bots answer in
+     histogram observes; a decision not answered by its deadline is charged the deadline). The
+     timeouts are those the referees counted (``arena_timeouts_total``). Instant bots answer in
      microseconds, so any time charged beyond that is the server's own queue.
 
 Bots authenticate with one token; for phase 2 the store returns the same salted hash for every
@@ -233,10 +234,11 @@ class _BotProcess:
 @dataclass
 class ChargeRecord:
     """Every decision the referee's clocks charged during a phase: how many, the largest time
-    charged (ms), the timeouts (a charge over the limit), and all charged times (ms)."""
+    charged (ms), the charges over the limit (an answer read after its deadline), and all charged
+    times (ms). A decision not answered at all by its deadline is charged the deadline."""
 
     decisions: int = 0
-    timeouts: int = 0
+    over_limit: int = 0
     largest_ms: float = 0.0
     charged_ms: list[float] = field(default_factory=list)
 
@@ -247,7 +249,7 @@ class ChargeRecord:
         if charged_ms > self.largest_ms:
             self.largest_ms = charged_ms
         if not ok:
-            self.timeouts += 1
+            self.over_limit += 1
 
 
 @contextmanager
@@ -295,6 +297,15 @@ def timing_collections() -> Iterator[list[float]]:
         yield total
     finally:
         gc.callbacks.remove(callback)
+
+
+def _timeouts_counted() -> float:
+    """Timeouts the referees of this process have counted so far (the sum of
+    ``arena_timeouts_total`` over bots)."""
+    from arena.metrics import METRICS
+
+    return sum(sample.value for family in METRICS.registry.collect() if family.name == "arena_timeouts"
+               for sample in family.samples if sample.name == "arena_timeouts_total")
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -527,6 +538,8 @@ class ConcurrentFigures:
     """Matches that did not end at the target, by reason (``forfeit_timeout``, ...)."""
     gc_s: float = 0.0
     """Seconds the garbage collector spent collecting during the window."""
+    timeouts: int = 0
+    """Decisions the referee ended as timeouts during the window (``arena_timeouts_total``)."""
 
     @property
     def decisions_per_s(self) -> float:
@@ -591,6 +604,7 @@ async def concurrent_matches(n_matches: int, seconds: float = 10.0, seed: int = 
                             return
 
             gc.collect()
+            timeouts_before = _timeouts_counted()
             with recording_charges() as charges, timing_collections() as gc_s:
                 t0, c0 = perf_counter(), time.process_time()
                 async with trio.open_nursery() as matches:
@@ -599,6 +613,7 @@ async def concurrent_matches(n_matches: int, seconds: float = 10.0, seed: int = 
                     await trio.sleep(seconds)
                     matches.cancel_scope.cancel()
                 cpu, wall = time.process_time() - c0, perf_counter() - t0
+            timeouts = _timeouts_counted() - timeouts_before
             await _close_bots(server, procs)
             nursery.cancel_scope.cancel()
         latency: list[float] = []
@@ -608,7 +623,8 @@ async def concurrent_matches(n_matches: int, seconds: float = 10.0, seed: int = 
             if p.latency_file is not None and p.latency_file.exists():
                 latency.extend(float(x) for x in p.latency_file.read_text().split())
     store.close()
-    return ConcurrentFigures(n_matches, wall, cpu, finished, charges, latency, wire, connect_s, forfeits, gc_s[0])
+    return ConcurrentFigures(n_matches, wall, cpu, finished, charges, latency, wire, connect_s, forfeits, gc_s[0],
+                             int(timeouts))
 
 
 # --------------------------------------------------------------------------- report
@@ -697,8 +713,8 @@ def print_server_bench(console: Any, bench: ServerBench) -> None:
                       f"target ≤ {CHARGED_TARGET_MS:g} ms; p99 {percentile(ch.charged_ms, 0.99):,.0f} ms",
                       verdict(ch.largest_ms <= CHARGED_TARGET_MS, ch.decisions > 0))
         lost = ", ".join(f"{n:,} {reason}" for reason, n in sorted(c.forfeits.items())) or "no forfeit"
-        table.add_row("  timeouts", f"{ch.timeouts:,}", "", f"target 0; {lost}",
-                      verdict(ch.timeouts == 0, ch.decisions > 0))
+        table.add_row("  timeouts", f"{c.timeouts:,}", "", f"target 0; {lost}",
+                      verdict(c.timeouts == 0, ch.decisions > 0))
     console.print(table)
     console.print(
         f"one match at a time: {one.decisions:,} decisions in {one.matches:,} matches, {one.seconds:.1f} s, "
