@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 TESTS  := $(VENV)/.installed-test
 
-.PHONY: all run run-piquet test test-slow bench study twins lint schema clean
+.PHONY: all run run-piquet test test-slow bench bench-scale study twins lint schema clean
 
 # the C sample bot (libc only): built by `make`, `make run` and `make test`
 CC     = gcc
@@ -15,6 +15,12 @@ C_BOT  := sample_bots/c_bot
 all: $(STAMP) $(C_BOT)
 
 $(C_BOT): sample_bots/c_bot.c
+	$(CC) $(CFLAGS) -o $@ $<
+
+# the benchmark's instant bot (answers legal[0] at once; libc only): built by `make bench`
+BENCH_BOT := sample_bots/bench/instant
+
+$(BENCH_BOT): sample_bots/bench/instant.c
 	$(CC) $(CFLAGS) -o $@ $<
 
 $(STAMP): pyproject.toml
@@ -57,9 +63,15 @@ test-slow: $(TESTS)
 	ARENA_EXAMPLES=1 $(BIN)/python -m pytest -q tests/test_ecarte_properties.py tests/test_piquet_properties.py \
 		tests/test_compact_legal.py tests/test_hidden_information.py tests/test_framing.py tests/test_wagers.py
 
-## make bench: engine deals/s and referee decisions/s next to a raw loopback ping-pong
-bench: $(STAMP)
+## make bench: engine deals/s and referee decisions/s next to a raw loopback ping-pong; the server's
+## CPU per decision, decisions/s and added latency with instant C bots (one match, then 100 at once)
+bench: $(STAMP) $(BENCH_BOT)
 	$(BIN)/arena bench
+
+## make bench-scale: the fair-clock study, 1,000 then 2,000 concurrent matches of instant C bots
+## (largest time charged for one decision, timeouts); a few minutes
+bench-scale: $(STAMP) $(BENCH_BOT)
+	$(BIN)/arena bench --scale
 
 ## make study: the seeded simulation studies of the ladder and the SPRT (arena/stats/studies.py)
 study: $(STAMP)
@@ -77,4 +89,4 @@ schema: $(STAMP)
 	$(BIN)/python -m protocol.schema > docs/protocol.schema.json
 
 clean:
-	rm -rf $(VENV) arena.db arena.db-wal arena.db-shm logs $(C_BOT)
+	rm -rf $(VENV) arena.db arena.db-wal arena.db-shm logs $(C_BOT) $(BENCH_BOT)

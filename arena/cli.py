@@ -24,6 +24,7 @@ from rich.text import Text
 
 from arena.bounds import MAX_ELO, float_in, int_in, option_int
 from arena.errors import INTERRUPTED, USAGE, Unavailable, UserError, find_user_error, interrupted
+from arena.gc_policy import tune_for_server
 from arena.match.referee import MatchConfig
 from arena.names import check_name, escape, plain
 from arena.schedule.formats import FORMATS
@@ -173,6 +174,10 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--decisions", type=option_int("decisions"), default=20000, help="decisions for the TCP figures")
     b.add_argument("--flood-s", type=float_in(0.0, 3600.0), default=5.0,
                    help="seconds per window of the flood figures (wrong-token hellos, idle spectators); 0 skips them")
+    b.add_argument("--server-s", type=float_in(0.0, 600.0), default=10.0,
+                   help="seconds per phase of the instant C bots' figures (one match, 100 at once); 0 skips them")
+    b.add_argument("--scale", action="store_true",
+                   help="only the fair-clock study: 1,000 then 2,000 concurrent matches of instant C bots")
 
     bots = sub.add_parser("bots", help="manage registered bots")
     bsub = bots.add_subparsers(dest="bots_command", required=True)
@@ -390,6 +395,7 @@ def cmd_tournament(args: argparse.Namespace) -> int:
 
     console.print(Text.assemble((f"{len(manifests)} bots", "bold"), ": " + ", ".join(
         f"{m.name} ({m.language})" for m in manifests)))
+    tune_for_server()  # start-up is over: a server's garbage collection (arena/gc_policy.py)
     try:
         with progress:
             report = trio.run(run_tournament, store, manifests, config, on_start, on_result, resume)
@@ -658,6 +664,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     async def main() -> None:
         async with trio.open_nursery() as nursery:
             ports = await nursery.start(contest.run)
+            tune_for_server()  # start-up is over: a server's garbage collection (arena/gc_policy.py)
             console.print(plain(f"{config.name}: bots and spectators on tcp://{config.server.host}:{ports[0]}, "
                           f"web and /metrics on http://{config.http_host}:{ports[1]}/  (Ctrl-C or SIGTERM to stop)"))
 

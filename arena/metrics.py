@@ -9,7 +9,7 @@ metric                             type      labels / meaning
 arena_matches_in_play              gauge     game
 arena_matches_finished_total       counter   game, result (win/draw/aborted), reason (target, forfeit_timeout, ...)
 arena_decisions_total              counter   game: decisions answered by bots
-arena_decision_latency_seconds     histogram bot: request sent -> answer read (server clock)
+arena_decision_latency_seconds     histogram (no label) request sent -> answer read (server clock), all bots
 arena_timeouts_total               counter   bot
 arena_illegal_actions_total        counter   bot, code (illegal_action / wrong_decision)
 arena_protocol_errors_total        counter   code (bad_json, line_too_long, ...)
@@ -24,14 +24,44 @@ arena_connections_refused_total    counter   code (too_many_connections, server_
 arena_storage_paused               gauge     1 while scheduling is paused by a storage fault
 arena_storage_errors_total         counter   what (match log, database, ...): storage writes that failed
 ================================== ========= ===================================================
+
+No metric has a child per bot for every bot: the decision-latency histogram is one series for
+all bots (a child per bot held 15 buckets for every bot that ever played: tens of thousands of
+objects for the garbage collector to walk, and as many series to scrape). The series that do
+name a bot exist only for bots that timed out, answered illegally, or that the server launches.
 """
 
 from __future__ import annotations
+
+from bisect import bisect_left
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0)
 """Decision latency buckets in seconds (sub-millisecond bots to the 2 s default limit)."""
+
+
+class DecisionLatency(Histogram):
+    """The decision-latency histogram: one series for all bots, no label.
+
+    :meth:`labels` accepts a bot name and returns the histogram itself, so a caller written for
+    the per-bot histogram of earlier versions (``latency.labels(name).observe(s)``) records in
+    the one series; new code calls :meth:`observe` directly.
+    """
+
+    def labels(self, *labelvalues: Any, **labelkwargs: Any) -> DecisionLatency:  # type: ignore[override]
+        """The histogram itself, whatever the labels (see the class docstring)."""
+        return self
+
+    def observe(self, amount: float, exemplar: dict[str, str] | None = None) -> None:
+        """Observe ``amount`` seconds: what :meth:`Histogram.observe` does, for one decision
+        each, with the bucket found by bisection rather than by trying the buckets in turn."""
+        if exemplar is not None or amount != amount:  # an exemplar or a NaN: the general path
+            super().observe(amount, exemplar)
+            return
+        self._sum.inc(amount)
+        self._buckets[bisect_left(self._upper_bounds, amount)].inc(1)
 
 
 class Metrics:
@@ -45,8 +75,8 @@ class Metrics:
             "arena_matches_finished", "Matches finished", ["game", "result", "reason"], registry=r
         )
         self.decisions = Counter("arena_decisions", "Decisions answered by bots", ["game"], registry=r)
-        self.latency = Histogram(
-            "arena_decision_latency_seconds", "Time from request sent to answer read", ["bot"],
+        self.latency = DecisionLatency(
+            "arena_decision_latency_seconds", "Time from request sent to answer read, all bots",
             buckets=LATENCY_BUCKETS, registry=r,
         )
         self.timeouts = Counter("arena_timeouts", "Decisions not answered in time", ["bot"], registry=r)

@@ -58,6 +58,15 @@ def encode(msg: msgspec.Struct) -> bytes:
     return _encoder.encode(msg) + b"\n"
 
 
+def encode_event(event: msgspec.Struct) -> msgspec.Raw:
+    """A game event encoded once, for every place it goes: the match log
+    (:meth:`arena.match.log.MatchLog.event`), the spectators
+    (:meth:`arena.net.spectate.SpectatorHub.event`, its ``raw``) and each seat's ``event``
+    message (``EventMsg(event=raw)``). msgspec copies a :class:`msgspec.Raw` into the line it
+    encodes instead of encoding the struct again; the bytes are the same."""
+    return msgspec.Raw(_encoder.encode(event))
+
+
 def encode_into(msg: msgspec.Struct, buf: bytearray) -> None:
     """Append one message as a JSON line to ``buf`` (no intermediate copy)."""
     _encoder.encode_into(msg, buf, -1)

@@ -14,6 +14,12 @@ Game events travel inside an ``event`` message and form their own union, tagged 
 ``"kind"`` (:data:`GameEvent`). The rules engines emit these structs directly, so what the
 referee logs and what a bot receives are the same objects.
 
+Every struct here is declared ``gc=False``: its instances are never tracked by the garbage
+collector, which then has fewer objects to walk (the server makes several per decision). That is
+safe because a message only ever holds data (strings, numbers, lists and dicts of them, other
+messages), never a reference back to itself or to an object that refers to it, so it can never
+be part of a reference cycle.
+
 Actions are JSON values a bot copies from the ``legal`` list of a ``request``: a word
 (``"propose"``), a card (``"Ks"``), for a discard a list of cards (``["7h", "8c"]``, any
 order), or for a chouette auction a number of chips (``30``).
@@ -39,7 +45,7 @@ LegalForm = Literal["full", "compact"]
 subset listed (protocol 1's default), or ``compact``, a :class:`Choose` description."""
 
 
-class _Msg(msgspec.Struct, tag_field="type"):
+class _Msg(msgspec.Struct, tag_field="type", gc=False):
     """Base of every top-level message; ``type`` carries the struct's tag. Every field is
     always sent (``null`` when it has no value), so a bot never has to guess a default."""
 
@@ -302,7 +308,7 @@ class TrickCard(msgspec.Struct, gc=False):
     card: Card
 
 
-class EcarteView(msgspec.Struct, tag_field="game", tag="ecarte"):
+class EcarteView(msgspec.Struct, tag_field="game", tag="ecarte", gc=False):
     """Everything one seat may know of an Écarté match now (never an opponent's card).
 
     ``hand`` is this seat's cards; ``trick`` the cards already on the table in the current
@@ -327,7 +333,7 @@ class EcarteView(msgspec.Struct, tag_field="game", tag="ecarte"):
     proposals: int = 0
 
 
-class PiquetView(msgspec.Struct, tag_field="game", tag="piquet"):
+class PiquetView(msgspec.Struct, tag_field="game", tag="piquet", gc=False):
     """Everything one seat may know of a Piquet match now.
 
     ``scores``: match totals per seat before this deal's points; ``deal_scores``: this deal's
@@ -355,7 +361,7 @@ class PiquetView(msgspec.Struct, tag_field="game", tag="piquet"):
     trick: list[TrickCard]
 
 
-class AuctionView(msgspec.Struct, tag_field="game", tag="chouette"):
+class AuctionView(msgspec.Struct, tag_field="game", tag="chouette", gc=False):
     """The state of a chouette auction (ecarte.md §E9.3), sent with a ``bid`` request outside
     any match: this bot's ``bankroll`` (chips), every bot's ``bankrolls``, the ``queue`` of
     bidders (ties go to the one nearest its head), the auction's number, and the reigns so far
@@ -382,7 +388,7 @@ class Welcome(_Msg, tag="welcome"):
     protocol: int = PROTOCOL_VERSION
 
 
-class Rules(msgspec.Struct):
+class Rules(msgspec.Struct, gc=False):
     """The rule-set options of a match. Écarté (ecarte.md §E2.4, §E7): ``deal_pattern``,
     ``target``, ``manches``. Piquet (piquet.md §P1, §P2.2, §P8): ``pack`` (32 or 36 cards),
     ``packets`` (deal in packets of 2 or 3), ``scoring`` (``rubicon`` or ``cent``). Each game
@@ -400,7 +406,7 @@ class Rules(msgspec.Struct):
     deals: int = 0
 
 
-class TimeControl(msgspec.Struct):
+class TimeControl(msgspec.Struct, gc=False):
     """Time controls in milliseconds: per-decision limit, match bank, transport grace."""
 
     move_ms: int = 2000
@@ -433,7 +439,7 @@ class EventMsg(_Msg, tag="event"):
     event: GameEvent
 
 
-class Choose(msgspec.Struct):
+class Choose(msgspec.Struct, gc=False):
     """A choice of between ``min`` and ``max`` distinct cards of ``from`` (any order): the
     compact form of a discard's legal actions. Every such set is legal and nothing else is
     (Écarté ecarte.md §E4.3-§E4.4; Piquet piquet.md §P4.1-§P4.2). ``from`` is the hand, in
@@ -444,7 +450,7 @@ class Choose(msgspec.Struct):
     max: int
 
 
-class Compact(msgspec.Struct):
+class Compact(msgspec.Struct, gc=False):
     """The ``legal`` field of a request in the compact form: ``{"choose": {...}}``."""
 
     choose: Choose
@@ -518,7 +524,7 @@ class Goodbye(_Msg, tag="goodbye"):
     reason: str
 
 
-class LiveMatch(msgspec.Struct):
+class LiveMatch(msgspec.Struct, gc=False):
     """A match in play as a spectator sees it: id, game, bot names per seat, scores per seat
     (manche points in Écarté, totals in Piquet), the deal number, and its duplicate pair."""
 

@@ -74,7 +74,7 @@ async def test_ladder_api_metrics_and_a_remote_bot(tmp_path):
     families = list(text_string_to_metric_families(scrape))
     assert metric(families, "arena_matches_finished_total", game="ecarte", reason="target") >= 16
     assert metric(families, "arena_decisions_total", game="ecarte") > 100
-    assert metric(families, "arena_decision_latency_seconds_count", bot="greedy") > 0
+    assert metric(families, "arena_decision_latency_seconds_count") > 0  # one series for all bots
     assert metric(families, "arena_connections", role="bot") >= 2
     for name in ("arena_matches_in_play", "arena_spectators", "arena_scheduler_queue_depth"):
         assert any(f.name == name for f in families), name

@@ -148,3 +148,30 @@ def test_a_match_never_started_has_a_log_that_verifies(tmp_path):
     out = subprocess.run([sys.executable, "-m", "arena.cli", "replay", stored["log_path"], "--db",
                           str(tmp_path / "a.db"), "--quiet"], capture_output=True, text=True)
     assert out.returncode == 0 and "verified" in out.stdout, out.stdout + out.stderr
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".jsonl.gz"])
+def test_gathered_lines_make_the_same_file_whatever_the_piece_size(tmp_path, monkeypatch, suffix):
+    """Lines are handed to the file in pieces of BUFFER_BYTES (arena.match.log): the bytes, the
+    chain and the last hash do not depend on the piece size, and nothing is written before a
+    flush or the close of a small log."""
+    import arena.match.log as matchlog
+    from arena.match.log import MatchLog, read_bytes, verify_chain
+
+    lines = [{"type": "incident", "seat": i % 2, "code": "x", "detail": "d" * (i % 50)} for i in range(400)]
+    files = []
+    for piece in (100_000, 100, 1):
+        monkeypatch.setattr(matchlog, "BUFFER_BYTES", piece)
+        path = tmp_path / f"{piece}{suffix}"
+        with MatchLog(path) as log:
+            for line in lines[:3]:
+                log.write(line)
+            if piece == 100_000 and suffix == ".jsonl":
+                assert path.stat().st_size == 0  # gathered in memory, not yet written
+            for line in lines[3:]:
+                log.write(line)
+            log.flush()
+            assert verify_chain(read_bytes(path)) == log.last_hash
+        files.append(path.read_bytes())
+    assert files[0] == files[1] == files[2]
+    assert len(read_bytes(tmp_path / f"1{suffix}").splitlines()) == 400

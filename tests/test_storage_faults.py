@@ -53,7 +53,9 @@ def test_match_log_keeps_its_storage_error_instead_of_raising(tmp_path, monkeypa
     log = MatchLog(tmp_path / "m.jsonl")
     for i in range(20):
         log.write({"type": "incident", "seat": 0, "code": "x", "detail": str(i)})
+    log.flush()  # lines are gathered in memory (arena.match.log.BUFFER_BYTES) and written here
     assert isinstance(log.error, OSError) and log.error.errno == errno.ENOSPC
+    log.write({"type": "incident", "seat": 0, "code": "x", "detail": "after"})  # dropped, never raises
     log.close()
     monkeypatch.undo()
     if os.geteuid() != 0:  # root writes anywhere: the read-only directory case is tested below

@@ -418,4 +418,5 @@ def test_grafana_dashboard_parses_and_queries_only_arena_metrics():
     for p in dash["panels"]:
         if p.get("targets"):
             assert p["datasource"]["uid"] == "${datasource}"
-    assert any("histogram_quantile(0.99" in e and "by (le, bot)" in e for e in exprs)
+    assert any("histogram_quantile(0.99" in e and "by (le)" in e for e in exprs)
+    assert not any("decision_latency" in e and "bot" in e for e in exprs)  # one series for all bots

@@ -155,8 +155,10 @@ class SpectatorHub:
         for cb in self.on_change:
             cb()
 
-    def event(self, match_id: str, event: Any, seen_by: tuple[int, ...]) -> None:
-        """One engine event of ``match_id`` with the seats that saw it."""
+    def event(self, match_id: str, event: Any, seen_by: tuple[int, ...], raw: msgspec.Raw | None = None) -> None:
+        """One engine event of ``match_id`` with the seats that saw it; ``raw``, if given, is the
+        event already encoded (:func:`protocol.framing.encode_event`): the ``spectate`` line
+        carries it as it is instead of encoding the event again."""
         live = self.live.get(match_id)
         if live is None:
             return
@@ -167,7 +169,7 @@ class SpectatorHub:
             # the opponent's copy of an exchange (count and stock, no card) is known to both
             # seats, so it goes out live; the cards come with the reveal
         live.seq += 1
-        msg = Spectate(match_id=match_id, seq=live.seq, event=event)
+        msg = Spectate(match_id=match_id, seq=live.seq, event=event if raw is None else raw)
         live.public.append(msg)
         kind = type(event).__name__
         if kind == "DealStart":

@@ -938,9 +938,37 @@ def main(args: argparse.Namespace) -> int:
         console.print("[red]error:[/red] --deals and --decisions must be at least 1")
         return 2
     console.print(f"[bold]arena bench[/bold] on {_machine()}")
-    report = run_bench(args.deals, args.decisions, progress=lambda text: console.print(f"[dim]{text}...[/dim]"),
-                       flood_s=getattr(args, "flood_s", 0.0))
+    say = lambda text: console.print(f"[dim]{text}...[/dim]")  # noqa: E731
+    server_s = getattr(args, "server_s", 0.0)
+    if getattr(args, "scale", False):
+        return _server_bench(console, say, max(server_s, SCALE_SECONDS), concurrent=0, scale=SCALE_MATCHES)
+    report = run_bench(args.deals, args.decisions, progress=say, flood_s=getattr(args, "flood_s", 0.0))
     print_report(console, report)
+    if server_s > 0:
+        return _server_bench(console, say, server_s, concurrent=100, scale=())
+    return 0
+
+
+SCALE_MATCHES = (1000, 2000)
+"""``arena bench --scale`` (``make bench-scale``): the concurrent matches of the fair-clock study."""
+
+SCALE_SECONDS = 20.0
+"""The shortest window of each ``--scale`` phase, in seconds (after the bots have connected):
+starting 2,000 matches at once takes the server seconds by itself."""
+
+
+def _server_bench(console: Any, say: Any, seconds: float, concurrent: int, scale: tuple[int, ...]) -> int:
+    """Run and print :mod:`arena.tools.bench_server`; 1 with one line if the instant C bot
+    cannot be built."""
+    from arena.tools import bench_server
+
+    try:
+        bench_server.build_instant_bot()
+    except RuntimeError as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        return 1
+    figures = bench_server.run_server_bench(seconds, concurrent, scale, progress=say)
+    bench_server.print_server_bench(console, figures)
     return 0
 
 

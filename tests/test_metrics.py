@@ -1,0 +1,55 @@
+"""The metrics registry stays the same size whatever the number of bots (arena/metrics.py)."""
+
+from __future__ import annotations
+
+import gc
+
+from prometheus_client import CollectorRegistry
+
+from arena.metrics import METRICS, Metrics
+
+
+def series(metrics: Metrics) -> int:
+    """Samples the registry exposes."""
+    return sum(len(family.samples) for family in metrics.registry.collect())
+
+
+def test_decision_latency_is_one_series_for_any_number_of_bots() -> None:
+    metrics = Metrics(CollectorRegistry())
+    metrics.latency.labels("bot-0").observe(0.001)  # the referee's call, per seat
+    one_bot, tracked = series(metrics), len(gc.get_objects())
+    for i in range(1, 2000):
+        metrics.latency.labels(f"bot-{i}").observe(0.0002 * (i % 7))
+    assert series(metrics) == one_bot  # 2,000 bots: not one more series
+    assert len(gc.get_objects()) < tracked + 500  # nor 2,000 children of 15 buckets for the collector
+    count = metrics.registry.get_sample_value("arena_decision_latency_seconds_count")
+    assert count == 2000
+    assert metrics.registry.get_sample_value("arena_decision_latency_seconds_bucket", {"le": "0.0005"}) == sum(
+        1 for i in range(2000) if (0.001 if i == 0 else 0.0002 * (i % 7)) <= 0.0005)
+
+
+def test_the_latency_histogram_has_no_label_and_observe_works_directly() -> None:
+    metrics = Metrics(CollectorRegistry())
+    metrics.latency.observe(0.02)
+    [family] = [f for f in metrics.registry.collect() if f.name == "arena_decision_latency_seconds"]
+    assert all(set(s.labels) <= {"le"} for s in family.samples)
+    assert metrics.registry.get_sample_value("arena_decision_latency_seconds_sum") == 0.02
+    assert METRICS.latency.labels("anyone") is METRICS.latency
+
+
+def test_decision_latency_buckets_as_prometheus_does() -> None:
+    from prometheus_client import Histogram
+
+    from arena.metrics import LATENCY_BUCKETS
+
+    ours = Metrics(CollectorRegistry())
+    registry = CollectorRegistry()
+    plain = Histogram("plain_seconds", "the library's own", buckets=LATENCY_BUCKETS, registry=registry)
+    amounts = [0.0, 0.0005, 0.00051, 0.001, 0.003, 0.05, 0.0500001, 1.999, 2.0, 5.0, 7.5, -1.0, float("nan")]
+    for x in amounts:
+        ours.latency.observe(x)
+        plain.observe(x)
+    for bound in [*map(str, LATENCY_BUCKETS), "+Inf"]:
+        got = ours.registry.get_sample_value("arena_decision_latency_seconds_bucket", {"le": bound})
+        assert got == registry.get_sample_value("plain_seconds_bucket", {"le": bound}), bound
+    assert ours.registry.get_sample_value("arena_decision_latency_seconds_count") == len(amounts) - 1  # NaN: no bucket
