@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import random
 from itertools import combinations
+from math import comb
 from typing import Any, ClassVar, Protocol
 
 import msgspec
 
-from protocol.messages import Choose, Compact, GameEvent, GameView, Rules
+from protocol.messages import Choose, Compact, Exchange, GameEvent, GameView, Rules
 
 SeenBy = tuple[int, ...]
 BOTH: SeenBy = (0, 1)
@@ -59,12 +60,16 @@ def quote(value: Any) -> str:
         return repr(value)
 
 
+_is_str = str.__instancecheck__
+"""``isinstance(value, str)`` as a one-argument callable (for ``all(map(...))``)."""
+
+
 def check_discard(action: Any, hand: list[str], rule: str) -> list[str]:
     """Validate the shape of a discard (a list of distinct cards of ``hand``) and return it as
     a list. Raises :class:`WrongDecision` if it is not a list of card strings and
     :class:`IllegalAction` (citing ``rule``) for a card named twice or not in the hand. The
     size limits are each game's own (see :func:`check_choice`)."""
-    if not isinstance(action, (list, tuple)) or not all(isinstance(c, str) for c in action):
+    if not isinstance(action, (list, tuple)) or not all(map(_is_str, action)):
         raise WrongDecision(f"decision 'discard' takes a list of cards; got {quote(action)}")
     cards = list(action)
     if len(set(cards)) != len(cards):
@@ -98,6 +103,43 @@ def expand_choice(choose: Choose) -> list[list[str]]:
     bot that asked for the full form (and for the tests)."""
     hand = choose.from_
     return [list(c) for k in range(choose.min, choose.max + 1) for c in combinations(hand, k)]
+
+
+def choice_count(choose: Choose) -> int:
+    """How many sets ``choose`` describes: ``len(expand_choice(choose))``, without the list
+    (the sum of C(len(from), k) for k from ``min`` to ``max``)."""
+    n = len(choose.from_)
+    return sum(comb(n, k) for k in range(choose.min, choose.max + 1))
+
+
+def nth_choice(choose: Choose, index: int) -> list[str]:
+    """``expand_choice(choose)[index]`` without building the list (a few dozen steps: the size
+    is found by subtracting C(n, k) per size, then each card of the set by lexicographic
+    unranking). Raises ``IndexError`` unless ``0 <= index < choice_count(choose)``. Lets a
+    random policy pick uniformly among the legal sets from the compact form."""
+    hand = choose.from_
+    n = len(hand)
+    if index < 0:
+        raise IndexError(f"choice index {index} out of range")
+    for k in range(choose.min, choose.max + 1):
+        size = comb(n, k)
+        if index < size:
+            break
+        index -= size
+    else:
+        raise IndexError("choice index out of range")
+    out = []
+    start = 0
+    for left in range(k, 0, -1):  # the next card is hand[start + j] for the smallest j that fits
+        while True:
+            block = comb(n - start - 1, left - 1)  # sets whose next card is hand[start]
+            if index < block:
+                break
+            index -= block
+            start += 1
+        out.append(hand[start])
+        start += 1
+    return out
 
 
 def first_choice(choose: Choose) -> list[str]:
@@ -136,8 +178,6 @@ def exchange(seat: int, hand: list[str], cards: list[str], stock: list[str], dis
     top of ``stock``, keeping ``hand`` sorted by ``order``. Returns the two events: the owner's
     copy with the cards, the opponent's with the count only (ecarte.md §E4.5, piquet.md §P4.3).
     The caller has checked the discard (:func:`check_discard` and its own size rules)."""
-    from protocol.messages import Exchange
-
     n = len(cards)
     drawn = stock[:n]
     del stock[:n]

@@ -93,49 +93,49 @@ SET_RANKS = "TJQKA"
 """§P5.3: only A K Q J T form quatorzes and trios."""
 DEALS_RUBICON = 6
 _SUIT_INDEX = {s: i for i, s in enumerate("cdhs")}
-_CARD_INFO = {r + s: (_SUIT_INDEX[s], VALUE[r], 1 << RANK[r], RANK[r]) for r in RANK_ORDER for s in "cdhs"}
-"""Per card: suit index, point value (§P1), rank bit, rank index: what the declarations read."""
 _SET_INDEX = [RANK[r] for r in SET_RANKS]
+_CARD_BIT = {r + s: 1 << (9 * _SUIT_INDEX[s] + RANK[r]) for r in RANK_ORDER for s in "cdhs"}
+"""Per card a bit of a 36-bit hand mask: 9 rank bits (:data:`RANK_ORDER`) per suit, ``"cdhs"``
+from the low end. What the declarations read: a hand is the sum of its cards' bits."""
 
 
-def _tally(hand: list[Card]) -> tuple[list[int], list[int], list[int], list[int]]:
-    """One pass over the hand: cards, point values and a rank bit mask per suit (index in
-    ``"cdhs"``), and cards per rank (index in :data:`RANK_ORDER`)."""
-    n = [0, 0, 0, 0]
-    t = [0, 0, 0, 0]
-    masks = [0, 0, 0, 0]
-    ranks = [0] * len(RANK_ORDER)
-    for c in hand:
-        i, v, bit, r = _CARD_INFO[c]
-        n[i] += 1
-        t[i] += v
-        masks[i] |= bit
-        ranks[r] += 1
-    return n, t, masks, ranks
+def _suit_point(mask: int) -> tuple[int, int]:
+    """Cards and point value (§P1) of one suit's 9-bit rank mask."""
+    ranks = [r for r in range(len(RANK_ORDER)) if mask >> r & 1]
+    return len(ranks), sum(VALUE[RANK_ORDER[r]] for r in ranks)
 
 
-def _point(n: list[int], t: list[int]) -> tuple[int, int, str]:
-    best = (0, 0, "")
-    for i, suit in enumerate("cdhs"):
-        if n[i] and (n[i], t[i]) > (best[1], best[0]):
-            best = (t[i], n[i], suit)
-    return best
+def _sets_table(quatorzes: int, trios: int) -> tuple[tuple[int, int], ...]:
+    """§P5.3 from the rank masks of the ranks held four and three times: ``(count, rank
+    index)`` of A K Q J T only, best first (any quatorze above any trio, then by rank)."""
+    out = [(4, r) for r in _SET_INDEX if quatorzes >> r & 1] + [(3, r) for r in _SET_INDEX if trios >> r & 1]
+    return tuple(sorted(out, reverse=True))
 
 
-def _sequences(masks: list[int]) -> list[tuple[int, int, str]]:
-    out = [(length, top, suit) for suit, m in zip("cdhs", masks) for length, top in _RUNS[m]]
-    out.sort(reverse=True)
-    return out
+_SUIT_POINT = [_suit_point(m) for m in range(1 << len(RANK_ORDER))]
+_SET_MASK = sum(1 << r for r in _SET_INDEX)
+_SETS = {(q, t): _sets_table(q, t) for q in range(1 << len(RANK_ORDER)) if not q & ~_SET_MASK
+         for t in range(1 << len(RANK_ORDER)) if not t & ~_SET_MASK and not q & t}
 
-
-def _sets(ranks: list[int]) -> list[tuple[int, int]]:
-    return [(min(ranks[r], 4), r) for r in _SET_INDEX if ranks[r] >= 3]
 
 def combinations_of(hand: list[Card]) -> tuple[tuple[int, int, str], list[tuple[int, int, str]], list[tuple[int, int]]]:
-    """:func:`point_of`, :func:`sequences_of` and :func:`sets_of` of ``hand`` from one pass
-    over it (§P5: the declarations are settled every deal)."""
-    n, t, masks, ranks = _tally(hand)
-    return _point(n, t), _sequences(masks), sorted(_sets(ranks), reverse=True)
+    """:func:`point_of`, :func:`sequences_of` and :func:`sets_of` of ``hand`` (§P5: the
+    declarations are settled every deal, so this is table lookups on the hand's bit mask
+    :data:`_CARD_BIT`: a suit's cards and value, its runs, the sets from the ranks held three or
+    four times)."""
+    mask = sum(map(_CARD_BIT.__getitem__, hand))
+    m0, m1, m2, m3 = mask & 511, mask >> 9 & 511, mask >> 18 & 511, mask >> 27
+    best = (0, 0, "")
+    for suit, m in zip("cdhs", (m0, m1, m2, m3)):
+        n, t = _SUIT_POINT[m]
+        if n and (n, t) > (best[1], best[0]):
+            best = (t, n, suit)
+    seqs = [*_RUNS_IN[0][m0], *_RUNS_IN[1][m1], *_RUNS_IN[2][m2], *_RUNS_IN[3][m3]]
+    if len(seqs) > 1:
+        seqs.sort(reverse=True)
+    quatorzes = m0 & m1 & m2 & m3 & _SET_MASK
+    trios = (m0 & m1 & (m2 | m3) | m2 & m3 & (m0 | m1)) & _SET_MASK & ~quatorzes
+    return best, seqs, list(_SETS[quatorzes, trios])
 
 
 def point_of(hand: list[Card]) -> tuple[int, int, str]:
@@ -163,9 +163,11 @@ def _runs(mask: int) -> tuple[tuple[int, int], ...]:
     return tuple(out)
 
 
-_RUNS = [_runs(m) for m in range(1 << len(RANK_ORDER))]
-"""Every 9-bit rank mask's runs (:func:`_runs`), computed once: the declarations are settled
-every deal, and a table lookup per suit is the cheapest way to find the sequences."""
+_RUNS_IN = [[tuple((length, top, suit) for length, top in _runs(m)) for m in range(1 << len(RANK_ORDER))]
+             for suit in "cdhs"]
+"""Per suit index, every 9-bit rank mask's runs (:func:`_runs`) as ``(length, top, suit)``,
+computed once: the declarations are settled every deal, and a table lookup per suit is the
+cheapest way to find the sequences."""
 
 
 def sequences_of(hand: list[Card]) -> list[tuple[int, int, str]]:
@@ -302,7 +304,17 @@ class PiquetMatch:
         next :meth:`apply`; do not mutate)."""
         legal = self._legal
         if legal is None:
-            legal = self._legal = self._compute_legal()
+            if self.decision == "play":  # the most frequent decision: §P6.1, inlined
+                hand = self.hands[self.to_act]
+                trick = self.trick
+                if trick:
+                    suit = trick[0].card[1]
+                    legal = [c for c in hand if c[1] == suit] or hand[:]
+                else:
+                    legal = hand[:]
+            else:
+                legal = self._compute_legal()
+            self._legal = legal
         return legal
 
     def _compute_legal(self) -> list[Any]:
@@ -384,10 +396,12 @@ class PiquetMatch:
 
     def _score(self, seat: int, points: int, reason: str, out: list[Seen], detail: str | None = None) -> None:
         """Add points to the deal and check repique / pique (§P7)."""
-        self.deal_points[seat] += points
-        self.totals[seat] += points
-        out.append((Score(seat=seat, points=points, reason=reason, scores=list(self.totals), detail=detail), BOTH))
-        if self.bonus_taken or self.deal_points[1 - seat] != 0 or self.deal_points[seat] < 30:
+        deal_points = self.deal_points
+        deal_points[seat] += points
+        totals = self.totals
+        totals[seat] += points
+        out.append((Score(seat, points, reason, totals[:], detail), BOTH))
+        if self.bonus_taken or deal_points[1 - seat] != 0 or deal_points[seat] < 30:
             return
         if reason in ("carte_blanche", "point", "sequence", "set"):
             self.bonus_taken = True
@@ -409,10 +423,8 @@ class PiquetMatch:
         pack = self._shuffle(self.pack)
         size = self.rules.packets
         hands: list[list[Card]] = [[], []]
-        hands[elder] = list(_DEALT_TO_ELDER[size](pack))
-        hands[dealer] = list(_DEALT_TO_DEALER[size](pack))
-        for h in hands:
-            h.sort(key=_HAND_ORDER)
+        hands[elder] = sorted(_DEALT_TO_ELDER[size](pack), key=_HAND_ORDER)
+        hands[dealer] = sorted(_DEALT_TO_DEALER[size](pack), key=_HAND_ORDER)
         self.hands = hands
         self.talon = pack[24:]
         out.append((DeckOrder(cards=pack), NOBODY))
@@ -532,23 +544,20 @@ class PiquetMatch:
     # ------------------------------------------------------------------ play (§P6)
 
     def _play(self, card: Any) -> list[Seen]:
+        """§P6: play ``card`` (checked against :meth:`legal_actions`), score the points in play
+        (§P6.2) and, on the second card, the trick."""
         seat = self.to_act
-        hand = self.hands[seat]
-        legal = self._legal if self._legal is not None else self._compute_legal()
+        legal = self._legal
+        if legal is None:
+            legal = self.legal_actions()
         if card not in legal:
-            if not isinstance(card, str) or len(card) != 2:
-                raise WrongDecision(f"decision 'play' takes one card like \"Ks\"; got {quote(card)}")
-            if card not in hand:
-                raise IllegalAction(f"{quote(card)} is not in the hand {quote(hand)}", "piquet.md §P6.1")
-            lead = self.trick[0].card
-            same = [c for c in hand if c[1] == lead[1]]
-            raise IllegalAction(f"{quote(card)} does not follow suit: {quote(lead)} was led and the hand holds "
-                                f"{quote(same)}", "piquet.md §P6.1")
-        hand.remove(card)
-        out: list[Seen] = [(CardPlayed(seat=seat, card=card, trick=self.trick_no), BOTH)]
+            self._refuse_play(card)
+        self.hands[seat].remove(card)
+        trick_no = self.trick_no
+        out: list[Seen] = [(CardPlayed(seat, card, trick_no), BOTH)]
         trick = self.trick
         if not trick:
-            trick.append(TrickCard(seat=seat, card=card))
+            trick.append(TrickCard(seat, card))
             if card[0] in HONOURS:
                 self._score(seat, 1, "lead", out)  # §P6.2
             self.to_act = 1 - seat
@@ -557,18 +566,30 @@ class PiquetMatch:
         lead_card = lead.card
         won = seat if card[1] == lead_card[1] and RANK[card[0]] > RANK[lead_card[0]] else lead.seat
         self.tricks[won] += 1
-        out.append((TrickWon(trick=self.trick_no, leader=lead.seat, cards=[lead_card, card], winner=won), BOTH))
+        out.append((TrickWon(trick_no, lead.seat, [lead_card, card], won), BOTH))
         self.trick = []
         if won == seat and card[0] in HONOURS:
             self._score(won, 1, "trick", out)  # §P6.2: won as second player with A K Q J T
-        last = self.trick_no == 12
-        if last:
+        if trick_no == 12:
             self._score(won, 1, "last_trick", out)  # §P6.2
             self._end_deal(out)
         else:
-            self.trick_no += 1
+            self.trick_no = trick_no + 1
             self.to_act = won
         return out
+
+    def _refuse_play(self, card: Any) -> None:
+        """Raise the error for a ``card`` that is not a legal play (§P6.1): not a card, not in
+        the hand, or not following suit."""
+        hand = self.hands[self.to_act]
+        if not isinstance(card, str) or len(card) != 2:
+            raise WrongDecision(f"decision 'play' takes one card like \"Ks\"; got {quote(card)}")
+        if card not in hand:
+            raise IllegalAction(f"{quote(card)} is not in the hand {quote(hand)}", "piquet.md §P6.1")
+        lead = self.trick[0].card
+        same = [c for c in hand if c[1] == lead[1]]
+        raise IllegalAction(f"{quote(card)} does not follow suit: {quote(lead)} was led and the hand holds "
+                            f"{quote(same)}", "piquet.md §P6.1")
 
     def _end_deal(self, out: list[Seen]) -> None:
         """§P6.3 the cards or capot, then the match (§P8)."""
@@ -618,8 +639,8 @@ class PiquetMatch:
         out.append((MatchScore(totals=[a, b], winner=self.winner, margin=self.margin, rubicon=rubicon), BOTH))
 
 
-_HAND_ORDER = {c: (c[1], RANK[c[0]]) for c in make_pack(RANKS_36)}.__getitem__
-"""Hand order: by suit, then by Piquet rank low to high."""
+_HAND_ORDER = {c: 16 * _SUIT_INDEX[c[1]] + RANK[c[0]] for c in make_pack(RANKS_36)}.__getitem__
+"""Hand order (a sort key): by suit (``c d h s``), then by Piquet rank low to high."""
 _FACE_CARDS = frozenset(c for c in make_pack(RANKS_36) if c[0] in FACES)
 """§P3: the cards whose absence makes a carte blanche."""
 
