@@ -105,40 +105,53 @@ def expand_choice(choose: Choose) -> list[list[str]]:
     return [list(c) for k in range(choose.min, choose.max + 1) for c in combinations(hand, k)]
 
 
+_TABLE_CARDS = 40
+_PASCAL = [[comb(n, k) for k in range(_TABLE_CARDS + 1)] for n in range(_TABLE_CARDS + 1)]
+"""``_PASCAL[n][k]`` = C(n, k) for hands of up to 40 cards (0 for k > n): what
+:func:`nth_choice` reads instead of calling ``math.comb`` in its loop."""
+_BELOW = [[sum(row[:k]) for k in range(_TABLE_CARDS + 2)] for row in _PASCAL]
+"""``_BELOW[n][k]``: the sets of fewer than ``k`` cards of ``n`` (sum of C(n, j), j < k)."""
+
+
 def choice_count(choose: Choose) -> int:
     """How many sets ``choose`` describes: ``len(expand_choice(choose))``, without the list
     (the sum of C(len(from), k) for k from ``min`` to ``max``)."""
     n = len(choose.from_)
-    return sum(comb(n, k) for k in range(choose.min, choose.max + 1))
+    if n > _TABLE_CARDS:
+        return sum(comb(n, k) for k in range(choose.min, choose.max + 1))
+    below = _BELOW[n]
+    return below[choose.max + 1] - below[choose.min]
 
 
 def nth_choice(choose: Choose, index: int) -> list[str]:
-    """``expand_choice(choose)[index]`` without building the list (a few dozen steps: the size
-    is found by subtracting C(n, k) per size, then each card of the set by lexicographic
-    unranking). Raises ``IndexError`` unless ``0 <= index < choice_count(choose)``. Lets a
-    random policy pick uniformly among the legal sets from the compact form."""
+    """``expand_choice(choose)[index]`` without building the list: the size ``k`` is the first
+    whose C(n, k) sets (after the smaller sizes') reach ``index``, then each card of ``from`` in
+    turn is taken iff ``index`` falls among the C(cards after it, k still to take - 1) sets
+    that begin with it (lexicographic unranking; at most ``len(from)`` steps). Raises
+    ``IndexError`` unless ``0 <= index < choice_count(choose)``. Lets a random policy pick
+    uniformly among the legal sets from the compact form."""
     hand = choose.from_
     n = len(hand)
-    if index < 0:
-        raise IndexError(f"choice index {index} out of range")
-    for k in range(choose.min, choose.max + 1):
-        size = comb(n, k)
+    if not 0 <= index < choice_count(choose):
+        raise IndexError(f"choice index {index} out of range: {choice_count(choose)} sets")
+    c = _PASCAL if n <= _TABLE_CARDS else None
+    k = choose.min
+    while True:
+        size = c[n][k] if c else comb(n, k)
         if index < size:
             break
         index -= size
-    else:
-        raise IndexError("choice index out of range")
+        k += 1
     out = []
-    start = 0
-    for left in range(k, 0, -1):  # the next card is hand[start + j] for the smallest j that fits
-        while True:
-            block = comb(n - start - 1, left - 1)  # sets whose next card is hand[start]
-            if index < block:
-                break
+    for p in range(n):
+        if not k:
+            break
+        block = c[n - p - 1][k - 1] if c else comb(n - p - 1, k - 1)  # sets that take hand[p]
+        if index < block:
+            out.append(hand[p])
+            k -= 1
+        else:
             index -= block
-            start += 1
-        out.append(hand[start])
-        start += 1
     return out
 
 
