@@ -16,6 +16,7 @@ no clock, and no randomness except the ``random.Random`` passed to them.
 from __future__ import annotations
 
 import random
+from functools import cache
 from itertools import combinations
 from math import comb
 from typing import Any, ClassVar, Protocol
@@ -106,11 +107,11 @@ def expand_choice(choose: Choose) -> list[list[str]]:
 
 
 _TABLE_CARDS = 40
-_PASCAL = [[comb(n, k) for k in range(_TABLE_CARDS + 1)] for n in range(_TABLE_CARDS + 1)]
-"""``_PASCAL[n][k]`` = C(n, k) for hands of up to 40 cards (0 for k > n): what
-:func:`nth_choice` reads instead of calling ``math.comb`` in its loop."""
-_BELOW = [[sum(row[:k]) for k in range(_TABLE_CARDS + 2)] for row in _PASCAL]
-"""``_BELOW[n][k]``: the sets of fewer than ``k`` cards of ``n`` (sum of C(n, j), j < k)."""
+_BELOW = [[sum(comb(n, j) for j in range(k)) for k in range(_TABLE_CARDS + 2)] for n in range(_TABLE_CARDS + 1)]
+"""``_BELOW[n][k]``: the sets of fewer than ``k`` cards of ``n`` (the sum of C(n, j), j < k),
+for hands of up to 40 cards."""
+_SUBSET_TABLE_CARDS = 14
+"""The largest hand :func:`nth_choice` keeps a table of subsets for (2**14 position tuples)."""
 
 
 def choice_count(choose: Choose) -> int:
@@ -123,30 +124,37 @@ def choice_count(choose: Choose) -> int:
     return below[choose.max + 1] - below[choose.min]
 
 
+@cache
+def _subsets(n: int) -> tuple[tuple[int, ...], ...]:
+    """Every subset of ``range(n)`` in :func:`expand_choice`'s order (by size, then
+    lexicographic): 2**n position tuples, built once per hand size that asks."""
+    return tuple(c for k in range(n + 1) for c in combinations(range(n), k))
+
+
 def nth_choice(choose: Choose, index: int) -> list[str]:
-    """``expand_choice(choose)[index]`` without building the list: the size ``k`` is the first
-    whose C(n, k) sets (after the smaller sizes') reach ``index``, then each card of ``from`` in
-    turn is taken iff ``index`` falls among the C(cards after it, k still to take - 1) sets
-    that begin with it (lexicographic unranking; at most ``len(from)`` steps). Raises
-    ``IndexError`` unless ``0 <= index < choice_count(choose)``. Lets a random policy pick
-    uniformly among the legal sets from the compact form."""
+    """``expand_choice(choose)[index]`` without building that list: for a hand of up to
+    :data:`_SUBSET_TABLE_CARDS` cards a look-up in the table of its positions' subsets (ordered
+    as :func:`expand_choice` orders sets: by size, then lexicographically); for a larger hand,
+    lexicographic unranking (the size ``k`` is the first whose C(n, k) sets, after the smaller
+    sizes', reach ``index``; then each card of ``from`` in turn is taken iff ``index`` falls
+    among the sets that begin with it). Raises ``IndexError`` unless
+    ``0 <= index < choice_count(choose)``. Lets a random policy pick uniformly among the legal
+    sets from the compact form."""
     hand = choose.from_
     n = len(hand)
     if not 0 <= index < choice_count(choose):
         raise IndexError(f"choice index {index} out of range: {choice_count(choose)} sets")
-    c = _PASCAL if n <= _TABLE_CARDS else None
+    if n <= _SUBSET_TABLE_CARDS:
+        return list(map(hand.__getitem__, _subsets(n)[_BELOW[n][choose.min] + index]))
     k = choose.min
-    while True:
-        size = c[n][k] if c else comb(n, k)
-        if index < size:
-            break
-        index -= size
+    while index >= comb(n, k):
+        index -= comb(n, k)
         k += 1
     out = []
     for p in range(n):
         if not k:
             break
-        block = c[n - p - 1][k - 1] if c else comb(n - p - 1, k - 1)  # sets that take hand[p]
+        block = comb(n - p - 1, k - 1)  # the sets that take hand[p]
         if index < block:
             out.append(hand[p])
             k -= 1

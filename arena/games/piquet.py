@@ -38,6 +38,7 @@ that many deals, the deal alternating (§P2.1); no rubicon or cent end, the high
 from __future__ import annotations
 
 import random
+from operator import itemgetter
 from typing import Any, ClassVar
 
 from arena.cards import RANKS_32, RANKS_36, Card, make_pack, shuffled
@@ -112,7 +113,9 @@ def _sets_table(quatorzes: int, trios: int) -> tuple[tuple[int, int], ...]:
     return tuple(sorted(out, reverse=True))
 
 
-_SUIT_POINT = [_suit_point(m) for m in range(1 << len(RANK_ORDER))]
+_POINT_KEY = [n << 8 | t for n, t in map(_suit_point, range(1 << len(RANK_ORDER)))]
+"""Per 9-bit rank mask, its cards and point value as one comparable int: ``cards << 8 | value``
+(§P5.1 compares the number of cards, then the total)."""
 _SET_MASK = sum(1 << r for r in _SET_INDEX)
 _SETS = {(q, t): _sets_table(q, t) for q in range(1 << len(RANK_ORDER)) if not q & ~_SET_MASK
          for t in range(1 << len(RANK_ORDER)) if not t & ~_SET_MASK and not q & t}
@@ -125,11 +128,9 @@ def combinations_of(hand: list[Card]) -> tuple[tuple[int, int, str], list[tuple[
     four times)."""
     mask = sum(map(_CARD_BIT.__getitem__, hand))
     m0, m1, m2, m3 = mask & 511, mask >> 9 & 511, mask >> 18 & 511, mask >> 27
-    best = (0, 0, "")
-    for suit, m in zip("cdhs", (m0, m1, m2, m3)):
-        n, t = _SUIT_POINT[m]
-        if n and (n, t) > (best[1], best[0]):
-            best = (t, n, suit)
+    keys = (_POINT_KEY[m0], _POINT_KEY[m1], _POINT_KEY[m2], _POINT_KEY[m3])
+    top = max(keys)  # the longest suit, then the higher total; of equals, the first in c d h s
+    best = (top & 255, top >> 8, "cdhs"[keys.index(top)]) if top else (0, 0, "")
     seqs = [*_RUNS_IN[0][m0], *_RUNS_IN[1][m1], *_RUNS_IN[2][m2], *_RUNS_IN[3][m3]]
     if len(seqs) > 1:
         seqs.sort(reverse=True)
@@ -194,6 +195,14 @@ def set_name(s: tuple[int, int]) -> str:
     return f"{'quatorze' if s[0] == 4 else 'trio'} of {plural}"
 
 
+_SEQUENCE_NAME = {(n, top, suit): sequence_name((n, top, suit)) for n in SEQUENCE_NAMES
+                  for top in range(n - 1, len(RANK_ORDER)) for suit in "cdhs"}
+_SEQUENCE_SCORE = {seq: SEQUENCE_POINTS[seq[0]] for seq in _SEQUENCE_NAME}
+_SET_NAME = {(n, r): set_name((n, r)) for n in (3, 4) for r in _SET_INDEX}
+_SET_SCORE = {s: 14 if s[0] == 4 else 3 for s in _SET_NAME}
+"""Every sequence's and set's name and points (§P5.2-§P5.3), looked up when settling them."""
+
+
 def legal_follows(hand: list[Card], lead: Card) -> list[Card]:
     """§P6.1: the cards of the suit led if any, otherwise the whole hand."""
     same = [c for c in hand if c[1] == lead[1]]
@@ -253,11 +262,17 @@ class PiquetMatch:
         self.bonus_taken = False  # one of pique / repique per deal (§P7.3)
         self.tricks = [0, 0]
         self.trick_no = 0
-        self.trick: list[TrickCard] = []
+        self._lead: tuple[int, Card] | None = None  # (seat, card) that led the current trick
         self.elder = 1 - self.dealer
         self.phase = "deal"
 
     # ------------------------------------------------------------------ interface
+
+    @property
+    def trick(self) -> list[TrickCard]:
+        """The cards on the table in the current trick, in play order (the lead, if any)."""
+        lead = self._lead
+        return [TrickCard(seat=lead[0], card=lead[1])] if lead else []
 
     @property
     def scores(self) -> list[int]:
@@ -306,10 +321,12 @@ class PiquetMatch:
         if legal is None:
             if self.decision == "play":  # the most frequent decision: §P6.1, inlined
                 hand = self.hands[self.to_act]
-                trick = self.trick
-                if trick:
-                    suit = trick[0].card[1]
-                    legal = [c for c in hand if c[1] == suit] or hand[:]
+                lead = self._lead
+                if lead:  # the hand is sorted by suit: its cards of the suit led are one run
+                    suit = lead[1][1]
+                    joined = "".join(hand)  # a suit letter is never a rank: it marks card i at 2i + 1
+                    i = joined.find(suit)
+                    legal = hand[i >> 1:(joined.rfind(suit) >> 1) + 1] if i >= 0 else hand[:]
                 else:
                     legal = hand[:]
             else:
@@ -318,13 +335,8 @@ class PiquetMatch:
         return legal
 
     def _compute_legal(self) -> list[Any]:
-        kind, seat = self.decision, self.to_act
-        if kind == "play":
-            hand = self.hands[seat]
-            if self.trick:  # legal_follows, inlined: this is the most frequent decision
-                suit = self.trick[0].card[1]
-                return [c for c in hand if c[1] == suit] or list(hand)
-            return list(hand)
+        """The legal actions of a decision other than ``play`` (:meth:`legal_actions` has it)."""
+        kind = self.decision
         if kind == "discard":
             return expand_choice(self.choice())  # type: ignore[arg-type]
         if kind == "look":
@@ -383,7 +395,7 @@ class PiquetMatch:
             exposed=list(self.exposed),
             exchanged=list(self.exchanged),
             tricks=list(self.tricks),
-            trick=[TrickCard(seat=t.seat, card=t.card) for t in self.trick],
+            trick=self.trick,
         )
 
     def auto_action(self) -> Any:
@@ -511,11 +523,10 @@ class PiquetMatch:
             out.append((Declaration(category="point", elder=name_e, younger=name_y, result="equal", winner=None),
                         BOTH))
         # sequences (§P5.2)
-        self._settle("sequence", se, sy, lambda s: s[:2], sequence_name,
-                     lambda s: SEQUENCE_POINTS[s[0]], out)
+        self._settle("sequence", se, sy, _LENGTH_AND_TOP, _SEQUENCE_NAME.__getitem__, _SEQUENCE_SCORE.__getitem__,
+                     out)
         # sets (§P5.3)
-        self._settle("set", te, ty, lambda s: s, set_name,
-                     lambda s: 14 if s[0] == 4 else 3, out)
+        self._settle("set", te, ty, tuple, _SET_NAME.__getitem__, _SET_SCORE.__getitem__, out)
         self.phase = "play"
         self.trick_no = 1
         self.to_act, self.decision = e, "play"
@@ -555,20 +566,19 @@ class PiquetMatch:
         self.hands[seat].remove(card)
         trick_no = self.trick_no
         out: list[Seen] = [(CardPlayed(seat, card, trick_no), BOTH)]
-        trick = self.trick
-        if not trick:
-            trick.append(TrickCard(seat, card))
-            if card[0] in HONOURS:
+        lead = self._lead
+        if lead is None:
+            self._lead = (seat, card)
+            if card in _HONOUR_CARDS:
                 self._score(seat, 1, "lead", out)  # §P6.2
             self.to_act = 1 - seat
             return out
-        lead = trick[0]
-        lead_card = lead.card
-        won = seat if card[1] == lead_card[1] and RANK[card[0]] > RANK[lead_card[0]] else lead.seat
+        leader, lead_card = lead
+        self._lead = None
+        won = seat if (lead_card, card) in _BEATS else leader
         self.tricks[won] += 1
-        out.append((TrickWon(trick_no, lead.seat, [lead_card, card], won), BOTH))
-        self.trick = []
-        if won == seat and card[0] in HONOURS:
+        out.append((TrickWon(trick_no, leader, [lead_card, card], won), BOTH))
+        if won == seat and card in _HONOUR_CARDS:
             self._score(won, 1, "trick", out)  # §P6.2: won as second player with A K Q J T
         if trick_no == 12:
             self._score(won, 1, "last_trick", out)  # §P6.2
@@ -586,7 +596,7 @@ class PiquetMatch:
             raise WrongDecision(f"decision 'play' takes one card like \"Ks\"; got {quote(card)}")
         if card not in hand:
             raise IllegalAction(f"{quote(card)} is not in the hand {quote(hand)}", "piquet.md §P6.1")
-        lead = self.trick[0].card
+        lead = self._lead[1]  # type: ignore[index]
         same = [c for c in hand if c[1] == lead[1]]
         raise IllegalAction(f"{quote(card)} does not follow suit: {quote(lead)} was led and the hand holds "
                             f"{quote(same)}", "piquet.md §P6.1")
@@ -641,6 +651,12 @@ class PiquetMatch:
 
 _HAND_ORDER = {c: 16 * _SUIT_INDEX[c[1]] + RANK[c[0]] for c in make_pack(RANKS_36)}.__getitem__
 """Hand order (a sort key): by suit (``c d h s``), then by Piquet rank low to high."""
+_HONOUR_CARDS = frozenset(c for c in make_pack(RANKS_36) if c[0] in HONOURS)
+"""§P6.2: the cards that score a point when led or winning a trick as second player."""
+_BEATS = frozenset((lead, c) for lead in make_pack(RANKS_36) for c in make_pack(RANKS_36)
+                   if c[1] == lead[1] and RANK[c[0]] > RANK[lead[0]])
+"""§P6.1: ``(card led, card played second)`` pairs where the second card wins the trick (a
+higher card of the suit led; there are no trumps)."""
 _FACE_CARDS = frozenset(c for c in make_pack(RANKS_36) if c[0] in FACES)
 """§P3: the cards whose absence makes a carte blanche."""
 
@@ -648,11 +664,12 @@ _FACE_CARDS = frozenset(c for c in make_pack(RANKS_36) if c[0] in FACES)
 def _dealt(size: int, first: bool) -> Any:
     """The positions in the shuffled pack of the twelve cards dealt to elder (``first``) or to
     the dealer, in packets of ``size`` (§P2.2), as an ``itemgetter`` of the pack."""
-    from operator import itemgetter
-
     picks = [i for i in range(24) if (i // size) % 2 == (0 if first else 1)]
     return itemgetter(*picks)
 
+
+_LENGTH_AND_TOP = itemgetter(0, 1)
+"""What two sequences are compared by (§P5.2): length, then top card; the suit does not count."""
 
 _DEALT_TO_ELDER = {size: _dealt(size, True) for size in (2, 3)}
 _DEALT_TO_DEALER = {size: _dealt(size, False) for size in (2, 3)}
