@@ -237,15 +237,20 @@ def engine_deals_per_second(
         match = engine_class(rules, random.Random(seed + matches))
         match.start()
         apply, legal_actions, described = match.apply, match.legal_actions, match.choice
-        while not match.over:
-            # what arena.games.base.offer does for the referee, inlined
-            c = described() if compact else None
-            if c is not None:
-                apply(nth_choice(c, int(uniform() * choice_count(c))))
-            else:
+        if compact:
+            while not match.over:  # what arena.games.base.offer does for the referee, inlined
+                c = described()
+                if c is None:
+                    legal = legal_actions()
+                    apply(legal[int(uniform() * len(legal))])
+                else:
+                    apply(nth_choice(c, int(uniform() * choice_count(c))))
+                decisions += 1
+        else:
+            while not match.over:
                 legal = legal_actions()
                 apply(legal[int(uniform() * len(legal))])
-            decisions += 1
+                decisions += 1
         deals += match.deal_no
         matches += 1
     return EngineFigures(deals, decisions, matches, perf_counter() - t0)
