@@ -361,9 +361,9 @@ class PiquetMatch:
     def apply(self, action: Any) -> list[Seen]:
         """Apply the action of ``to_act``; see the class docstring for errors."""
         kind = self.decision
-        if kind == "play":
-            out = self._play(action)
-        elif kind == "discard":
+        if kind == "play":  # the most frequent decision: _play forgets the legal plays itself
+            return self._play(action)
+        if kind == "discard":
             out = self._discard(action)
         elif kind == "look":
             out = self._look(action)
@@ -563,6 +563,7 @@ class PiquetMatch:
             legal = self.legal_actions()
         if card not in legal:
             self._refuse_play(card)
+        self._legal = None
         self.hands[seat].remove(card)
         trick_no = self.trick_no
         out: list[Seen] = [(CardPlayed(seat, card, trick_no), BOTH)]
