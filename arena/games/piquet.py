@@ -203,6 +203,15 @@ _SET_SCORE = {s: 14 if s[0] == 4 else 3 for s in _SET_NAME}
 """Every sequence's and set's name and points (§P5.2-§P5.3), looked up when settling them."""
 
 
+def _follow(hand: list[Card], suit: str) -> list[Card]:
+    """:func:`legal_follows` for a hand sorted by suit (as the engine keeps hands), as a new
+    list: its cards of ``suit`` are one run of it, found in the hand's text, where a suit letter
+    (never a rank) marks card ``i`` at ``2i + 1``."""
+    joined = "".join(hand)
+    i = joined.find(suit)
+    return hand[i >> 1:(joined.rfind(suit) >> 1) + 1] if i >= 0 else hand[:]
+
+
 def legal_follows(hand: list[Card], lead: Card) -> list[Card]:
     """§P6.1: the cards of the suit led if any, otherwise the whole hand."""
     same = [c for c in hand if c[1] == lead[1]]
@@ -322,13 +331,7 @@ class PiquetMatch:
             if self.decision == "play":  # the most frequent decision: §P6.1, inlined
                 hand = self.hands[self.to_act]
                 lead = self._lead
-                if lead:  # the hand is sorted by suit: its cards of the suit led are one run
-                    suit = lead[1][1]
-                    joined = "".join(hand)  # a suit letter is never a rank: it marks card i at 2i + 1
-                    i = joined.find(suit)
-                    legal = hand[i >> 1:(joined.rfind(suit) >> 1) + 1] if i >= 0 else hand[:]
-                else:
-                    legal = hand[:]
+                legal = _follow(hand, lead[1][1]) if lead else hand[:]
             else:
                 legal = self._compute_legal()
             self._legal = legal
@@ -572,7 +575,8 @@ class PiquetMatch:
             self._lead = (seat, card)
             if card in _HONOUR_CARDS:
                 self._score(seat, 1, "lead", out)  # §P6.2
-            self.to_act = 1 - seat
+            self.to_act = follower = 1 - seat
+            self._legal = _follow(self.hands[follower], card[1])  # what legal_actions will be asked
             return out
         leader, lead_card = lead
         self._lead = None
@@ -587,6 +591,7 @@ class PiquetMatch:
         else:
             self.trick_no = trick_no + 1
             self.to_act = won
+            self._legal = self.hands[won][:]  # §P6.1: he leads any card
         return out
 
     def _refuse_play(self, card: Any) -> None:
