@@ -117,8 +117,10 @@ _POINT_KEY = [n << 8 | t for n, t in map(_suit_point, range(1 << len(RANK_ORDER)
 """Per 9-bit rank mask, its cards and point value as one comparable int: ``cards << 8 | value``
 (§P5.1 compares the number of cards, then the total)."""
 _SET_MASK = sum(1 << r for r in _SET_INDEX)
-_SETS = {(q, t): _sets_table(q, t) for q in range(1 << len(RANK_ORDER)) if not q & ~_SET_MASK
-         for t in range(1 << len(RANK_ORDER)) if not t & ~_SET_MASK and not q & t}
+_SET_SUBMASKS = [m << _SET_INDEX[0] for m in range(1 << len(_SET_INDEX))]
+_SETS = {(q, t): _sets_table(q, t) for q in _SET_SUBMASKS for t in _SET_SUBMASKS if not q & t}
+"""§P5.3 sets (:func:`_sets_table`) per pair of disjoint masks of A K Q J T ranks held four
+and three times."""
 
 
 def combinations_of(hand: list[Card]) -> tuple[tuple[int, int, str], list[tuple[int, int, str]], list[tuple[int, int]]]:
