@@ -418,7 +418,7 @@ class PiquetMatch:
         totals = self.totals
         totals[seat] += points
         out.append((Score(seat, points, reason, totals[:], detail), BOTH))
-        if self.bonus_taken or deal_points[1 - seat] != 0 or deal_points[seat] < 30:
+        if deal_points[seat] < 30 or deal_points[1 - seat] or self.bonus_taken:
             return
         if reason in ("carte_blanche", "point", "sequence", "set"):
             self.bonus_taken = True
