@@ -124,3 +124,12 @@ def test_piquet_forms_interleave_the_same_seeds() -> None:
     assert (full.deals, full.decisions, full.matches) == (
         sum(f.deals for f in one), sum(f.decisions for f in one), sum(f.matches for f in one))
     assert compact.deals >= 20 and compact.seconds > 0
+
+
+def test_piquet_forms_play_the_same_matches() -> None:
+    """The bench's policy picks legal set number ``int(u * count)`` in both forms, so the full
+    and the compact form play the very same matches and differ only in what is built."""
+    full = bench.engine_deals_per_second(12, seed=5, game="piquet")
+    compact = bench.engine_deals_per_second(12, seed=5, game="piquet", compact=True)
+    assert full.deals >= 12 and full.decisions > 20 * full.deals
+    assert (compact.deals, compact.decisions, compact.matches) == (full.deals, full.decisions, full.matches)

@@ -16,12 +16,14 @@ no clock, and no randomness except the ``random.Random`` passed to them.
 from __future__ import annotations
 
 import random
+from functools import cache
 from itertools import combinations
+from math import comb
 from typing import Any, ClassVar, Protocol
 
 import msgspec
 
-from protocol.messages import Choose, Compact, GameEvent, GameView, Rules
+from protocol.messages import Choose, Compact, Exchange, GameEvent, GameView, Rules
 
 SeenBy = tuple[int, ...]
 BOTH: SeenBy = (0, 1)
@@ -59,12 +61,16 @@ def quote(value: Any) -> str:
         return repr(value)
 
 
+_is_str = str.__instancecheck__
+"""``isinstance(value, str)`` as a one-argument callable (for ``all(map(...))``)."""
+
+
 def check_discard(action: Any, hand: list[str], rule: str) -> list[str]:
     """Validate the shape of a discard (a list of distinct cards of ``hand``) and return it as
     a list. Raises :class:`WrongDecision` if it is not a list of card strings and
     :class:`IllegalAction` (citing ``rule``) for a card named twice or not in the hand. The
     size limits are each game's own (see :func:`check_choice`)."""
-    if not isinstance(action, (list, tuple)) or not all(isinstance(c, str) for c in action):
+    if not isinstance(action, (list, tuple)) or not all(map(_is_str, action)):
         raise WrongDecision(f"decision 'discard' takes a list of cards; got {quote(action)}")
     cards = list(action)
     if len(set(cards)) != len(cards):
@@ -98,6 +104,63 @@ def expand_choice(choose: Choose) -> list[list[str]]:
     bot that asked for the full form (and for the tests)."""
     hand = choose.from_
     return [list(c) for k in range(choose.min, choose.max + 1) for c in combinations(hand, k)]
+
+
+_TABLE_CARDS = 40
+_BELOW = [[sum(comb(n, j) for j in range(k)) for k in range(_TABLE_CARDS + 2)] for n in range(_TABLE_CARDS + 1)]
+"""``_BELOW[n][k]``: the sets of fewer than ``k`` cards of ``n`` (the sum of C(n, j), j < k),
+for hands of up to 40 cards."""
+_SUBSET_TABLE_CARDS = 14
+"""The largest hand :func:`nth_choice` keeps a table of subsets for (2**14 position tuples)."""
+
+
+def choice_count(choose: Choose) -> int:
+    """How many sets ``choose`` describes: ``len(expand_choice(choose))``, without the list
+    (the sum of C(len(from), k) for k from ``min`` to ``max``)."""
+    n = len(choose.from_)
+    if n > _TABLE_CARDS:
+        return sum(comb(n, k) for k in range(choose.min, choose.max + 1))
+    below = _BELOW[n]
+    return below[choose.max + 1] - below[choose.min]
+
+
+@cache
+def _subsets(n: int) -> tuple[tuple[int, ...], ...]:
+    """Every subset of ``range(n)`` in :func:`expand_choice`'s order (by size, then
+    lexicographic): 2**n position tuples, built once per hand size that asks."""
+    return tuple(c for k in range(n + 1) for c in combinations(range(n), k))
+
+
+def nth_choice(choose: Choose, index: int) -> list[str]:
+    """``expand_choice(choose)[index]`` without building that list: for a hand of up to
+    :data:`_SUBSET_TABLE_CARDS` cards a look-up in the table of its positions' subsets (ordered
+    as :func:`expand_choice` orders sets: by size, then lexicographically); for a larger hand,
+    lexicographic unranking (the size ``k`` is the first whose C(n, k) sets, after the smaller
+    sizes', reach ``index``; then each card of ``from`` in turn is taken iff ``index`` falls
+    among the sets that begin with it). Raises ``IndexError`` unless
+    ``0 <= index < choice_count(choose)``. Lets a random policy pick uniformly among the legal
+    sets from the compact form."""
+    hand = choose.from_
+    n = len(hand)
+    if not 0 <= index < choice_count(choose):
+        raise IndexError(f"choice index {index} out of range: {choice_count(choose)} sets")
+    if n <= _SUBSET_TABLE_CARDS:
+        return list(map(hand.__getitem__, _subsets(n)[_BELOW[n][choose.min] + index]))
+    k = choose.min
+    while index >= comb(n, k):
+        index -= comb(n, k)
+        k += 1
+    out = []
+    for p in range(n):
+        if not k:
+            break
+        block = comb(n - p - 1, k - 1)  # the sets that take hand[p]
+        if index < block:
+            out.append(hand[p])
+            k -= 1
+        else:
+            index -= block
+    return out
 
 
 def first_choice(choose: Choose) -> list[str]:
@@ -136,8 +199,6 @@ def exchange(seat: int, hand: list[str], cards: list[str], stock: list[str], dis
     top of ``stock``, keeping ``hand`` sorted by ``order``. Returns the two events: the owner's
     copy with the cards, the opponent's with the count only (ecarte.md §E4.5, piquet.md §P4.3).
     The caller has checked the discard (:func:`check_discard` and its own size rules)."""
-    from protocol.messages import Exchange
-
     n = len(cards)
     drawn = stock[:n]
     del stock[:n]

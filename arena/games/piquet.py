@@ -38,6 +38,7 @@ that many deals, the deal alternating (§P2.1); no rubicon or cent end, the high
 from __future__ import annotations
 
 import random
+from operator import itemgetter
 from typing import Any, ClassVar
 
 from arena.cards import RANKS_32, RANKS_36, Card, make_pack, shuffled
@@ -93,49 +94,51 @@ SET_RANKS = "TJQKA"
 """§P5.3: only A K Q J T form quatorzes and trios."""
 DEALS_RUBICON = 6
 _SUIT_INDEX = {s: i for i, s in enumerate("cdhs")}
-_CARD_INFO = {r + s: (_SUIT_INDEX[s], VALUE[r], 1 << RANK[r], RANK[r]) for r in RANK_ORDER for s in "cdhs"}
-"""Per card: suit index, point value (§P1), rank bit, rank index: what the declarations read."""
 _SET_INDEX = [RANK[r] for r in SET_RANKS]
+_CARD_BIT = {r + s: 1 << (9 * _SUIT_INDEX[s] + RANK[r]) for r in RANK_ORDER for s in "cdhs"}
+"""Per card a bit of a 36-bit hand mask: 9 rank bits (:data:`RANK_ORDER`) per suit, ``"cdhs"``
+from the low end. What the declarations read: a hand is the sum of its cards' bits."""
 
 
-def _tally(hand: list[Card]) -> tuple[list[int], list[int], list[int], list[int]]:
-    """One pass over the hand: cards, point values and a rank bit mask per suit (index in
-    ``"cdhs"``), and cards per rank (index in :data:`RANK_ORDER`)."""
-    n = [0, 0, 0, 0]
-    t = [0, 0, 0, 0]
-    masks = [0, 0, 0, 0]
-    ranks = [0] * len(RANK_ORDER)
-    for c in hand:
-        i, v, bit, r = _CARD_INFO[c]
-        n[i] += 1
-        t[i] += v
-        masks[i] |= bit
-        ranks[r] += 1
-    return n, t, masks, ranks
+def _suit_point(mask: int) -> tuple[int, int]:
+    """Cards and point value (§P1) of one suit's 9-bit rank mask."""
+    ranks = [r for r in range(len(RANK_ORDER)) if mask >> r & 1]
+    return len(ranks), sum(VALUE[RANK_ORDER[r]] for r in ranks)
 
 
-def _point(n: list[int], t: list[int]) -> tuple[int, int, str]:
-    best = (0, 0, "")
-    for i, suit in enumerate("cdhs"):
-        if n[i] and (n[i], t[i]) > (best[1], best[0]):
-            best = (t[i], n[i], suit)
-    return best
+def _sets_table(quatorzes: int, trios: int) -> tuple[tuple[int, int], ...]:
+    """§P5.3 from the rank masks of the ranks held four and three times: ``(count, rank
+    index)`` of A K Q J T only, best first (any quatorze above any trio, then by rank)."""
+    out = [(4, r) for r in _SET_INDEX if quatorzes >> r & 1] + [(3, r) for r in _SET_INDEX if trios >> r & 1]
+    return tuple(sorted(out, reverse=True))
 
 
-def _sequences(masks: list[int]) -> list[tuple[int, int, str]]:
-    out = [(length, top, suit) for suit, m in zip("cdhs", masks) for length, top in _RUNS[m]]
-    out.sort(reverse=True)
-    return out
+_POINT_KEY = [n << 8 | t for n, t in map(_suit_point, range(1 << len(RANK_ORDER)))]
+"""Per 9-bit rank mask, its cards and point value as one comparable int: ``cards << 8 | value``
+(§P5.1 compares the number of cards, then the total)."""
+_SET_MASK = sum(1 << r for r in _SET_INDEX)
+_SET_SUBMASKS = [m << _SET_INDEX[0] for m in range(1 << len(_SET_INDEX))]
+_SETS = {(q, t): _sets_table(q, t) for q in _SET_SUBMASKS for t in _SET_SUBMASKS if not q & t}
+"""§P5.3 sets (:func:`_sets_table`) per pair of disjoint masks of A K Q J T ranks held four
+and three times."""
 
-
-def _sets(ranks: list[int]) -> list[tuple[int, int]]:
-    return [(min(ranks[r], 4), r) for r in _SET_INDEX if ranks[r] >= 3]
 
 def combinations_of(hand: list[Card]) -> tuple[tuple[int, int, str], list[tuple[int, int, str]], list[tuple[int, int]]]:
-    """:func:`point_of`, :func:`sequences_of` and :func:`sets_of` of ``hand`` from one pass
-    over it (§P5: the declarations are settled every deal)."""
-    n, t, masks, ranks = _tally(hand)
-    return _point(n, t), _sequences(masks), sorted(_sets(ranks), reverse=True)
+    """:func:`point_of`, :func:`sequences_of` and :func:`sets_of` of ``hand`` (§P5: the
+    declarations are settled every deal, so this is table lookups on the hand's bit mask
+    :data:`_CARD_BIT`: a suit's cards and value, its runs, the sets from the ranks held three or
+    four times)."""
+    mask = sum(map(_CARD_BIT.__getitem__, hand))
+    m0, m1, m2, m3 = mask & 511, mask >> 9 & 511, mask >> 18 & 511, mask >> 27
+    keys = (_POINT_KEY[m0], _POINT_KEY[m1], _POINT_KEY[m2], _POINT_KEY[m3])
+    top = max(keys)  # the longest suit, then the higher total; of equals, the first in c d h s
+    best = (top & 255, top >> 8, "cdhs"[keys.index(top)]) if top else (0, 0, "")
+    seqs = [*_RUNS_IN[0][m0], *_RUNS_IN[1][m1], *_RUNS_IN[2][m2], *_RUNS_IN[3][m3]]
+    if len(seqs) > 1:
+        seqs.sort(reverse=True)
+    quatorzes = m0 & m1 & m2 & m3 & _SET_MASK
+    trios = (m0 & m1 & (m2 | m3) | m2 & m3 & (m0 | m1)) & _SET_MASK & ~quatorzes
+    return best, seqs, list(_SETS[quatorzes, trios])
 
 
 def point_of(hand: list[Card]) -> tuple[int, int, str]:
@@ -163,9 +166,11 @@ def _runs(mask: int) -> tuple[tuple[int, int], ...]:
     return tuple(out)
 
 
-_RUNS = [_runs(m) for m in range(1 << len(RANK_ORDER))]
-"""Every 9-bit rank mask's runs (:func:`_runs`), computed once: the declarations are settled
-every deal, and a table lookup per suit is the cheapest way to find the sequences."""
+_RUNS_IN = [[tuple((length, top, suit) for length, top in _runs(m)) for m in range(1 << len(RANK_ORDER))]
+             for suit in "cdhs"]
+"""Per suit index, every 9-bit rank mask's runs (:func:`_runs`) as ``(length, top, suit)``,
+computed once: the declarations are settled every deal, and a table lookup per suit is the
+cheapest way to find the sequences."""
 
 
 def sequences_of(hand: list[Card]) -> list[tuple[int, int, str]]:
@@ -190,6 +195,23 @@ def set_name(s: tuple[int, int]) -> str:
     rank = RANK_NAMES[RANK_ORDER[s[1]]]
     plural = "sixes" if rank == "six" else rank + "s"
     return f"{'quatorze' if s[0] == 4 else 'trio'} of {plural}"
+
+
+_SEQUENCE_NAME = {(n, top, suit): sequence_name((n, top, suit)) for n in SEQUENCE_NAMES
+                  for top in range(n - 1, len(RANK_ORDER)) for suit in "cdhs"}
+_SEQUENCE_SCORE = {seq: SEQUENCE_POINTS[seq[0]] for seq in _SEQUENCE_NAME}
+_SET_NAME = {(n, r): set_name((n, r)) for n in (3, 4) for r in _SET_INDEX}
+_SET_SCORE = {s: 14 if s[0] == 4 else 3 for s in _SET_NAME}
+"""Every sequence's and set's name and points (§P5.2-§P5.3), looked up when settling them."""
+
+
+def _follow(hand: list[Card], suit: str) -> list[Card]:
+    """:func:`legal_follows` for a hand sorted by suit (as the engine keeps hands), as a new
+    list: its cards of ``suit`` are one run of it, found in the hand's text, where a suit letter
+    (never a rank) marks card ``i`` at ``2i + 1``."""
+    joined = "".join(hand)
+    i = joined.find(suit)
+    return hand[i >> 1:(joined.rfind(suit) >> 1) + 1] if i >= 0 else hand[:]
 
 
 def legal_follows(hand: list[Card], lead: Card) -> list[Card]:
@@ -251,11 +273,17 @@ class PiquetMatch:
         self.bonus_taken = False  # one of pique / repique per deal (§P7.3)
         self.tricks = [0, 0]
         self.trick_no = 0
-        self.trick: list[TrickCard] = []
+        self._lead: tuple[int, Card] | None = None  # (seat, card) that led the current trick
         self.elder = 1 - self.dealer
         self.phase = "deal"
 
     # ------------------------------------------------------------------ interface
+
+    @property
+    def trick(self) -> list[TrickCard]:
+        """The cards on the table in the current trick, in play order (the lead, if any)."""
+        lead = self._lead
+        return [TrickCard(seat=lead[0], card=lead[1])] if lead else []
 
     @property
     def scores(self) -> list[int]:
@@ -302,17 +330,18 @@ class PiquetMatch:
         next :meth:`apply`; do not mutate)."""
         legal = self._legal
         if legal is None:
-            legal = self._legal = self._compute_legal()
+            if self.decision == "play":  # the most frequent decision: §P6.1, inlined
+                hand = self.hands[self.to_act]
+                lead = self._lead
+                legal = _follow(hand, lead[1][1]) if lead else hand[:]
+            else:
+                legal = self._compute_legal()
+            self._legal = legal
         return legal
 
     def _compute_legal(self) -> list[Any]:
-        kind, seat = self.decision, self.to_act
-        if kind == "play":
-            hand = self.hands[seat]
-            if self.trick:  # legal_follows, inlined: this is the most frequent decision
-                suit = self.trick[0].card[1]
-                return [c for c in hand if c[1] == suit] or list(hand)
-            return list(hand)
+        """The legal actions of a decision other than ``play`` (:meth:`legal_actions` has it)."""
+        kind = self.decision
         if kind == "discard":
             return expand_choice(self.choice())  # type: ignore[arg-type]
         if kind == "look":
@@ -337,9 +366,9 @@ class PiquetMatch:
     def apply(self, action: Any) -> list[Seen]:
         """Apply the action of ``to_act``; see the class docstring for errors."""
         kind = self.decision
-        if kind == "play":
-            out = self._play(action)
-        elif kind == "discard":
+        if kind == "play":  # the most frequent decision: _play forgets the legal plays itself
+            return self._play(action)
+        if kind == "discard":
             out = self._discard(action)
         elif kind == "look":
             out = self._look(action)
@@ -371,7 +400,7 @@ class PiquetMatch:
             exposed=list(self.exposed),
             exchanged=list(self.exchanged),
             tricks=list(self.tricks),
-            trick=[TrickCard(seat=t.seat, card=t.card) for t in self.trick],
+            trick=self.trick,
         )
 
     def auto_action(self) -> Any:
@@ -384,10 +413,12 @@ class PiquetMatch:
 
     def _score(self, seat: int, points: int, reason: str, out: list[Seen], detail: str | None = None) -> None:
         """Add points to the deal and check repique / pique (§P7)."""
-        self.deal_points[seat] += points
-        self.totals[seat] += points
-        out.append((Score(seat=seat, points=points, reason=reason, scores=list(self.totals), detail=detail), BOTH))
-        if self.bonus_taken or self.deal_points[1 - seat] != 0 or self.deal_points[seat] < 30:
+        deal_points = self.deal_points
+        deal_points[seat] += points
+        totals = self.totals
+        totals[seat] += points
+        out.append((Score(seat, points, reason, totals[:], detail), BOTH))
+        if deal_points[seat] < 30 or deal_points[1 - seat] or self.bonus_taken:
             return
         if reason in ("carte_blanche", "point", "sequence", "set"):
             self.bonus_taken = True
@@ -409,10 +440,8 @@ class PiquetMatch:
         pack = self._shuffle(self.pack)
         size = self.rules.packets
         hands: list[list[Card]] = [[], []]
-        hands[elder] = list(_DEALT_TO_ELDER[size](pack))
-        hands[dealer] = list(_DEALT_TO_DEALER[size](pack))
-        for h in hands:
-            h.sort(key=_HAND_ORDER)
+        hands[elder] = sorted(_DEALT_TO_ELDER[size](pack), key=_HAND_ORDER)
+        hands[dealer] = sorted(_DEALT_TO_DEALER[size](pack), key=_HAND_ORDER)
         self.hands = hands
         self.talon = pack[24:]
         out.append((DeckOrder(cards=pack), NOBODY))
@@ -499,11 +528,10 @@ class PiquetMatch:
             out.append((Declaration(category="point", elder=name_e, younger=name_y, result="equal", winner=None),
                         BOTH))
         # sequences (§P5.2)
-        self._settle("sequence", se, sy, lambda s: s[:2], sequence_name,
-                     lambda s: SEQUENCE_POINTS[s[0]], out)
+        self._settle("sequence", se, sy, _LENGTH_AND_TOP, _SEQUENCE_NAME.__getitem__, _SEQUENCE_SCORE.__getitem__,
+                     out)
         # sets (§P5.3)
-        self._settle("set", te, ty, lambda s: s, set_name,
-                     lambda s: 14 if s[0] == 4 else 3, out)
+        self._settle("set", te, ty, tuple, _SET_NAME.__getitem__, _SET_SCORE.__getitem__, out)
         self.phase = "play"
         self.trick_no = 1
         self.to_act, self.decision = e, "play"
@@ -532,43 +560,54 @@ class PiquetMatch:
     # ------------------------------------------------------------------ play (§P6)
 
     def _play(self, card: Any) -> list[Seen]:
+        """§P6: play ``card`` (checked against :meth:`legal_actions`), score the points in play
+        (§P6.2) and, on the second card, the trick."""
         seat = self.to_act
-        hand = self.hands[seat]
-        legal = self._legal if self._legal is not None else self._compute_legal()
+        legal = self._legal
+        if legal is None:
+            legal = self.legal_actions()
         if card not in legal:
-            if not isinstance(card, str) or len(card) != 2:
-                raise WrongDecision(f"decision 'play' takes one card like \"Ks\"; got {quote(card)}")
-            if card not in hand:
-                raise IllegalAction(f"{quote(card)} is not in the hand {quote(hand)}", "piquet.md §P6.1")
-            lead = self.trick[0].card
-            same = [c for c in hand if c[1] == lead[1]]
-            raise IllegalAction(f"{quote(card)} does not follow suit: {quote(lead)} was led and the hand holds "
-                                f"{quote(same)}", "piquet.md §P6.1")
-        hand.remove(card)
-        out: list[Seen] = [(CardPlayed(seat=seat, card=card, trick=self.trick_no), BOTH)]
-        trick = self.trick
-        if not trick:
-            trick.append(TrickCard(seat=seat, card=card))
-            if card[0] in HONOURS:
+            self._refuse_play(card)
+        self._legal = None
+        self.hands[seat].remove(card)
+        trick_no = self.trick_no
+        out: list[Seen] = [(CardPlayed(seat, card, trick_no), BOTH)]
+        lead = self._lead
+        if lead is None:
+            self._lead = (seat, card)
+            if card in _HONOUR_CARDS:
                 self._score(seat, 1, "lead", out)  # §P6.2
-            self.to_act = 1 - seat
+            self.to_act = follower = 1 - seat
+            self._legal = _follow(self.hands[follower], card[1])  # what legal_actions will be asked
             return out
-        lead = trick[0]
-        lead_card = lead.card
-        won = seat if card[1] == lead_card[1] and RANK[card[0]] > RANK[lead_card[0]] else lead.seat
+        leader, lead_card = lead
+        self._lead = None
+        won = seat if (lead_card, card) in _BEATS else leader
         self.tricks[won] += 1
-        out.append((TrickWon(trick=self.trick_no, leader=lead.seat, cards=[lead_card, card], winner=won), BOTH))
-        self.trick = []
-        if won == seat and card[0] in HONOURS:
+        out.append((TrickWon(trick_no, leader, [lead_card, card], won), BOTH))
+        if won == seat and card in _HONOUR_CARDS:
             self._score(won, 1, "trick", out)  # §P6.2: won as second player with A K Q J T
-        last = self.trick_no == 12
-        if last:
+        if trick_no == 12:
             self._score(won, 1, "last_trick", out)  # §P6.2
             self._end_deal(out)
         else:
-            self.trick_no += 1
+            self.trick_no = trick_no + 1
             self.to_act = won
+            self._legal = self.hands[won][:]  # §P6.1: he leads any card
         return out
+
+    def _refuse_play(self, card: Any) -> None:
+        """Raise the error for a ``card`` that is not a legal play (§P6.1): not a card, not in
+        the hand, or not following suit."""
+        hand = self.hands[self.to_act]
+        if not isinstance(card, str) or len(card) != 2:
+            raise WrongDecision(f"decision 'play' takes one card like \"Ks\"; got {quote(card)}")
+        if card not in hand:
+            raise IllegalAction(f"{quote(card)} is not in the hand {quote(hand)}", "piquet.md §P6.1")
+        lead = self._lead[1]  # type: ignore[index]
+        same = [c for c in hand if c[1] == lead[1]]
+        raise IllegalAction(f"{quote(card)} does not follow suit: {quote(lead)} was led and the hand holds "
+                            f"{quote(same)}", "piquet.md §P6.1")
 
     def _end_deal(self, out: list[Seen]) -> None:
         """§P6.3 the cards or capot, then the match (§P8)."""
@@ -618,8 +657,14 @@ class PiquetMatch:
         out.append((MatchScore(totals=[a, b], winner=self.winner, margin=self.margin, rubicon=rubicon), BOTH))
 
 
-_HAND_ORDER = {c: (c[1], RANK[c[0]]) for c in make_pack(RANKS_36)}.__getitem__
-"""Hand order: by suit, then by Piquet rank low to high."""
+_HAND_ORDER = {c: 16 * _SUIT_INDEX[c[1]] + RANK[c[0]] for c in make_pack(RANKS_36)}.__getitem__
+"""Hand order (a sort key): by suit (``c d h s``), then by Piquet rank low to high."""
+_HONOUR_CARDS = frozenset(c for c in make_pack(RANKS_36) if c[0] in HONOURS)
+"""§P6.2: the cards that score a point when led or winning a trick as second player."""
+_BEATS = frozenset((lead, c) for lead in make_pack(RANKS_36) for c in make_pack(RANKS_36)
+                   if c[1] == lead[1] and RANK[c[0]] > RANK[lead[0]])
+"""§P6.1: ``(card led, card played second)`` pairs where the second card wins the trick (a
+higher card of the suit led; there are no trumps)."""
 _FACE_CARDS = frozenset(c for c in make_pack(RANKS_36) if c[0] in FACES)
 """§P3: the cards whose absence makes a carte blanche."""
 
@@ -627,11 +672,12 @@ _FACE_CARDS = frozenset(c for c in make_pack(RANKS_36) if c[0] in FACES)
 def _dealt(size: int, first: bool) -> Any:
     """The positions in the shuffled pack of the twelve cards dealt to elder (``first``) or to
     the dealer, in packets of ``size`` (§P2.2), as an ``itemgetter`` of the pack."""
-    from operator import itemgetter
-
     picks = [i for i in range(24) if (i // size) % 2 == (0 if first else 1)]
     return itemgetter(*picks)
 
+
+_LENGTH_AND_TOP = itemgetter(0, 1)
+"""What two sequences are compared by (§P5.2): length, then top card; the suit does not count."""
 
 _DEALT_TO_ELDER = {size: _dealt(size, True) for size in (2, 3)}
 _DEALT_TO_DEALER = {size: _dealt(size, False) for size in (2, 3)}

@@ -208,37 +208,49 @@ def engine_deals_per_second(
     """Random self-play of ``game`` matches (Écarté by default, or ``"piquet"``) until at
     least ``n_deals`` deals were played.
 
-    Match ``i`` uses ``random.Random(seed + i)`` for the engine; one ``random.Random(seed)``
-    picks a uniformly random legal action for every decision. Every decision is offered as the
-    referee offers it (:func:`arena.games.base.offer`): the full list, or with ``compact`` a
-    discard's description, answered with a random size then a random set of that size. Whole
-    matches are played, so the count may exceed ``n_deals`` by the deals of the last match.
-    Stops after ``max_seconds`` seconds at a match boundary in any case.
+    What is measured: the engine's own work per deal (dealing, applying every action, scoring,
+    the events) plus building each decision's ``legal`` field the way the referee offers it
+    (:func:`arena.games.base.offer`): the full list, or with ``compact`` a discard's
+    :class:`~protocol.messages.Choose` description. Nothing is encoded or sent.
+
+    The policy is the same in both forms, so both play the very same matches move for move and
+    differ only in the form: one ``random.Random(seed)`` draws ``u`` in [0, 1) per decision and
+    the action is legal set number ``int(u * count)`` in the full list's order; with the full
+    list that is ``legal[i]``, with a description it is :func:`~arena.games.base.nth_choice`
+    (a few dozen steps, so the compact figure is not the bench's own cost of sampling). Match
+    ``i`` uses ``random.Random(seed + i)`` for the engine. Whole matches are played, so the
+    count may exceed ``n_deals`` by the deals of the last match. Stops after ``max_seconds``
+    seconds at a match boundary in any case.
     """
     import random
 
     from arena.games import GAMES
+    from arena.games.base import choice_count, nth_choice
     from protocol.messages import Rules
 
     engine_class = GAMES[game]
     rules = Rules()
-    chooser = random.Random(seed)
-    uniform = chooser.random
+    uniform = random.Random(seed).random
     deals = decisions = matches = 0
     t0 = perf_counter()
     while deals < n_deals and perf_counter() - t0 < max_seconds:
         match = engine_class(rules, random.Random(seed + matches))
         match.start()
         apply, legal_actions, described = match.apply, match.legal_actions, match.choice
-        while not match.over:
-            # what arena.games.base.offer does for the referee, inlined
-            c = described() if compact else None
-            if c is not None:
-                apply(chooser.sample(c.from_, c.min + int(uniform() * (c.max - c.min + 1))))
-            else:
+        if compact:
+            while not match.over:  # what arena.games.base.offer does for the referee, inlined
+                c = described()
+                if c is None:
+                    legal = legal_actions()
+                    apply(legal[int(uniform() * len(legal))])
+                else:
+                    apply(nth_choice(c, int(uniform() * choice_count(c))))
+                decisions += 1
+        else:
+            while not match.over:
                 legal = legal_actions()
                 apply(legal[int(uniform() * len(legal))])
-            decisions += 1
+                decisions += 1
         deals += match.deal_no
         matches += 1
     return EngineFigures(deals, decisions, matches, perf_counter() - t0)
@@ -248,7 +260,12 @@ def piquet_forms(n_deals: int, seed: int = 1, rounds: int = PIQUET_ROUNDS) -> tu
     """Piquet self-play with full legal lists and with compact requests, ``n_deals`` deals each,
     interleaved in ``rounds`` slices (full, compact, full, ...; slice ``r`` of both forms plays
     the same seeds) so that a change of machine load affects both figures alike. Returns the
-    summed figures, full form first."""
+    summed figures, full form first.
+
+    Both forms play the very same matches, action for action (see
+    :func:`engine_deals_per_second`): the two figures differ only by what each form costs the
+    engine, building every discard's list of legal sets or describing it, so their ratio is
+    what the compact form saves (issue 12's target :data:`PIQUET_COMPACT_TARGET_RATIO`)."""
     per = max(1, n_deals // rounds)
     totals = [[0, 0, 0, 0.0], [0, 0, 0, 0.0]]
     for r in range(rounds):
