@@ -12,7 +12,7 @@ from typing import Any
 import trio
 import trio.testing
 
-from arena.match.log import MatchLog
+from arena.match.log import MatchLog, read_log
 from arena.match.referee import MatchConfig, Referee
 from arena.match.seat import Connection
 from protocol.framing import LineReader
@@ -68,7 +68,8 @@ class Bot:
 
 
 async def match(config: MatchConfig, policies: tuple[Policy, Policy], lockstep: int | None = None,
-                script: Callable[[Bot], Awaitable[None]] | None = None) -> tuple[Any, list[Bot], list[Connection]]:
+                script: Callable[[Bot], Awaitable[None]] | None = None,
+                log: MatchLog | None = None) -> tuple[Any, list[Bot], list[Connection]]:
     """Referee one match between two bots over memory streams; ``lockstep``: that seat's stream
     only moves bytes when read (a bot that does not read blocks the server's writes);
     ``script`` replaces seat 0's play loop."""
@@ -88,7 +89,7 @@ async def match(config: MatchConfig, policies: tuple[Policy, Policy], lockstep: 
             nursery.start_soon(bots[0].play, policies[0])
         if lockstep != 1:
             nursery.start_soon(bots[1].play, policies[1])
-        result.append(await Referee("m1", 5, config, (conns[0], conns[1]), MatchLog(None)).run())
+        result.append(await Referee("m1", 5, config, (conns[0], conns[1]), log or MatchLog(None)).run())
         await trio.sleep(1)  # let the bots read match_end
         nursery.cancel_scope.cancel()
     return result[0], bots, conns
@@ -100,9 +101,13 @@ async def test_a_match_plays_out_on_memory_streams(autojump_clock):
     assert bots[0].of("match_end")[0]["you"] == ("win" if result.winner == 0 else "loss")
 
 
-async def test_a_silent_bot_times_out_exactly_at_move_plus_grace(autojump_clock):
+async def test_a_silent_bot_times_out_exactly_at_move_plus_grace(autojump_clock, tmp_path):
     cfg = MatchConfig(time=TimeControl(move_ms=1000, grace_ms=50))
-    result, bots, _ = await match(cfg, (silent, first_legal))
+    with MatchLog(tmp_path / "m1.jsonl") as log:
+        result, bots, _ = await match(cfg, (silent, first_legal), log=log)
+    lines = read_log(tmp_path / "m1.jsonl")
+    assert [(x["seat"], x["code"]) for x in lines if x["type"] == "incident"] == [(0, "timeout")]
+    assert lines[-1]["type"] == "result" and lines[-1]["reason"] == "forfeit_timeout"
     (t_req, req), = [(t, m) for t, m in bots[0].received if m["type"] == "request"]
     (t_err, err), = [(t, m) for t, m in bots[0].received if m["type"] == "error"]
     assert err["code"] == "timeout" and err["fatal"] and err["id"] == req["id"]
