@@ -42,6 +42,9 @@ class Referee:
     unknown game or a bad time control.
     """
 
+    playing = 0
+    """Matches being refereed in this process (admission control reads it)."""
+
     def __init__(
         self,
         match_id: str,
@@ -85,12 +88,14 @@ class Referee:
         for i, conn in enumerate(conns):
             conn.attach(self, i)
         METRICS.matches_in_play.labels(game).inc()
+        Referee.playing += 1
         try:
             await self._apply(core.start())
             if core.result is None:
                 await self._apply(core.begin())
             await self._over.wait()
         finally:
+            Referee.playing -= 1
             METRICS.matches_in_play.labels(game).dec()
             for conn in conns:
                 conn.detach(self)

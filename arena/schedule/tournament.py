@@ -36,6 +36,7 @@ from arena.match.seat import ask_once
 from arena.metrics import METRICS
 from arena.net.server import ArenaServer, ServerConfig
 from arena.net.spectate import SpectatorHub
+from arena.schedule.admission import admit
 from arena.schedule.copies import PAIR_COPIES, Halves, bot_log, launch_copy, secrets_of
 from arena.schedule.formats import Auction, Format, StaticFormat, Step, derive_seed, make_format
 from arena.schedule.formats.chouette import Chouette, Reign, legal_bids
@@ -405,7 +406,11 @@ async def play_match(
     Storage faults (:mod:`arena.store.health`): a match log that cannot be opened or written
     aborts the match (``aborted``, the error in its detail); with ``health`` the fault pauses
     the caller's scheduling and a result the database refuses is retried until it is
-    committed (without ``health`` the database error propagates: a tournament can resume)."""
+    committed (without ``health`` the database error propagates: a tournament can resume).
+
+    Admission control (:mod:`arena.schedule.admission`): the match waits to start while the
+    server's event loop is behind, so no bot is charged for the server's own queue."""
+    await admit()
     if ensure_connected is not None:
         for name in (row.bot0, row.bot1):
             await ensure_connected(name)  # type: ignore[misc]
