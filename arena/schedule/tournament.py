@@ -30,6 +30,7 @@ from arena.errors import Unavailable, UserError
 from arena.games.base import quote
 from arena.match.clock import Clock
 from arena.match.core import MatchConfig, MatchResult, result_line, unplayed
+from arena.match.limits import LIMITS
 from arena.match.log import MatchLog, write_unplayed
 from arena.match.referee import Referee
 from arena.match.seat import ask_once
@@ -47,7 +48,7 @@ from arena.stats.ladder import ladder_units
 from arena.stats.rating import Fit, Rating, fit_units
 from arena.store.health import STORAGE_ERRORS, StorageHealth
 from arena.store.sqlite import MatchRow, Store
-from protocol.messages import AuctionView, Goodbye, TimeControl
+from protocol.messages import AuctionView, Goodbye
 
 
 class TournamentConfig(msgspec.Struct, omit_defaults=True):
@@ -346,7 +347,7 @@ async def ask_bid(conn: Any, auction_id: str, legal: list[int], view: AuctionVie
     outside any match, default time control. Returns the bid if it is in ``legal``; else None
     (no answer, a fault, or an answer outside ``legal``, which also gets ``illegal_action``, not
     fatal: the caller counts it as 0)."""
-    answer = await ask_once(conn, auction_id, "bid", legal, view, Clock(TimeControl()))
+    answer = await ask_once(conn, auction_id, "bid", legal, view, Clock(LIMITS.time_control()))
     if answer is None:
         return None
     rid, action = answer
