@@ -140,7 +140,9 @@ class Connection:
         self._deadline = deadline
         self._armed = rid
         scope = self._scope
-        if scope is not None:
+        if scope is not None and (deadline < scope.deadline or rid is None):
+            # a later deadline is left for the scope to reach first: when that stale one fires,
+            # the reader makes a new scope with this one (cheaper than moving it every decision)
             scope.deadline = deadline
 
     # -- writing
@@ -364,7 +366,7 @@ class Connection:
         rid = self._armed
         if rid is None:
             self._deadline = INF  # a stale deadline (its request was answered)
-        elif self._deadline <= trio.current_time():
+        elif self._deadline <= trio.current_time():  # else an earlier, stale one fired: wait on
             self.arm(INF, None)
             if self.core.pending_id == rid:
                 self.core.expire()
