@@ -25,6 +25,7 @@ from rich.text import Text
 from arena.bounds import MAX_ELO, float_in, int_in, option_int
 from arena.errors import INTERRUPTED, USAGE, Unavailable, UserError, find_user_error, interrupted
 from arena.gc_policy import tune_for_server
+from arena.match.limits import LIMITS
 from arena.match.referee import MatchConfig
 from arena.names import check_name, escape, plain
 from arena.schedule.formats import FORMATS
@@ -106,12 +107,15 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--concurrency", type=option_int("concurrency"), default=os.cpu_count() or 2,
                    help="matches played at once (default: the number of cores); each bot plays one match at a "
                         "time, so at most half the bots' worth of matches run together")
-    t.add_argument("--move-ms", type=option_int("move_ms"), default=2000, help="time per decision in ms (default 2000)")
-    t.add_argument("--bank-ms", type=option_int("bank_ms"), default=0, help="time bank per match in ms (default 0)")
-    t.add_argument("--grace-ms", type=option_int("grace_ms"), default=50, help="transport grace in ms (default 50)")
-    t.add_argument("--on-timeout", choices=["forfeit", "auto"], default="forfeit")
-    t.add_argument("--max-strikes", type=option_int("max_strikes"), default=3)
-    t.add_argument("--max-illegal", type=option_int("max_illegal"), default=0,
+    t.add_argument("--move-ms", type=option_int("move_ms"), default=LIMITS.move_ms,
+                   help=f"time per decision in ms (default {LIMITS.move_ms})")
+    t.add_argument("--bank-ms", type=option_int("bank_ms"), default=LIMITS.bank_ms,
+                   help=f"time bank per match in ms (default {LIMITS.bank_ms})")
+    t.add_argument("--grace-ms", type=option_int("grace_ms"), default=LIMITS.grace_ms,
+                   help=f"transport grace in ms (default {LIMITS.grace_ms})")
+    t.add_argument("--on-timeout", choices=["forfeit", "auto"], default=LIMITS.on_timeout)
+    t.add_argument("--max-strikes", type=option_int("max_strikes"), default=LIMITS.max_strikes)
+    t.add_argument("--max-illegal", type=option_int("max_illegal"), default=LIMITS.max_illegal,
                    help="illegal actions tolerated per match")
     t.add_argument("--target", type=_target, default=5, help="5, 7 or turn-up (ecarte.md §E7.1)")
     t.add_argument("--manches", type=int, choices=[1, 3], default=1, help="1 = sèche, 3 = liée")
@@ -139,7 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="stop after this many pairs (default 5000)")
     sp.add_argument("--seed", type=option_int("seed"), default=1)
     sp.add_argument("--game", choices=["ecarte", "piquet"], default="ecarte")
-    sp.add_argument("--move-ms", type=option_int("move_ms"), default=2000)
+    sp.add_argument("--move-ms", type=option_int("move_ms"), default=LIMITS.move_ms)
     sp.add_argument("--db", default="arena.db")
     sp.add_argument("--logs", default="logs")
     sp.add_argument("--trust-bots", action="store_true",
@@ -155,7 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     dr = sub.add_parser("doctor", help="conformance check of a bot before you submit it")
     dr.add_argument("manifest", help="the bot's manifest (TOML)")
-    dr.add_argument("--move-ms", type=option_int("move_ms"), default=2000,
+    dr.add_argument("--move-ms", type=option_int("move_ms"), default=LIMITS.move_ms,
                     help="time per decision in ms (default 2000)")
     dr.add_argument("--verbose", action="store_true", help="print the full transcript (token masked)")
     dr.add_argument("--sandbox", action="store_true",

@@ -9,7 +9,7 @@ metric                             type      labels / meaning
 arena_matches_in_play              gauge     game
 arena_matches_finished_total       counter   game, result (win/draw/aborted), reason (target, forfeit_timeout, ...)
 arena_decisions_total              counter   game: decisions answered by bots
-arena_decision_latency_seconds     histogram (no label) request sent -> answer read (server clock), all bots
+arena_decision_latency_seconds     histogram (no label) the time charged per decision (protocol.md §10.4), all bots
 arena_timeouts_total               counter   bot
 arena_illegal_actions_total        counter   bot, code (illegal_action / wrong_decision)
 arena_protocol_errors_total        counter   code (bad_json, line_too_long, ...)
@@ -43,16 +43,8 @@ LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0
 
 
 class DecisionLatency(Histogram):
-    """The decision-latency histogram: one series for all bots, no label.
-
-    :meth:`labels` accepts a bot name and returns the histogram itself, so a caller written for
-    the per-bot histogram of earlier versions (``latency.labels(name).observe(s)``) records in
-    the one series; new code calls :meth:`observe` directly.
-    """
-
-    def labels(self, *labelvalues: Any, **labelkwargs: Any) -> DecisionLatency:  # type: ignore[override]
-        """The histogram itself, whatever the labels (see the class docstring)."""
-        return self
+    """The decision-latency histogram: one series for all bots, no label (a per-bot label
+    would add 15 bucket children per bot, kept alive for the collector)."""
 
     def observe(self, amount: float, exemplar: dict[str, str] | None = None) -> None:
         """Observe ``amount`` seconds: what :meth:`Histogram.observe` does, for one decision
@@ -76,7 +68,7 @@ class Metrics:
         )
         self.decisions = Counter("arena_decisions", "Decisions answered by bots", ["game"], registry=r)
         self.latency = DecisionLatency(
-            "arena_decision_latency_seconds", "Time from request sent to answer read, all bots",
+            "arena_decision_latency_seconds", "Time charged per decision (request written to answer received by the kernel), all bots",
             buckets=LATENCY_BUCKETS, registry=r,
         )
         self.timeouts = Counter("arena_timeouts", "Decisions not answered in time", ["bot"], registry=r)

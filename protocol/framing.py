@@ -158,28 +158,42 @@ class LineReader:
     async def read_line(self) -> bytes | None:
         """Return the next line, ``None`` at end of stream; see the class docstring."""
         while True:
-            nl = self._buf.find(b"\n", self._scan)
-            if nl >= 0:
-                line = bytes(self._buf[:nl])
-                del self._buf[: nl + 1]
-                self._scan = 0
-                if len(line) > self.max_line:
-                    raise ProtocolError(
-                        "line_too_long", f"line longer than {self.max_line} bytes", fatal=True
-                    )
-                if line.endswith(b"\r"):
-                    line = line[:-1]
+            line = self.pop_line()
+            if line is not None:
                 return line
-            self._scan = len(self._buf)
-            if len(self._buf) > self.max_line:
-                self._buf.clear()
-                raise ProtocolError(
-                    "line_too_long", f"line longer than {self.max_line} bytes", fatal=True
-                )
             data = await self.stream.receive_some(self.chunk)
             if not data:
-                if self._buf:
-                    self._buf.clear()
-                    raise ProtocolError("truncated", "connection closed inside a line", fatal=True)
+                self.end()
                 return None
             self._buf += data
+
+    def pop_line(self) -> bytes | None:
+        """The next complete line already buffered (without ``\\n``, trailing ``\\r`` removed), or
+        None if more bytes are needed (hand them to :meth:`feed`). Raises :class:`ProtocolError`
+        ``line_too_long`` (fatal). For readers that receive the bytes themselves."""
+        nl = self._buf.find(b"\n", self._scan)
+        if nl >= 0:
+            line = bytes(self._buf[:nl])
+            del self._buf[: nl + 1]
+            self._scan = 0
+            if len(line) > self.max_line:
+                raise ProtocolError("line_too_long", f"line longer than {self.max_line} bytes", fatal=True)
+            if line.endswith(b"\r"):
+                line = line[:-1]
+            return line
+        self._scan = len(self._buf)
+        if len(self._buf) > self.max_line:
+            self._buf.clear()
+            raise ProtocolError("line_too_long", f"line longer than {self.max_line} bytes", fatal=True)
+        return None
+
+    def feed(self, data: bytes) -> None:
+        """Append bytes received (see :meth:`pop_line`)."""
+        self._buf += data
+
+    def end(self) -> None:
+        """The stream ended: raises :class:`ProtocolError` ``truncated`` (fatal) if it ended
+        inside a line."""
+        if self._buf:
+            self._buf.clear()
+            raise ProtocolError("truncated", "connection closed inside a line", fatal=True)

@@ -14,9 +14,10 @@ from typing import Any
 import msgspec
 import trio
 
+from arena.match.core import long_line_note
+from arena.match.limits import LIMITS
 from arena.match.log import MatchLog
 from arena.match.referee import MatchConfig, Referee
-from arena.match.seat import LONG_LINE_BYTES, long_line_note
 from arena.net.server import ArenaServer, ServerConfig
 from arena.store.sqlite import Store
 from protocol.framing import LineReader
@@ -97,6 +98,6 @@ async def test_each_bot_gets_the_form_it_asked_for() -> None:
 def test_a_timeout_names_the_size_of_a_long_request_line() -> None:
     """docs/protocol.md §6.2 ``error``: a timeout on a request line over 16 KiB says its size
     (a bot whose read buffer is too small never sees the request)."""
-    assert long_line_note(LONG_LINE_BYTES - 1) == ""
+    assert long_line_note(LIMITS.long_line_bytes - 1) == ""
     note = long_line_note(96_164)
     assert "the request line was 96,164 bytes long" in note and "compact" in note

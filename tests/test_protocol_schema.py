@@ -34,6 +34,7 @@ SCHEMA_FILE = ROOT / "docs" / "protocol.schema.json"
 ERROR_SOURCES = [
     "protocol/framing.py",
     "arena/match/seat.py",
+    "arena/match/core.py",  # the fault policy and the connection's protocol state
     "arena/net/server.py",
     "arena/match/referee.py",
     "arena/games/base.py",
@@ -42,8 +43,8 @@ ERROR_SOURCES = [
     "arena/schedule/contest.py",
     "arena/wagers/ledger.py",  # WagerError subclasses: their code goes into a bettor's error
 ]
-REASON_SOURCES = ["arena/match/seat.py", "arena/match/referee.py", "arena/schedule/tournament.py",
-                  "arena/schedule/contest.py"]
+REASON_SOURCES = ["arena/match/core.py", "arena/match/seat.py", "arena/match/referee.py",
+                  "arena/schedule/tournament.py", "arena/schedule/contest.py"]
 
 ERROR_CODE_PATTERNS = [
     re.compile(r'ProtocolError\(\s*"([a-z_]+)"'),
@@ -51,7 +52,7 @@ ERROR_CODE_PATTERNS = [
     re.compile(r'_refuse\(\s*stream\s*,\s*"([a-z_]+)"'),
     re.compile(r'^\s*code\s*(?::[^=\n]*)?=\s*"([a-z_]+)"', re.M),  # class attribute
     re.compile(r'_fault\(\s*"([a-z_]+)"'),
-    re.compile(r'SeatFault\(\s*"[a-z_]+"\s*,\s*"([a-z_]+)"'),  # second argument: the code
+    re.compile(r'"forfeit_[a-z_]+"\s*,\s*"(?!forfeit_)([a-z_]+)"'),  # a forfeit (reason, code, ...): the code
     re.compile(r'Error\(\s*code\s*=\s*"([a-z_]+)"'),  # an Error message built directly
 ]
 JSON_FENCE = re.compile(r"^```json[^\n]*\n(.*?)^```", re.M | re.S)

@@ -1,9 +1,11 @@
 """Time controls: a per-decision limit plus an optional bank per match (ecarte.md §E8.1).
 
-All times are integer milliseconds measured by the server on trio's monotonic clock, from
-the moment a ``request`` is written to the socket to the moment the complete answer line
-has been read. A decision may take ``move_ms``; time beyond that is drawn from the bank.
-``grace_ms`` absorbs transport jitter and is never announced as usable time.
+Pure arithmetic: what a decision that took ``elapsed_ms`` costs. What is measured as
+``elapsed_ms`` (from the start of the request's write to the answer's arrival at the server's
+kernel, the server's own queue excluded) is :mod:`arena.match.fairclock`'s business; the policy
+that uses this clock is :mod:`arena.match.core`'s. A decision may take ``move_ms``; time beyond
+that is drawn from the bank. ``grace_ms`` absorbs transport jitter and is never announced as
+usable time.
 """
 
 from __future__ import annotations

@@ -1,86 +1,72 @@
-"""A connected bot as the referee sees it: send messages, ask for a decision, get faults.
+"""A connected bot as the referee sees it: one long-lived reader, cheap writes, one deadline.
 
-Two layers:
+:class:`Connection` is one authenticated client. Its reader task (:meth:`Connection.run_reader`)
+lives as long as the connection and does all the reading: each line goes to the connection's
+protocol state (:class:`arena.match.core.ConnectionCore`), which says whether it answers the
+pending request or earns an error; answers and faults go straight to the match the connection
+sits in (its :class:`Handler`, the referee), in the reader's own task: no task, channel or
+cancel scope is made per decision. The pending request's deadline is the deadline of the
+reader's one cancel scope (:meth:`Connection.arm`); a new scope is made only after a deadline
+fired. When it fires, the reader first takes in what the kernel already holds (an answer that
+arrived in time but was not read yet is accepted), then tells the handler.
 
-* :class:`Connection` - one authenticated TCP client. A reader task (:meth:`Connection.run_reader`)
-  reads every line as it arrives, timestamps it on trio's monotonic clock, answers protocol
-  errors with an ``error`` message, and routes answers and faults to the seat it sits in.
-* :class:`Seat` - that connection in one match: :meth:`Seat.ask` sends a ``request`` and waits
-  for the matching ``action`` until the clock's deadline; anything else (a timeout, a closed
-  socket, a malformed line, an answer to an unknown id) raises :class:`SeatFault` carrying the
-  forfeit reason of ecarte.md §E8.1.
+Writes (:meth:`Connection.send_bytes`) go straight to the socket when it takes them whole (the
+usual case: no lock, no time-out, no task switch); only a partial write waits for the rest,
+under a lock that keeps later writes in order, within ``send_timeout_s``, shielded so a write is
+never cut in the middle of a line. Streams other than a socket (memory streams in tests) take
+the locked path every time.
+
+Arrival times come from the fair clock (:mod:`arena.match.fairclock`): the kernel's receive
+stamp on TCP, else the moment the event loop woke for the data.
 """
 
 from __future__ import annotations
 
-from collections import deque
-from typing import Any
+import math
+import socket
+from typing import Any, Protocol
 
 import msgspec
 import trio
 
+from arena.match import fairclock
 from arena.match.clock import Clock
+from arena.match.core import ConnectionCore
+from arena.match.limits import LIMITS
 from arena.metrics import METRICS
-from protocol.framing import LineReader, ProtocolError, decode_client, encode, encode_into
-from protocol.messages import ActionMsg, Compact, Error, GameView, Hello, Request
+from protocol.framing import LineReader, ProtocolError, encode
+from protocol.messages import Compact, Error, GameView, Request
 
-MAX_ERRORS_PER_CONNECTION = 100
-"""After this many ``error`` messages a connection is closed (``too_many_errors``): a flood
-of garbage costs the server a bounded amount of work."""
-
-
-LONG_LINE_BYTES = 16 * 1024
-"""A request line at least this long (bytes, newline included) is named in a timeout's error:
-a bot whose read buffer is too small for it never sees the request and times out."""
-
-
-def long_line_note(nbytes: int) -> str:
-    """The clause a timeout's message ends with when the request line was long (``nbytes``
-    bytes, newline included, at least :data:`LONG_LINE_BYTES`), else ``""``."""
-    if nbytes < LONG_LINE_BYTES:
-        return ""
-    return (f"; the request line was {nbytes:,} bytes long: a bot must read lines of any length "
-            "(docs/protocol.md §2), or ask for the compact form at hello (§8.13)")
-
-
-class SeatFault(Exception):
-    """A seat can no longer play. ``reason`` is the match-end reason (``forfeit_timeout``,
-    ``forfeit_disconnect``, ``forfeit_protocol``, ``forfeit_illegal``); ``code`` the protocol
-    error code; ``detail`` a readable explanation."""
-
-    def __init__(self, reason: str, code: str, detail: str, seat: int) -> None:
-        super().__init__(f"seat {seat}: {reason}: {code}: {detail}")
-        self.reason = reason
-        self.code = code
-        self.detail = detail
-        self.seat = seat
-
-
-class SeatTimeout(SeatFault):
-    """The decision's deadline passed without an answer to request ``request_id``."""
-
-    def __init__(self, detail: str, seat: int, request_id: int) -> None:
-        super().__init__("forfeit_timeout", "timeout", detail, seat)
-        self.request_id = request_id
+INF = math.inf
 
 
 class SendFailed(Exception):
     """The peer is gone or does not read (a send did not finish within its time limit)."""
 
 
-class Answer(msgspec.Struct):
-    """A bot's answer: the request id, its action, and the decision's time in ms."""
+class Handler(Protocol):
+    """What a connection seated in a match (or a chouette auction) tells it. ``t`` is the
+    answer's arrival time on the fair clock (``trio.current_time()`` seconds)."""
 
-    id: int
-    action: Any
-    elapsed_ms: float
+    async def on_answer(self, conn: Connection, rid: int, action: Any, t: float) -> None: ...
+    async def on_fault(self, conn: Connection, code: str, detail: str) -> None: ...
+    async def on_deadline(self, conn: Connection, rid: int) -> None: ...
+    async def on_closed(self, conn: Connection, reason: str) -> None: ...
+
+
+def _raw_socket(stream: Any) -> socket.socket | None:
+    """The stdlib socket under a trio ``SocketStream`` (trio keeps it as ``_sock``), or None."""
+    sock = getattr(getattr(stream, "socket", None), "_sock", None)
+    return sock if isinstance(sock, socket.socket) else None
 
 
 class Connection:
-    """One client after a successful ``hello``: its name, its stream and its reader task.
+    """One client after a successful ``hello``: its name, its stream and its reader.
 
-    ``send_timeout_s`` bounds every write: a peer that stops reading is treated as gone.
-    ``closed`` is set when the reader ends (EOF, error or :meth:`aclose`).
+    ``send_timeout_s`` bounds a write that the socket does not take at once: a peer that stops
+    reading is treated as gone. ``closed`` is set when the reader ends (EOF, error or
+    :meth:`aclose`). ``core`` holds its protocol state (request ids, the pending request, the
+    error count); ``handler`` the match it sits in, at seat ``seat_no``.
     """
 
     def __init__(
@@ -90,7 +76,7 @@ class Connection:
         name: str,
         role: str = "bot",
         peer: str = "",
-        send_timeout_s: float = 10.0,
+        send_timeout_s: float = LIMITS.send_timeout_ms / 1000,
     ) -> None:
         self.stream = stream
         self.reader = reader
@@ -100,35 +86,113 @@ class Connection:
         self.send_timeout_s = send_timeout_s
         self.closed = trio.Event()
         self.close_reason = ""
-        self.seat: Seat | None = None
-        self.pending_id: int | None = None
-        self._next_id = 0
-        self._expired: deque[int] = deque(maxlen=256)
-        self._answered: deque[int] = deque(maxlen=256)
-        self._send_lock = trio.Lock()
-        self.errors_sent = 0
+        self.core = ConnectionCore()
+        self.handler: Handler | None = None
+        self.seat_no = 0
         self.busy = False  # seated in a match (set by the scheduler)
         self.legal_form = "full"  # "compact" if the bot asked for it at hello (set by the server)
+        self._raw = _raw_socket(stream)
+        self._stamps = self._raw is not None and fairclock.enable_stamps(self._raw)
+        self._scope: trio.CancelScope | None = None
+        self._deadline = INF
+        self._armed: int | None = None
+        self._lock: trio.Lock | None = None
+        self._slow = 0  # writes waiting on the locked path: the direct path must wait its turn
+        self._arrived = 0.0
+        self._waited = True  # the last read waited for its data (else a flood may be under way)
+        self._full = False  # the last read filled its buffer: more is probably waiting
+
+    # -- compatibility with the names the rest of the code uses
+
+    @property
+    def errors_sent(self) -> int:
+        """Protocol faults committed so far (``too_many_errors`` at ``Limits.max_errors``)."""
+        return self.core.errors
+
+    @property
+    def pending_id(self) -> int | None:
+        """The request awaiting an answer on this connection, if any."""
+        return self.core.pending_id
 
     def new_request_id(self) -> int:
         """A fresh request id, unique on this connection."""
-        self._next_id += 1
-        return self._next_id
+        return self.core.new_request_id()
+
+    # -- seating
+
+    def attach(self, handler: Handler, seat: int) -> None:
+        """Seat the connection: its answers and faults go to ``handler`` as seat ``seat``."""
+        self.handler = handler
+        self.seat_no = seat
+        self.core.seated = True
+
+    def detach(self, handler: Handler) -> None:
+        """Unseat it (if ``handler`` still holds it): a pending request expires."""
+        if self.handler is handler:
+            self.handler = None
+            self.core.seated = False
+        self.core.expire()
+        self.arm(INF, None)
+
+    def arm(self, deadline: float, rid: int | None) -> None:
+        """The reader reports request ``rid`` as timed out at ``deadline`` (loop clock, seconds;
+        ``INF``: none) unless it is answered first."""
+        self._deadline = deadline
+        self._armed = rid
+        scope = self._scope
+        if scope is not None and (deadline < scope.deadline or rid is None):
+            # a later deadline is left for the scope to reach first: when that stale one fires,
+            # the reader makes a new scope with this one (cheaper than moving it every decision)
+            scope.deadline = deadline
+
+    # -- writing
 
     async def send_bytes(self, data: bytes) -> None:
-        """Write ``data``; raise :class:`SendFailed` if the peer is gone or not reading."""
+        """Write ``data``; raise :class:`SendFailed` if the peer is gone or does not read."""
         if self.closed.is_set():
             raise SendFailed(f"connection closed ({self.close_reason})")
+        raw = self._raw
+        if raw is not None and not self._slow:
+            try:
+                n = raw.send(data)
+            except BlockingIOError:
+                n = 0
+            except OSError as exc:
+                await self.aclose("send failed")
+                raise SendFailed(f"send failed: {exc!r}") from None
+            if n == len(data):
+                return
+            data = data[n:]
+        await self._send_rest(data)
+
+    async def _send_rest(self, data: bytes) -> None:
+        """The locked path: in order behind earlier partial writes, within ``send_timeout_s``."""
+        if self._lock is None:
+            self._lock = trio.Lock()
+        self._slow += 1
         try:
-            async with self._send_lock:
-                with trio.fail_after(self.send_timeout_s):
-                    await self.stream.send_all(data)
-        except trio.TooSlowError:
-            await self.aclose("not reading (send timed out)")
-            raise SendFailed("peer does not read: send timed out") from None
+            with trio.CancelScope(shield=True):  # never leave half a line on the wire
+                with trio.move_on_after(self.send_timeout_s) as timer:
+                    async with self._lock:
+                        raw = self._raw
+                        if raw is None:
+                            await self.stream.send_all(data)
+                        else:
+                            view = memoryview(data)
+                            while view:
+                                await trio.lowlevel.wait_writable(raw)
+                                try:
+                                    view = view[raw.send(view):]
+                                except BlockingIOError:
+                                    pass
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
             await self.aclose("send failed")
             raise SendFailed(f"send failed: {exc!r}") from None
+        finally:
+            self._slow -= 1
+        if timer.cancelled_caught:
+            await self.aclose("not reading (send timed out)")
+            raise SendFailed("peer does not read: send timed out")
 
     async def send(self, msg: msgspec.Struct) -> None:
         """Encode and send one message (see :meth:`send_bytes`)."""
@@ -136,13 +200,16 @@ class Connection:
 
     async def send_error(self, code: str, message: str, id: int | None = None, fatal: bool = False) -> None:
         """Send an ``error`` message, ignoring a failed send."""
+        await self._tell(Error(code=code, message=message, id=id, fatal=fatal))  # type: ignore[arg-type]
+
+    async def _tell(self, error: Error) -> None:
         try:
-            await self.send(Error(code=code, message=message, id=id, fatal=fatal))
+            await self.send_bytes(encode(error))
         except SendFailed:
             pass
 
     async def aclose(self, reason: str = "closed") -> None:
-        """Close the stream (idempotent); the reader task then ends."""
+        """Close the stream (idempotent); the reader then ends."""
         if not self.close_reason:
             self.close_reason = reason
         self.closed.set()
@@ -152,228 +219,228 @@ class Connection:
             except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
                 pass
 
-    async def _protocol_fault(self, code: str, message: str, id: int | None = None) -> None:
-        """The client broke the protocol: tell it (``fatal`` when it is in a match, which it
-        then loses), count it toward :data:`MAX_ERRORS_PER_CONNECTION`, notify the seat."""
-        self.errors_sent += 1
-        METRICS.protocol_errors.labels(code).inc()
-        await self.send_error(code, message, id=id, fatal=self.seat is not None)
-        self._fault(code, message)
+    # -- reading
 
-    def _fault(self, code: str, detail: str) -> None:
-        if self.seat is not None:
-            self.seat._deliver(("fault", code, detail))
+    async def _receive(self, streak: int) -> bytes:
+        """The next bytes (b"" at the end); sets ``_arrived`` (fair clock). ``streak``: reads in
+        a row that found data waiting: past one, yield first, so a flood cannot hold the loop."""
+        if streak:
+            await trio.lowlevel.checkpoint()
+        raw = self._raw
+        if raw is None:
+            data = await self.stream.receive_some(self.reader.chunk)
+            self._arrived = min(fairclock.watch().woke, trio.current_time())
+            self._waited = True
+            return data
+        if not self._full:
+            await trio.lowlevel.wait_readable(raw)  # the usual case: nothing is waiting yet
+        while True:
+            try:
+                if self._stamps:
+                    data, anc, _, _ = raw.recvmsg(self.reader.chunk, fairclock.ANCILLARY_BYTES)
+                else:
+                    data, anc = raw.recv(self.reader.chunk), None
+            except BlockingIOError:
+                await trio.lowlevel.wait_readable(raw)
+                continue
+            except OSError:
+                return b""
+            now = trio.current_time()
+            t = fairclock.arrival(anc, now) if anc else None
+            self._arrived = min(fairclock.watch().woke, now) if t is None else t
+            self._full = len(data) == self.reader.chunk  # more may be waiting: read before waiting
+            self._waited = not self._full
+            return data
+
+    def _drain(self) -> bool:
+        """Take in, without waiting, what the kernel already holds (True if anything)."""
+        raw = self._raw
+        got = False
+        while raw is not None:
+            try:
+                if self._stamps:
+                    data, anc, _, _ = raw.recvmsg(self.reader.chunk, fairclock.ANCILLARY_BYTES)
+                else:
+                    data, anc = raw.recv(self.reader.chunk), None
+            except (BlockingIOError, OSError):
+                break
+            if not data:
+                break
+            now = trio.current_time()
+            self._arrived = (fairclock.arrival(anc, now) if anc else None) or now
+            self.reader.feed(data)
+            got = True
+        return got
 
     async def run_reader(self) -> None:
-        """Read lines until the connection ends, routing each to the current seat."""
-        blank = 0  # blank lines read (ignored, but they must not starve the event loop)
+        """Read lines until the connection ends, handing each to the match it sits in."""
+        reader = self.reader
+        blank = 0
         try:
             while True:
-                try:
-                    line = await self.reader.read_line()
-                except ProtocolError as exc:
-                    METRICS.protocol_errors.labels(exc.code).inc()
-                    await self.send_error(exc.code, exc.message, fatal=True)
-                    self._fault(exc.code, exc.message)
-                    self.close_reason = exc.code
+                with trio.CancelScope(deadline=self._deadline) as scope:
+                    self._scope = scope
+                    streak = 0
+                    while True:
+                        line = reader.pop_line()
+                        if line is None:
+                            data = await self._receive(streak)
+                            if not data:
+                                reader.end()
+                                return
+                            streak = 0 if self._waited else streak + 1
+                            reader.feed(data)
+                            continue
+                        if not line.strip():
+                            # blank lines are free (no error, no write): without this a flood of
+                            # them is read without ever yielding to the other connections' tasks
+                            blank += 1
+                            if blank % 64 == 0:
+                                await trio.lowlevel.checkpoint()
+                            continue
+                        if await self._on_line(line):
+                            await self._linger()
+                            return
+                self._scope = None
+                if scope.cancelled_caught and await self._deadline_passed():
                     return
-                except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-                    return
-                if line is None:
-                    return
-                now = trio.current_time()
-                if not line.strip():
-                    # Blank lines are free (no error, no write), so without this a flood of
-                    # them is read chunk after chunk (64 Ki lines each) without ever yielding to
-                    # the other connections' tasks: their answers would be timestamped late.
-                    blank += 1
-                    if blank % 64 == 0:
-                        await trio.lowlevel.checkpoint()
-                    continue
-                await self._handle_line(line, now)
-                if self.errors_sent >= MAX_ERRORS_PER_CONNECTION:
-                    await self.send_error(
-                        "too_many_errors", f"{self.errors_sent} errors: closing", fatal=True
-                    )
-                    self._fault("too_many_errors", "too many errors")
-                    self.close_reason = "too_many_errors"
-                    return
+        except ProtocolError as exc:  # line_too_long, truncated: the stream cannot go on
+            METRICS.protocol_errors.labels(exc.code).inc()
+            await self._tell(ConnectionCore.broken(exc))
+            if self.handler is not None:
+                await self.handler.on_fault(self, exc.code, exc.message)
+            self.close_reason = exc.code
+            await self._linger()
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            pass
         finally:
+            self._scope = None
             if not self.close_reason:
                 self.close_reason = "disconnected"
             self.closed.set()
-            if self.seat is not None:
-                self.seat._deliver(("closed", self.close_reason, ""))
             with trio.CancelScope(shield=True):
+                if self.handler is not None:
+                    await self.handler.on_closed(self, self.close_reason)
                 try:
                     await self.stream.aclose()
                 except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
                     pass
 
-    async def _handle_line(self, line: bytes, now: float) -> None:
-        try:
-            msg = decode_client(line)
-        except ProtocolError as exc:
-            await self._protocol_fault(exc.code, exc.message)
+    async def _linger(self) -> None:
+        """Before closing for a fatal error: stop writing (the client sees the end after our
+        last error) and read on, discarding, for ``Limits.close_linger_ms`` and
+        ``Limits.max_line_bytes`` at most, so closing does not reset the connection under the
+        client's unread lines (a client that sends on past that is cut off)."""
+        raw = self._raw
+        if raw is None:
             return
-        if isinstance(msg, ActionMsg):
-            rid = msg.id
-            if rid == self.pending_id and self.seat is not None:
-                self.pending_id = None
-                self._answered.append(rid)
-                self.seat._deliver(("answer", rid, msg.action, now))
-            elif rid in self._expired:
-                await self.send_error(
-                    "late_answer",
-                    f"request {rid} is no longer pending (it timed out or its match ended); answer ignored",
-                    id=rid,
-                )
-            elif rid in self._answered:
-                await self._protocol_fault("duplicate_answer", f"request {rid} was already answered", rid)
-            elif self.seat is not None and self.pending_id is None:
-                await self._protocol_fault("not_your_turn", f"no decision is asked of you (request {rid})", rid)
-            else:
-                await self._protocol_fault("unknown_request", f"no request {rid} is pending", rid)
-        elif isinstance(msg, Hello):
-            await self._protocol_fault("unexpected_hello", "hello is only valid as the first line")
-        else:  # list / subscribe / unsubscribe: spectator messages, harmless from a bot
-            await self.send_error("wrong_role", f"{type(msg).__name__} is for spectators; this connection is a bot")
-
-
-class Seat:
-    """A :class:`Connection` sitting at seat ``index`` (0 or 1) of match ``match_id``.
-
-    Attach with :meth:`attach` before the match and :meth:`detach` after. Faults raised by
-    :meth:`ask`, :meth:`send` and :meth:`check` are :class:`SeatFault`.
-    """
-
-    def __init__(self, conn: Connection, index: int, match_id: str, clock: Clock) -> None:
-        self.conn = conn
-        self.index = index
-        self.match_id = match_id
-        self.clock = clock
-        self._in, self._out = trio.open_memory_channel[tuple](32)
-        self.outbox = bytearray()  # encoded messages waiting for the next write
-
-    def queue(self, msg: msgspec.Struct) -> None:
-        """Encode ``msg`` for sending with this seat's next write (its next request, or
-        :meth:`flush`). Batching makes one socket write per decision instead of one per
-        event: events only inform, so a bot needs them before its next request, not sooner."""
-        encode_into(msg, self.outbox)
-
-    async def flush(self) -> None:
-        """Send everything queued; a failed send is a ``forfeit_disconnect`` fault."""
-        if self.outbox:
-            data = bytes(self.outbox)
-            self.outbox.clear()
-            try:
-                await self.conn.send_bytes(data)
-            except SendFailed as exc:
-                raise SeatFault("forfeit_disconnect", "disconnect", str(exc), self.index) from None
-
-    @property
-    def name(self) -> str:
-        """The bot's name."""
-        return self.conn.name
-
-    def attach(self) -> None:
-        """Route the connection's answers and faults to this seat."""
-        self.conn.seat = self
-        if self.conn.closed.is_set():
-            self._deliver(("closed", self.conn.close_reason or "disconnected", ""))
-
-    def detach(self) -> None:
-        """Stop routing to this seat; any pending request becomes expired."""
-        if self.conn.seat is self:
-            self.conn.seat = None
-        if self.conn.pending_id is not None:
-            self.conn._expired.append(self.conn.pending_id)
-            self.conn.pending_id = None
-
-    def _deliver(self, item: tuple) -> None:
         try:
-            self._in.send_nowait(item)
-        except trio.WouldBlock:
-            pass  # the seat is already faulted; extra faults add nothing
+            raw.shutdown(socket.SHUT_WR)
+        except OSError:
+            return
+        left = self.core.limits.max_line_bytes
+        with trio.move_on_after(self.core.limits.close_linger_ms / 1000):
+            while left > 0:
+                try:
+                    data = raw.recv(min(left, self.reader.chunk))
+                except BlockingIOError:
+                    try:
+                        await trio.lowlevel.wait_readable(raw)
+                    except trio.ClosedResourceError:
+                        return
+                    continue
+                except OSError:
+                    return
+                if not data:
+                    return
+                left -= len(data)
 
-    def _raise_for(self, item: tuple) -> None:
-        kind, code, detail = item[0], item[1], item[2]
-        if kind == "closed":
-            raise SeatFault("forfeit_disconnect", "disconnect", f"connection lost ({code})", self.index)
-        raise SeatFault("forfeit_protocol", code, detail, self.index)
+    async def _deadline_passed(self) -> bool:
+        """The armed deadline fired: read what already arrived (it may hold the answer, with
+        its arrival time), then report the timeout if the request is still pending. True if the
+        connection is to close."""
+        if self._drain():
+            while (line := self.reader.pop_line()) is not None:
+                if line.strip() and await self._on_line(line):
+                    return True
+        rid = self._armed
+        if rid is None:
+            self._deadline = INF  # a stale deadline (its request was answered)
+        elif self._deadline <= trio.current_time():  # else an earlier, stale one fired: wait on
+            self.arm(INF, None)
+            if self.core.pending_id == rid:
+                self.core.expire()
+                if self.handler is not None:
+                    await self.handler.on_deadline(self, rid)
+        return False
 
-    def check(self) -> None:
-        """Raise :class:`SeatFault` if a fault arrived since the last look (non-blocking)."""
-        while True:
-            try:
-                item = self._out.receive_nowait()
-            except trio.WouldBlock:
-                return
-            if item[0] != "answer":
-                self._raise_for(item)
+    async def _on_line(self, line: bytes) -> bool:
+        """Handle one line (not blank); True if the connection is to close."""
+        verdict = self.core.line(line)
+        if verdict is None:
+            return False
+        if verdict[0] == "answer":
+            self._armed = None  # the scope's deadline stays: a stale one that fires is ignored
+            if self.handler is not None:
+                await self.handler.on_answer(self, verdict[1], verdict[2], self._arrived)
+            return False
+        _, error, fault, close = verdict
+        if fault is not None:
+            METRICS.protocol_errors.labels(fault[0]).inc()
+        await self._tell(error)
+        if fault is not None and self.handler is not None:
+            await self.handler.on_fault(self, *fault)
+        if close is not None:
+            await self._tell(self.core.too_many())
+            if self.handler is not None:
+                await self.handler.on_fault(self, close, "too many errors")
+            self.close_reason = close
+            return True
+        return False
 
-    async def send(self, msg: msgspec.Struct) -> None:
-        """Send anything queued, then ``msg``, in one write; a failed send is a
-        ``forfeit_disconnect`` fault."""
-        self.queue(msg)
-        data = bytes(self.outbox)
-        self.outbox.clear()
-        try:
-            await self.conn.send_bytes(data)
-        except SendFailed as exc:
-            raise SeatFault("forfeit_disconnect", "disconnect", str(exc), self.index) from None
 
-    async def ask(self, decision: str, legal: list[Any] | Compact, state: GameView) -> Answer:
-        """Send a ``request`` and wait for its answer within the clock's deadline.
+class _Asker:
+    """The handler of one request outside a match (a chouette bid)."""
 
-        Returns an :class:`Answer` (the action is not yet checked against the rules).
-        Raises :class:`SeatTimeout` when the deadline passes, :class:`SeatFault` on a
-        disconnect or a protocol fault.
-        """
-        self.check()
-        conn = self.conn
+    def __init__(self) -> None:
+        self.done = trio.Event()
+        self.answer: tuple[int, Any] | None = None
+
+    async def on_answer(self, conn: Connection, rid: int, action: Any, t: float) -> None:
+        self.answer = (rid, action)
+        self.done.set()
+
+    async def on_fault(self, conn: Connection, code: str, detail: str) -> None:
+        self.done.set()
+
+    async def on_deadline(self, conn: Connection, rid: int) -> None:
+        self.done.set()
+
+    async def on_closed(self, conn: Connection, reason: str) -> None:
+        self.done.set()
+
+
+async def ask_once(conn: Connection, match_id: str, decision: str, legal: list[Any] | Compact, state: GameView,
+                   clock: Clock) -> tuple[int, Any] | None:
+    """Ask ``conn`` one question outside a match (a chouette bid, docs/protocol.md §8.12):
+    ``(request id, action)`` if it answers before ``clock``'s deadline, else None (a timeout, a
+    protocol fault, a closed connection: the caller decides what that costs)."""
+    asker = _Asker()
+    conn.attach(asker, 0)
+    try:
         rid = conn.new_request_id()
-        clock = self.clock
-        start = len(self.outbox)
-        encode_into(
-            Request(
-                id=rid,
-                match_id=self.match_id,
-                decision=decision,  # type: ignore[arg-type]
-                legal=legal,
-                state=state,
-                time_ms=clock.time_ms,
-                bank_ms=clock.bank_ms,
-            ),
-            self.outbox,
-        )
-        line_bytes = len(self.outbox) - start
-        data = bytes(self.outbox)
-        self.outbox.clear()
-        conn.pending_id = rid
-        t0 = trio.current_time()
+        data = encode(Request(id=rid, match_id=match_id, decision=decision, legal=legal, state=state,  # type: ignore[arg-type]
+                              time_ms=clock.time_ms, bank_ms=clock.bank_ms))
+        conn.core.expect(rid)
+        conn.arm(trio.current_time() + clock.deadline_ms / 1000, rid)
         try:
             await conn.send_bytes(data)
-        except SendFailed as exc:
-            conn.pending_id = None
-            raise SeatFault("forfeit_disconnect", "disconnect", str(exc), self.index) from None
-        deadline_ms = clock.deadline_ms
-        with trio.move_on_at(t0 + deadline_ms / 1000):
-            while True:
-                item = await self._out.receive()
-                if item[0] == "answer":
-                    if item[1] != rid:
-                        continue
-                    elapsed = (item[3] - t0) * 1000
-                    if not clock.charge(elapsed):
-                        break
-                    return Answer(rid, item[2], elapsed)
-                conn.pending_id = None
-                conn._expired.append(rid)  # a stray answer later is "late", never a new fault
-                self._raise_for(item)
-        if conn.pending_id == rid:
-            conn.pending_id = None
-            conn._expired.append(rid)
-            clock.charge(deadline_ms)
-        raise SeatTimeout(f"no answer to request {rid} within {deadline_ms} ms{long_line_note(line_bytes)}",
-                          self.index, rid)
+        except SendFailed:
+            return None
+        await asker.done.wait()
+        return asker.answer
+    finally:
+        conn.detach(asker)
+
+
+__all__ = ["Connection", "Handler", "SendFailed", "ask_once"]

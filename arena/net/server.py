@@ -41,6 +41,7 @@ import msgspec
 import trio
 
 from arena import __version__
+from arena.match.limits import LIMITS
 from arena.match.seat import Connection
 from arena.metrics import METRICS
 from arena.names import NAME_RULE, is_valid_name
@@ -49,7 +50,7 @@ from arena.net.spectate import SpectatorHub, Subscriber
 from arena.store.sqlite import Store
 from arena.wagers.ledger import WagerError
 from protocol import PROTOCOL_VERSION
-from protocol.framing import DEFAULT_MAX_LINE, LineReader, ProtocolError, decode_client, encode
+from protocol.framing import LineReader, ProtocolError, decode_client, encode
 from protocol.messages import Error, Hello, ListMatches, Matches, PlaceBet, Subscribe, Unsubscribe, Welcome
 
 log = logging.getLogger("arena.net.server")
@@ -60,7 +61,9 @@ _IDLE = object()
 
 
 class ServerConfig(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=True):
-    """Listener settings. ``port`` 0 picks a free port; times in seconds, sizes in bytes.
+    """Listener settings. ``port`` 0 picks a free port; times in seconds, sizes in bytes; the
+    defaults of ``max_line``, ``handshake_timeout_s`` and ``send_timeout_s`` are
+    :class:`arena.match.limits.Limits`'s.
 
     Caps (see the module docstring): ``max_connections`` TCP connections in all (default 512,
     well below the usual 1,024 file descriptors even when the hard limit cannot be raised),
@@ -74,9 +77,9 @@ class ServerConfig(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=Tru
 
     host: str = "127.0.0.1"
     port: int = 0
-    max_line: int = DEFAULT_MAX_LINE
-    handshake_timeout_s: float = 5.0
-    send_timeout_s: float = 10.0
+    max_line: int = LIMITS.max_line_bytes
+    handshake_timeout_s: float = LIMITS.handshake_timeout_ms / 1000
+    send_timeout_s: float = LIMITS.send_timeout_ms / 1000
     max_conns_per_addr: int = 64
     max_connections: int = 512
     bot_reserve: int = 32

@@ -42,6 +42,7 @@ import msgspec
 import trio
 
 from arena.bounds import check_contest_numbers
+from arena.match.limits import LIMITS
 from arena.match.referee import MatchConfig, MatchResult
 from arena.metrics import METRICS
 from arena.names import is_valid_name
@@ -93,9 +94,9 @@ class ContestConfig(msgspec.Struct, forbid_unknown_fields=True):
     duplicate_remote: bool = False
     """Play duplicate pairs with remote bots too (trusting them not to remember a pack: one
     connection plays both halves); otherwise their units are two unpaired matches."""
-    on_timeout: Literal["forfeit", "auto"] = "forfeit"
-    max_strikes: int = 3
-    max_illegal: int = 0
+    on_timeout: Literal["forfeit", "auto"] = LIMITS.on_timeout
+    max_strikes: int = LIMITS.max_strikes
+    max_illegal: int = LIMITS.max_illegal
     rules: Rules = msgspec.field(default_factory=Rules)
     time: TimeControl = msgspec.field(default_factory=TimeControl)
     server: ServerConfig = msgspec.field(default_factory=lambda: ServerConfig(port=7000))

@@ -29,12 +29,15 @@ import trio
 from arena.errors import Unavailable, UserError
 from arena.games.base import quote
 from arena.match.clock import Clock
+from arena.match.core import MatchConfig, MatchResult, result_line, unplayed
+from arena.match.limits import LIMITS
 from arena.match.log import MatchLog, write_unplayed
-from arena.match.referee import MatchConfig, MatchResult, Referee
-from arena.match.seat import Seat, SeatFault
+from arena.match.referee import Referee
+from arena.match.seat import ask_once
 from arena.metrics import METRICS
 from arena.net.server import ArenaServer, ServerConfig
 from arena.net.spectate import SpectatorHub
+from arena.schedule.admission import admit
 from arena.schedule.copies import PAIR_COPIES, Halves, bot_log, launch_copy, secrets_of
 from arena.schedule.formats import Auction, Format, StaticFormat, Step, derive_seed, make_format
 from arena.schedule.formats.chouette import Chouette, Reign, legal_bids
@@ -45,7 +48,7 @@ from arena.stats.ladder import ladder_units
 from arena.stats.rating import Fit, Rating, fit_units
 from arena.store.health import STORAGE_ERRORS, StorageHealth
 from arena.store.sqlite import MatchRow, Store
-from protocol.messages import AuctionView, Goodbye, TimeControl
+from protocol.messages import AuctionView, Goodbye
 
 
 class TournamentConfig(msgspec.Struct, omit_defaults=True):
@@ -344,18 +347,13 @@ async def ask_bid(conn: Any, auction_id: str, legal: list[int], view: AuctionVie
     outside any match, default time control. Returns the bid if it is in ``legal``; else None
     (no answer, a fault, or an answer outside ``legal``, which also gets ``illegal_action``, not
     fatal: the caller counts it as 0)."""
-    seat = Seat(conn, 0, auction_id, Clock(TimeControl()))
-    seat.attach()
-    try:
-        answer = await seat.ask("bid", legal, view)
-        if answer.action in legal and not isinstance(answer.action, bool):
-            return answer.action
-        await conn.send_error("illegal_action", f"bid {quote(answer.action)} is not in legal; counted as 0",
-                              id=answer.id)
-    except SeatFault:
-        pass
-    finally:
-        seat.detach()
+    answer = await ask_once(conn, auction_id, "bid", legal, view, Clock(LIMITS.time_control()))
+    if answer is None:
+        return None
+    rid, action = answer
+    if action in legal and not isinstance(action, bool):
+        return action
+    await conn.send_error("illegal_action", f"bid {quote(action)} is not in legal; counted as 0", id=rid)
     return None
 
 
@@ -409,7 +407,11 @@ async def play_match(
     Storage faults (:mod:`arena.store.health`): a match log that cannot be opened or written
     aborts the match (``aborted``, the error in its detail); with ``health`` the fault pauses
     the caller's scheduling and a result the database refuses is retried until it is
-    committed (without ``health`` the database error propagates: a tournament can resume)."""
+    committed (without ``health`` the database error propagates: a tournament can resume).
+
+    Admission control (:mod:`arena.schedule.admission`): the match waits to start while the
+    server's event loop is behind, so no bot is charged for the server's own queue."""
+    await admit()
     if ensure_connected is not None:
         for name in (row.bot0, row.bot1):
             await ensure_connected(name)  # type: ignore[misc]
@@ -434,26 +436,16 @@ async def play_match(
 
     absent = [i for i, c in enumerate(conns) if c is None or c.closed.is_set()]
     if absent:
-        METRICS.matches_finished.labels(match_config.game, "aborted" if len(absent) == 2 else "win",
-                                        "aborted" if len(absent) == 2 else "forfeit_disconnect").inc()
-        result = MatchResult(
-            match_id=row.match_key,
-            winner=None if len(absent) == 2 else 1 - absent[0],
-            reason="aborted" if len(absent) == 2 else "forfeit_disconnect",
-            scores=[0, 0],
-            manches=[0, 0],
-            detail="not connected: " + ", ".join((row.bot0, row.bot1)[i] for i in absent),
-            faulty=absent[0] if len(absent) == 1 else None,
-        )
+        result, incidents = unplayed(row.match_key, (row.bot0, row.bot1), absent)
+        METRICS.matches_finished.labels(match_config.game, "aborted" if result.winner is None else "win",
+                                        result.reason).inc()
         # a log for this match too: header, an incident per absent seat, the result
         last = write_unplayed(
             log_path,
             {"match_id": row.match_key, "game": match_config.game, "seed": row.seed, "bots": [row.bot0, row.bot1],
              "config": msgspec.to_builtins(match_config)},
-            [(i, "not_connected", f"{(row.bot0, row.bot1)[i]} was not connected when the match was due")
-             for i in absent],
-            {"winner": result.winner, "reason": result.reason, "scores": result.scores, "manches": result.manches,
-             "faulty": result.faulty, "margin": result.margin, "decisions": 0, "detail": result.detail},
+            incidents,
+            {k: v for k, v in result_line(result).items() if k != "type"},
         )
         if last is None and health is not None:
             health.fail("match log", OSError(f"the log of {row.match_key} could not be written"))
@@ -487,9 +479,8 @@ async def play_match(
             # its first deal); a contest server shutting down records it as aborted
             if abort_on_cancel and referee.result is None:
                 with trio.CancelScope(shield=True):
-                    aborted = MatchResult(match_id=row.match_key, winner=None, reason="aborted",
-                                          scores=referee.engine.scores, manches=referee.engine.manches,
-                                          detail="server shut down during the match")
+                    aborted = referee.core.abort("server shut down during the match", force=True).result
+                    assert aborted is not None
                     referee.result = aborted
                     try:
                         await record(aborted, retry=False)

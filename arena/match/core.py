@@ -1,0 +1,538 @@
+"""The match core without I/O: the whole fault policy of ecarte.md §E8.1, in one place.
+
+In the style of h11 (events in, events and bytes out; no sockets, no clock, no tasks), two
+state machines that a driver (:mod:`arena.match.referee`, :mod:`arena.match.seat`) feeds:
+
+* :class:`ConnectionCore` - one bot connection's side of the protocol (docs/protocol.md §10,
+  §11): it decodes each line the bot sends and says what it is: the answer to the pending
+  request, or an error to send back (``late_answer``, ``duplicate_answer``, ``not_your_turn``,
+  ``unknown_request``, a framing code, ``wrong_role``), whether that error is a protocol fault
+  (fatal in a match, one step towards ``too_many_errors``) and whether the connection must close.
+  It owns the request ids of the connection (unique, increasing, never reset).
+* :class:`MatchCore` - one match: it wraps the pure rules engine (:mod:`arena.games`), is told
+  :meth:`~MatchCore.start`, "seat s answered request r with this action at time t"
+  (:meth:`~MatchCore.answer`), "seat s's deadline passed" (:meth:`~MatchCore.timeout`), "seat s
+  committed a protocol fault" (:meth:`~MatchCore.fault`), "seat s is gone"
+  (:meth:`~MatchCore.disconnected`) and "stop" (:meth:`~MatchCore.abort`); each call returns an
+  :class:`Output`: the bytes to write to each seat (encoded once, in order), the lines for the
+  match log, the engine events for spectators, the seat now asked (whose deadline the driver
+  arms once the request is written: :meth:`~MatchCore.sent`) and, once over, the
+  :class:`MatchResult`. :func:`unplayed` is the result of a match a bot was absent from.
+
+Times are milliseconds on whatever monotonic clock the driver uses; the core only subtracts
+them. What the driver passes as "sent" and "answered" times is the fair clock's business
+(:mod:`arena.match.fairclock`, docs/protocol.md §10.4).
+
+The policy (ecarte.md §E8.1, piquet.md §P9; docs/protocol.md §10.5, §10.6, §11, §12), every
+number from :class:`arena.match.limits.Limits`:
+
+* a decision may take ``move_ms``, then draws on the bank; past ``move_ms + bank + grace_ms``
+  it has timed out (:class:`arena.match.clock.Clock`);
+* a timeout forfeits (``forfeit_timeout``), or under ``on_timeout = auto`` the first legal
+  action is played for the seat and counts a strike, until ``max_strikes`` strikes;
+* an illegal action within ``max_illegal`` is answered with a non-fatal error and the decision
+  asked again; beyond it the seat forfeits (``forfeit_illegal``);
+* a protocol fault in a match forfeits at once (``forfeit_protocol``); a closed or unwritable
+  connection forfeits (``forfeit_disconnect``); a bot absent when its match is due forfeits it
+  (both absent: ``aborted``); a match stopped by the server, or whose log cannot be written, is
+  ``aborted``. Every charge is logged as an ``incident`` naming the seat.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from collections import deque
+from collections.abc import Callable
+from typing import Any, Literal
+
+import msgspec
+
+from arena.games import GAMES
+from arena.games.base import BOTH, IllegalAction, Seen, offer
+from arena.match.clock import Clock
+from arena.match.limits import LIMITS, Limits
+from arena.match.log import LogAction, LogEvent, LogIncident
+from protocol.framing import ProtocolError, decode_client, encode, encode_into
+from protocol.messages import (
+    ActionMsg,
+    Error,
+    EventMsg,
+    Hello,
+    MatchEnd,
+    MatchStart,
+    Request,
+    Rules,
+    TimeControl,
+)
+
+# ----------------------------------------------------------------------------- configuration
+
+
+class MatchConfig(msgspec.Struct, omit_defaults=True):
+    """How a match is played: game, rule options, time control and fault policy (§E8.1).
+
+    ``on_timeout``: ``forfeit`` (default) or ``auto`` (the referee plays the first legal
+    action and counts a strike; a timeout after ``max_strikes`` strikes forfeits).
+    ``max_illegal``: illegal actions tolerated per seat per match before forfeit. Defaults and
+    meanings: :class:`arena.match.limits.Limits`.
+    """
+
+    game: str = "ecarte"
+    rules: Rules = msgspec.field(default_factory=Rules)
+    time: TimeControl = msgspec.field(default_factory=TimeControl)
+    on_timeout: Literal["forfeit", "auto"] = LIMITS.on_timeout
+    max_strikes: int = LIMITS.max_strikes
+    max_illegal: int = LIMITS.max_illegal
+
+    def limits(self, base: Limits = LIMITS) -> Limits:
+        """``base`` with this match's time control and fault policy. ``ValueError`` naming the
+        field for a value the constraints of :class:`~arena.match.limits.Limits` refuse."""
+        try:
+            return msgspec.convert(
+                {**msgspec.to_builtins(base), "move_ms": self.time.move_ms, "bank_ms": self.time.bank_ms,
+                 "grace_ms": self.time.grace_ms, "on_timeout": self.on_timeout, "max_strikes": self.max_strikes,
+                 "max_illegal": self.max_illegal}, Limits)
+        except msgspec.ValidationError as exc:
+            raise ValueError(str(exc)) from None
+
+
+class MatchResult(msgspec.Struct):
+    """The outcome of one match.
+
+    ``winner`` is the winning seat (None for a draw or an abort); ``reason`` is how a match
+    played out ended (``target`` in Écarté; ``rubicon``, ``cent`` or ``draw`` in Piquet; ``deals``),
+    else a forfeit reason (``forfeit_timeout``, ``forfeit_disconnect``, ``forfeit_protocol``,
+    ``forfeit_illegal``) or ``aborted``; ``faulty`` the seat at fault.
+    ``scores``/``manches`` per seat; ``decisions`` answered; ``duration_ms`` wall time.
+    """
+
+    match_id: str
+    winner: int | None
+    reason: str
+    scores: list[int]
+    manches: list[int]
+    detail: str = ""
+    faulty: int | None = None
+    decisions: int = 0
+    deals: int = 0
+    duration_ms: int = 0
+    margin: int = 0
+    """Piquet: the winner's rubicon score (piquet.md §P8.4); 0 otherwise."""
+
+
+def result_line(result: MatchResult) -> dict[str, Any]:
+    """The ``result`` line of a match log (no duration: a replay is byte-identical)."""
+    return {"type": "result", "winner": result.winner, "reason": result.reason, "scores": result.scores,
+            "manches": result.manches, "faulty": result.faulty, "margin": result.margin,
+            "decisions": result.decisions, "detail": result.detail}
+
+
+def long_line_note(nbytes: int, limits: Limits = LIMITS) -> str:
+    """The clause a timeout's message ends with when the request line was long (``nbytes``
+    bytes, newline included, at least ``limits.long_line_bytes``), else ``""``."""
+    if nbytes < limits.long_line_bytes:
+        return ""
+    return (f"; the request line was {nbytes:,} bytes long: a bot must read lines of any length "
+            "(docs/protocol.md §2), or ask for the compact form at hello (§8.13)")
+
+
+def unplayed(match_id: str, names: tuple[str, str],
+             absent: list[int]) -> tuple[MatchResult, list[tuple[int, str, str]]]:
+    """A match not played because the seats ``absent`` (one or both) were not connected when it
+    was due: the absent seat forfeits (``forfeit_disconnect``), both absent is ``aborted``
+    (docs/protocol.md §12). Returns the result and the incidents to log ``(seat, code, detail)``."""
+    both = len(absent) == 2
+    result = MatchResult(
+        match_id=match_id, winner=None if both else 1 - absent[0],
+        reason="aborted" if both else "forfeit_disconnect", scores=[0, 0], manches=[0, 0],
+        detail="not connected: " + ", ".join(names[i] for i in absent), faulty=None if both else absent[0])
+    incidents = [(i, "not_connected", f"{names[i]} was not connected when the match was due") for i in absent]
+    return result, incidents
+
+
+# ----------------------------------------------------------------------------- one connection
+
+
+class ConnectionCore:
+    """One bot connection's protocol state (docs/protocol.md §10.1, §10.2, §11), without I/O.
+
+    ``seated`` is True while the connection sits in a match (or a chouette auction): a protocol
+    fault is then fatal. :meth:`line` classifies each line the bot sends; :meth:`broken` a line
+    the framing refused (``line_too_long``, ``truncated``). Request ids come from
+    :meth:`new_request_id`; :meth:`expect` marks one pending, :meth:`expire` gives it up.
+    """
+
+    __slots__ = ("limits", "seated", "pending_id", "errors", "_next_id", "_expired", "_answered")
+
+    def __init__(self, limits: Limits = LIMITS) -> None:
+        self.limits = limits
+        self.seated = False
+        self.pending_id: int | None = None
+        self.errors = 0
+        """Protocol faults committed so far (towards ``limits.max_errors``: ``too_many_errors``)."""
+        self._next_id = 0
+        self._expired: deque[int] = deque(maxlen=256)
+        self._answered: deque[int] = deque(maxlen=256)
+
+    def new_request_id(self) -> int:
+        """A fresh request id, unique on this connection."""
+        self._next_id += 1
+        return self._next_id
+
+    def expect(self, rid: int) -> None:
+        """Request ``rid`` has been sent: it is now the pending one."""
+        self.pending_id = rid
+
+    def expire(self) -> None:
+        """The pending request (if any) is given up (a timeout, the match over): an answer to
+        it later gets ``late_answer``, never a fault."""
+        if self.pending_id is not None:
+            self._expired.append(self.pending_id)
+            self.pending_id = None
+
+    def line(self, line: bytes) -> tuple[Any, ...] | None:
+        """What a line the bot sent (without its newline) is.
+
+        Returns None for a blank line (ignored); ``("answer", id, action)`` for the answer to
+        the pending request; else ``("error", error, fault, close)``: ``error`` the
+        :class:`~protocol.messages.Error` to send back, ``fault`` a ``(code, detail)`` protocol
+        fault for the match the connection sits in (or None), ``close`` the reason to close the
+        connection with (``too_many_errors``) or None.
+        """
+        try:
+            msg = decode_client(line)
+        except ProtocolError as exc:
+            if not line.strip():
+                return None
+            return self._protocol_fault(exc.code, exc.message)
+        if isinstance(msg, ActionMsg):
+            rid = msg.id
+            if rid == self.pending_id and self.seated:
+                self.pending_id = None
+                self._answered.append(rid)
+                return ("answer", rid, msg.action)
+            if rid in self._expired:
+                text = f"request {rid} is no longer pending (it timed out or its match ended); answer ignored"
+                return ("error", Error(code="late_answer", message=text, id=rid), None, None)
+            if rid in self._answered:
+                return self._protocol_fault("duplicate_answer", f"request {rid} was already answered", rid)
+            if self.seated and self.pending_id is None:
+                return self._protocol_fault("not_your_turn", f"no decision is asked of you (request {rid})", rid)
+            return self._protocol_fault("unknown_request", f"no request {rid} is pending", rid)
+        if isinstance(msg, Hello):
+            return self._protocol_fault("unexpected_hello", "hello is only valid as the first line")
+        # list / subscribe / unsubscribe / bet: spectator messages, harmless from a bot
+        text = f"{type(msg).__name__} is for spectators; this connection is a bot"
+        return ("error", Error(code="wrong_role", message=text), None, None)
+
+    def _protocol_fault(self, code: str, message: str, rid: int | None = None) -> tuple[Any, ...]:
+        self.errors += 1
+        close = "too_many_errors" if self.errors >= self.limits.max_errors else None
+        return ("error", Error(code=code, message=message, id=rid, fatal=self.seated), (code, message), close)  # type: ignore[arg-type]
+
+    def too_many(self) -> Error:
+        """The closing ``too_many_errors`` error (after the error that reached the limit)."""
+        return Error(code="too_many_errors", message=f"{self.errors} errors: closing", fatal=True)
+
+    @staticmethod
+    def broken(exc: ProtocolError) -> Error:
+        """The fatal error for a line the framing refused (the connection then closes)."""
+        return Error(code=exc.code, message=exc.message, fatal=True)  # type: ignore[arg-type]
+
+
+# ----------------------------------------------------------------------------- one match
+
+
+class Output:
+    """What one input to :class:`MatchCore` produced, in order.
+
+    ``sends``: ``(seat, bytes)`` writes; ``log``: objects for
+    :meth:`arena.match.log.MatchLog.write`; ``events``: engine events with the seats that saw
+    them (for spectators); ``asked``: ``(seat, request id)`` of the request among ``sends`` whose
+    deadline the driver arms once written (:meth:`MatchCore.sent`), else None; ``result``: set
+    when the match is over. For metrics: ``elapsed_ms`` of an accepted answer of seat
+    ``decided``, ``timeout`` the seat that timed out, ``illegal`` ``(seat, code)`` of an illegal
+    action."""
+
+    __slots__ = ("sends", "log", "events", "asked", "result", "elapsed_ms", "decided", "timeout", "illegal")
+
+    def __init__(self) -> None:
+        self.sends: list[tuple[int, bytes]] = []
+        self.log: list[Any] = []
+        self.events: list[Seen] = []
+        self.asked: tuple[int, int] | None = None
+        self.result: MatchResult | None = None
+        self.elapsed_ms: float | None = None
+        self.decided = 0
+        self.timeout: int | None = None
+        self.illegal: tuple[int, str] | None = None
+
+
+NOTHING = Output()
+"""The output of an input that changes nothing (an input after the end, a stale id). Never
+modify it."""
+
+
+class _Pending:
+    __slots__ = ("rid", "decision", "line_bytes", "deadline_ms", "sent_ms")
+
+    def __init__(self, rid: int, decision: str, line_bytes: int, deadline_ms: int) -> None:
+        self.rid = rid
+        self.decision = decision
+        self.line_bytes = line_bytes
+        self.deadline_ms = deadline_ms
+        self.sent_ms: float | None = None
+
+
+class MatchCore:
+    """One match between seats 0 and 1 (``names``), sans I/O. See the module docstring.
+
+    ``seed`` drives the engine's ``random.Random``; ``compact[s]``: seat ``s`` asked for the
+    compact legal form; ``packs``: prepared packs dealt before the seeded shuffles;
+    ``request_ids[s]``: returns the next request id of seat ``s``'s connection (default: a
+    counter from 1). ``ValueError`` for an unknown game or a bad time control.
+    """
+
+    def __init__(
+        self,
+        match_id: str,
+        seed: int,
+        config: MatchConfig,
+        names: tuple[str, str],
+        compact: tuple[bool, bool] = (False, False),
+        packs: Any = (),
+        request_ids: tuple[Callable[[], int], Callable[[], int]] | None = None,
+    ) -> None:
+        if config.game not in GAMES:
+            raise ValueError(f"unknown game {config.game!r}; known: {', '.join(GAMES)}")
+        self.match_id = match_id
+        self.seed = seed
+        self.config = config
+        self.clocks = (Clock(config.time), Clock(config.time))  # ValueError for a bad time control first
+        self.limits = config.limits()
+        self.names = names
+        self.compact = compact
+        self.engine = GAMES[config.game](config.rules, random.Random(seed), packs)
+        if request_ids is None:
+            request_ids = (itertools.count(1).__next__, itertools.count(1).__next__)
+        self._ids = request_ids
+        self._seq = [0, 0]
+        self._log_seq = 0
+        self._outbox = (bytearray(), bytearray())
+        self.pending: list[_Pending | None] = [None, None]
+        self._held: list[tuple[str, str, str] | None] = [None, None]
+        self.strikes = [0, 0]
+        self.illegal = [0, 0]
+        self.decisions = 0
+        self.result: MatchResult | None = None
+
+    # -- inputs
+
+    def start(self) -> Output:
+        """Begin: the log's header and ``match_start`` to each seat (a write of its own). Then,
+        once they are written, :meth:`begin`."""
+        out = Output()
+        cfg = self.config
+        out.log.append({"type": "match", "match_id": self.match_id, "game": cfg.game, "seed": self.seed,
+                        "bots": list(self.names), "config": msgspec.to_builtins(cfg)})
+        for s in (0, 1):
+            out.sends.append((s, encode(MatchStart(
+                match_id=self.match_id, game=cfg.game, seat=s, opponent=self.names[1 - s], rules=cfg.rules,
+                time=cfg.time, on_timeout=cfg.on_timeout, max_strikes=cfg.max_strikes,
+                max_illegal=cfg.max_illegal))))
+        return out
+
+    def begin(self) -> Output:
+        """The first deal: its events and the first request."""
+        if self.result is not None:
+            return NOTHING
+        out = Output()
+        self._emit(out, self.engine.start())
+        self._ask(out)
+        return out
+
+    def sent(self, seat: int, t_ms: float) -> float:
+        """The request to ``seat`` was handed to the transport at ``t_ms``: its clock starts.
+        Returns the deadline (ms, same clock) after which the driver reports :meth:`timeout`."""
+        p = self.pending[seat]
+        if p is None:
+            return float("inf")
+        p.sent_ms = t_ms
+        return t_ms + p.deadline_ms
+
+    def answer(self, seat: int, rid: int, action: Any, t_ms: float) -> Output:
+        """Seat ``seat`` answered request ``rid`` with ``action``; the answer reached us at
+        ``t_ms`` (the fair clock's arrival time). The action is checked against the rules."""
+        p = self.pending[seat]
+        if p is None or p.rid != rid or self.result is not None:
+            return NOTHING
+        self.pending[seat] = None
+        out = Output()
+        elapsed = 0.0 if p.sent_ms is None else max(0.0, t_ms - p.sent_ms)
+        if not self.clocks[seat].charge(elapsed):
+            self._timed_out(out, seat, p)
+            return out
+        engine = self.engine
+        try:
+            events = engine.apply(action)
+        except IllegalAction as exc:
+            out.illegal = (seat, exc.code)
+            out.log.append(LogIncident(seat, exc.code, str(exc)))
+            self.illegal[seat] += 1
+            over = self.illegal[seat] > self.limits.max_illegal
+            out.sends.append((seat, encode(Error(code=exc.code, message=str(exc), id=rid, fatal=over))))  # type: ignore[arg-type]
+            if over:
+                self._forfeit(out, seat, "forfeit_illegal", exc.code, str(exc), incident=False)
+            else:
+                self._ask(out)
+            return out
+        self.decisions += 1
+        out.elapsed_ms = elapsed
+        out.decided = seat
+        out.log.append(LogAction(seat, p.decision, action))
+        self._emit(out, events)
+        self._ask(out)
+        return out
+
+    def timeout(self, seat: int, rid: int | None = None) -> Output:
+        """Seat ``seat``'s deadline passed with its request (``rid``, if given) unanswered."""
+        p = self.pending[seat]
+        if p is None or (rid is not None and p.rid != rid) or self.result is not None:
+            return NOTHING
+        self.pending[seat] = None
+        self.clocks[seat].charge(p.deadline_ms)
+        out = Output()
+        self._timed_out(out, seat, p)
+        return out
+
+    def fault(self, seat: int, code: str, detail: str) -> Output:
+        """Seat ``seat`` committed protocol fault ``code`` (its error is already sent: see
+        :class:`ConnectionCore`): it forfeits (``forfeit_protocol``). See :meth:`_charge` for when."""
+        return self._charge(seat, ("forfeit_protocol", code, detail))
+
+    def disconnected(self, seat: int, detail: str) -> Output:
+        """Seat ``seat``'s connection closed or could not be written to (``detail`` says
+        how): it forfeits (``forfeit_disconnect``). See :meth:`_charge` for when."""
+        return self._charge(seat, ("forfeit_disconnect", "disconnect", detail))
+
+    def _charge(self, seat: int, fault: tuple[str, str, str]) -> Output:
+        """A fault of ``seat`` forfeits at once if ``seat`` is asked (or nobody is); while only
+        the other seat is asked it is held (the first one per seat) and charged before the next
+        decision, or at the end of a match played out: the opponent's decision in progress is
+        never cut short (docs/protocol.md §11, notes)."""
+        if self.result is not None:
+            return NOTHING
+        if self.pending[seat] is None and self.pending[1 - seat] is not None:
+            if self._held[seat] is None:
+                self._held[seat] = fault
+            return NOTHING
+        out = Output()
+        self._forfeit(out, seat, *fault, incident=True)
+        return out
+
+    def abort(self, detail: str, force: bool = False) -> Output:
+        """Stop the match without a winner (``aborted``): the server shuts down, or the match
+        log cannot be written. ``force``: also a match already over whose result is not yet
+        committed (the server shuts down before it is)."""
+        if self.result is not None and not force:
+            return NOTHING
+        out = Output()
+        self._end(out, MatchResult(match_id=self.match_id, winner=None, reason="aborted", scores=self.engine.scores,
+                                   manches=self.engine.manches, detail=detail))
+        return out
+
+    def match_end(self) -> list[tuple[int, bytes]]:
+        """Once over: each seat's last write, the events still queued for it then ``match_end``."""
+        r = self.result
+        assert r is not None, "the match is not over"
+        sends = []
+        for s in (0, 1):
+            you = "none" if r.winner is None else ("win" if r.winner == s else "loss")
+            buf = self._outbox[s]
+            encode_into(MatchEnd(match_id=self.match_id, winner=r.winner, you=you, reason=r.reason,  # type: ignore[arg-type]
+                                 scores=r.scores, manches=r.manches, detail=r.detail), buf)
+            sends.append((s, bytes(buf)))
+            buf.clear()
+        return sends
+
+    # -- the policy
+
+    def _timed_out(self, out: Output, seat: int, p: _Pending) -> None:
+        """§E8.1, docs/protocol.md §10.5: forfeit, or under ``auto`` a strike and the first legal action."""
+        limits = self.limits
+        detail = f"no answer to request {p.rid} within {p.deadline_ms} ms{long_line_note(p.line_bytes, limits)}"
+        out.timeout = seat
+        out.log.append(LogIncident(seat, "timeout", detail))
+        if limits.on_timeout == "auto" and self.strikes[seat] < limits.max_strikes:
+            self.strikes[seat] += 1
+            text = (f"{detail}; the referee played the first legal action "
+                    f"(strike {self.strikes[seat]} of {limits.max_strikes})")
+            out.sends.append((seat, encode(Error(code="timeout", message=text, id=p.rid))))
+            action = self.engine.auto_action()
+            out.log.append(LogAction(seat, p.decision, action, True))
+            self._emit(out, self.engine.apply(action))
+            self._ask(out)
+            return
+        out.sends.append((seat, encode(Error(code="timeout", message=detail, id=p.rid, fatal=True))))
+        self._forfeit(out, seat, "forfeit_timeout", "timeout", detail, incident=False)
+
+    def _forfeit(self, out: Output, seat: int, reason: str, code: str, detail: str, incident: bool) -> None:
+        if incident:
+            out.log.append(LogIncident(seat, code, detail))
+        engine = self.engine
+        self._end(out, MatchResult(match_id=self.match_id, winner=1 - seat, reason=reason, scores=engine.scores,
+                                   manches=engine.manches, detail=f"{self.names[seat]}: {code}: {detail}",
+                                   faulty=seat))
+
+    def _end(self, out: Output, result: MatchResult) -> None:
+        self.pending = [None, None]
+        result.decisions = self.decisions
+        result.deals = getattr(self.engine, "deal_no", 0)
+        self.result = out.result = result
+
+    def _emit(self, out: Output, events: list[Seen]) -> None:
+        """Log every event, queue it for the seats allowed to see it (sent with their next write)."""
+        match_id = self.match_id
+        seq = self._seq
+        outbox = self._outbox
+        for event, seen_by in events:
+            self._log_seq += 1
+            out.log.append(LogEvent(self._log_seq, list(seen_by), seen_by != BOTH, event))
+            for s in seen_by:
+                seq[s] += 1
+                encode_into(EventMsg(match_id=match_id, seq=seq[s], event=event), outbox[s])
+        out.events.extend(events)
+
+    def _ask(self, out: Output) -> None:
+        """Ask the seat to act (its queued events and the request in one write), or end a match
+        played out."""
+        engine = self.engine
+        held = self._held
+        if held[0] is not None or held[1] is not None:
+            first = (0, 1) if engine.over else (1 - engine.to_act, engine.to_act)
+            for s in first:
+                fault = held[s]
+                if fault is not None:
+                    self._forfeit(out, s, *fault, incident=True)
+                    return
+        if engine.over:
+            self._end(out, MatchResult(match_id=self.match_id, winner=engine.winner, reason=engine.end_reason,
+                                       scores=engine.scores, manches=engine.manches, margin=engine.margin))
+            return
+        s = engine.to_act
+        decision = engine.decision
+        clock = self.clocks[s]
+        rid = self._ids[s]()
+        buf = self._outbox[s]
+        start = len(buf)
+        encode_into(Request(id=rid, match_id=self.match_id, decision=decision, legal=offer(engine, self.compact[s]),
+                            state=engine.view(s), time_ms=clock.time_ms, bank_ms=clock.bank_ms), buf)
+        self.pending[s] = _Pending(rid, decision, len(buf) - start, clock.deadline_ms)
+        out.sends.append((s, bytes(buf)))
+        buf.clear()
+        out.asked = (s, rid)
+
+
+__all__ = ["NOTHING", "ConnectionCore", "MatchConfig", "MatchCore", "MatchResult", "Output", "long_line_note",
+           "result_line", "unplayed"]

@@ -1,0 +1,100 @@
+"""The fair clock: a bot is charged only for time the server could not have spent on it.
+
+A decision is charged from the moment the server starts the write that carries the request
+(:meth:`arena.match.seat.Connection.send_bytes`: the bytes go to the kernel at once, or the
+write blocks because the bot does not read) to the moment the answer line **reached the
+server's kernel**, not the moment the server got round to reading it. Under load a ready answer
+can wait in the kernel while the event loop serves other matches; that wait is the server's, and
+is not charged (docs/protocol.md §10.4, "What is charged").
+
+How the arrival time is known, best first:
+
+* TCP sockets on Linux: the kernel stamps every received segment (``SO_TIMESTAMPNS``, read back
+  as ancillary data of ``recvmsg``). :func:`arrival` turns that stamp (on the wall clock) into
+  the event loop's clock;
+* any other stream (the socket pair of a launched bot's stdio relay, memory streams in tests):
+  the moment the event loop last woke from its I/O wait (:class:`LoopWatch`), when it learnt the
+  data was there; the time the loop then spends on other tasks before this reader runs is not
+  charged. (What the relay task itself waited is, at most one turn of the loop.)
+
+:class:`LoopWatch` also measures how long the loop takes to go round (smoothed): the scheduler
+admits no new match while that exceeds ``Limits.admission_lag_ms``
+(:mod:`arena.schedule.admission`), so the server stays below saturation.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+import sys
+import time
+from typing import Any
+
+import trio
+
+SO_TIMESTAMPNS: int | None = getattr(socket, "SO_TIMESTAMPNS", 35 if sys.platform == "linux" else None)
+"""``SO_TIMESTAMPNS`` (35 on Linux, whose Python module does not name it)."""
+ANCILLARY_BYTES = socket.CMSG_SPACE(16)
+"""Room for one ``struct timespec`` of ancillary data."""
+_TIMESPEC = struct.Struct("qq")
+
+
+def enable_stamps(sock: socket.socket) -> bool:
+    """Ask the kernel to stamp the data ``sock`` receives (a TCP socket on Linux); True if it will."""
+    if SO_TIMESTAMPNS is None or sock.family not in (socket.AF_INET, socket.AF_INET6):
+        return False
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+    except OSError:
+        return False
+    return True
+
+
+def arrival(ancdata: list[tuple[int, int, bytes]], now: float) -> float | None:
+    """The kernel's receive stamp in ``ancdata`` (from ``recvmsg``) on the loop's clock
+    (``now`` = ``trio.current_time()``, seconds), never later than ``now``; None without a stamp."""
+    for level, kind, data in ancdata:
+        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(data) >= 16:
+            sec, nsec = _TIMESPEC.unpack_from(data)
+            return now - max(0.0, time.time() - (sec + nsec * 1e-9))
+    return None
+
+
+class LoopWatch(trio.abc.Instrument):
+    """A trio instrument: ``woke`` is when the loop last came back from its I/O wait (loop
+    clock, seconds); ``lag_ms`` the smoothed time it then takes before it waits again (one turn
+    of the loop: what a newly arrived line may wait before its reader runs)."""
+
+    SMOOTHING = 0.2
+    """Weight of the newest turn in ``lag_ms``."""
+
+    def __init__(self) -> None:
+        self.woke = 0.0
+        self.lag_ms = 0.0
+        self.turns = 0
+
+    def after_io_wait(self, timeout: float) -> None:
+        self.woke = trio.current_time()
+
+    def before_io_wait(self, timeout: float) -> None:
+        turn_ms = (trio.current_time() - self.woke) * 1000
+        self.turns += 1
+        self.lag_ms += (turn_ms - self.lag_ms) * self.SMOOTHING
+
+
+_watches: dict[Any, LoopWatch] = {}
+
+
+def watch() -> LoopWatch:
+    """The :class:`LoopWatch` of the running trio loop, installed on first use."""
+    token = trio.lowlevel.current_trio_token()
+    w = _watches.get(token)
+    if w is None:
+        _watches.clear()  # one trio run at a time per thread: a finished run's watch is stale
+        w = _watches[token] = LoopWatch()
+        w.woke = trio.current_time()
+        trio.lowlevel.add_instrument(w)
+    return w
+
+
+__all__ = ["ANCILLARY_BYTES", "LoopWatch", "arrival", "enable_stamps", "watch"]
