@@ -34,7 +34,6 @@ name a bot exist only for bots that timed out, answered illegally, or that the s
 from __future__ import annotations
 
 from bisect import bisect_left
-from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
@@ -68,7 +67,8 @@ class Metrics:
         )
         self.decisions = Counter("arena_decisions", "Decisions answered by bots", ["game"], registry=r)
         self.latency = DecisionLatency(
-            "arena_decision_latency_seconds", "Time charged per decision (request written to answer received by the kernel), all bots",
+            "arena_decision_latency_seconds",
+            "Time charged per decision (request written to answer received by the kernel), all bots",
             buckets=LATENCY_BUCKETS, registry=r,
         )
         self.timeouts = Counter("arena_timeouts", "Decisions not answered in time", ["bot"], registry=r)
