@@ -26,6 +26,8 @@ from arena.names import check_name
 from arena.store.archives import ArchiveLimits
 from arena.store.archives import check as check_archive
 from arena.store.archives import sha256 as archive_sha256
+from arena.store.postgres import DatabaseLost, is_url, redact
+from arena.store.postgres import connect as connect_postgres
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS bots (
@@ -189,6 +191,9 @@ class Store:
     ``Store`` per trio run; every method is a short blocking call."""
 
     def __init__(self, path: str | Path = "arena.db") -> None:
+        if is_url(path):
+            self._open_postgres(str(path))
+            return
         self.path = str(path)
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
@@ -205,6 +210,25 @@ class Store:
             raise DatabaseError(f"{self.path} is not an arena database (SQLite: {exc}); use another file "
                                 "(a missing one is created)") from None
         self._migrate(version)
+
+    def _open_postgres(self, url: str) -> None:
+        """Open the store on the PostgreSQL database ``url`` (:mod:`arena.store.postgres`):
+        the same schema and versions, made or migrated in one transaction under the writer lock
+        (workers on several hosts may open a new database at the same time).
+        :class:`arena.errors.DatabaseError` if it cannot be reached or used."""
+        self.path = redact(url)
+        self.db = connect_postgres(url)
+        import psycopg
+
+        try:
+            with self._tx():
+                version = self._check_version()
+                self.db.executescript(SCHEMA)
+                self._migrate(version)
+        except (psycopg.Error, DatabaseLost) as exc:
+            self.db.close()
+            raise DatabaseError(f"cannot use {self.path}: {' '.join(str(exc).split())}; check that the role may "
+                                "create tables in the database") from None
 
     def _check_version(self) -> int:
         """The database's schema version; :class:`arena.errors.DatabaseError` if it is newer
@@ -412,7 +436,8 @@ class Store:
         ``(bot0, bot1, seed)`` tuples) as pending, in one transaction; return its id."""
         with self._tx():
             cur = self.db.execute(
-                "INSERT INTO tournaments(game, format, seed, config, bots, created_at) VALUES (?,?,?,?,?,?)",
+                "INSERT INTO tournaments(game, format, seed, config, bots, created_at) VALUES (?,?,?,?,?,?) "
+                "RETURNING id",
                 (
                     game,
                     fmt,
@@ -422,7 +447,7 @@ class Store:
                     time.time(),
                 ),
             )
-            tid = int(cur.lastrowid)
+            tid = int(cur.fetchone()[0])
             for i, m in enumerate(matches):
                 self._insert_match(tid, game, m if not isinstance(m, tuple) else _tuple_pairing(i, m))
         return tid
