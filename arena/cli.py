@@ -30,6 +30,7 @@ from arena.schedule.formats import FORMATS
 from arena.schedule.formats.duplicate_deals import DEFAULT_DEALS
 from arena.schedule.launcher import load_manifest, sandbox_problem
 from arena.schedule.tournament import TournamentConfig, TournamentReport, run_tournament
+from arena.store.postgres import shown as shown_db
 from arena.store.sqlite import Store
 from arena.wagers.ledger import MAX_DEPOSIT
 from protocol.messages import Rules, TimeControl
@@ -72,6 +73,10 @@ class _Parser(argparse.ArgumentParser):
         self.exit(USAGE, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
 
 
+DB_HELP = ("the database: an SQLite file (default arena.db) or a postgresql://user@host:port/dbname URL "
+           "(password from PGPASSFILE, never on the command line; docs/contests.md)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``arena`` command."""
     parser = _Parser(prog="arena", description="Écarté & Piquet bot arena",
@@ -91,7 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="UNSAFE: run the bots as plain processes, without bubblewrap (only for code you trust)")
     t.add_argument("--games", type=option_int("games"), default=10, help="matches per pair (default 10)")
     t.add_argument("--seed", type=option_int("seed"), default=1, help="tournament seed (default 1)")
-    t.add_argument("--db", default="arena.db", help="SQLite database (default arena.db)")
+    t.add_argument("--db", default="arena.db", help=DB_HELP)
     t.add_argument("--logs", default="logs", help="match log directory (default logs/)")
     t.add_argument("--format", default="round-robin", choices=list(FORMATS),
                    help="round-robin (default), gauntlet, rotation (écarté simple), chouette, or duplicate-deals "
@@ -139,7 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--seed", type=option_int("seed"), default=1)
     sp.add_argument("--game", choices=["ecarte", "piquet"], default="ecarte")
     sp.add_argument("--move-ms", type=option_int("move_ms"), default=2000)
-    sp.add_argument("--db", default="arena.db")
+    sp.add_argument("--db", default="arena.db", help=DB_HELP)
     sp.add_argument("--logs", default="logs")
     sp.add_argument("--trust-bots", action="store_true",
                     help="UNSAFE: run the bots as plain processes, without bubblewrap")
@@ -164,7 +169,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     rp = sub.add_parser("replay", help="verify a match log (hash chain, rules engine, result) and print it")
     rp.add_argument("log", help="a match log (.jsonl.gz or .jsonl)")
-    rp.add_argument("--db", help="also check the log's last hash against the one recorded in this database")
+    rp.add_argument("--db", help="also check the log's last hash against the one recorded in this database "
+                    "(an SQLite file or a postgresql:// URL)")
     rp.add_argument("--public", action="store_true", help="print only what a spectator may see")
     rp.add_argument("--quiet", action="store_true", help="verify only, print the verdict")
 
@@ -178,19 +184,19 @@ def build_parser() -> argparse.ArgumentParser:
     bsub = bots.add_subparsers(dest="bots_command", required=True)
     add = bsub.add_parser("add", help="register a bot and print its secret token once")
     add.add_argument("name")
-    add.add_argument("--db", default="arena.db")
+    add.add_argument("--db", default="arena.db", help=DB_HELP)
     sb = bsub.add_parser("submit", help="register a bot that the contest server launches itself")
     sb.add_argument("manifest", help="the bot's manifest (TOML)")
     sb.add_argument("--name", help="the name in the contest (default: the manifest's)")
     sb.add_argument("--sandbox", action="store_true",
                     help="launch it under bubblewrap even if the contest sets trust_bots (sandboxed is the default)")
-    sb.add_argument("--db", default="arena.db")
+    sb.add_argument("--db", default="arena.db", help=DB_HELP)
     ls = bsub.add_parser("list", help="list registered bots with their ladder rating")
     ls.add_argument("--game", choices=["ecarte", "piquet"], default="ecarte")
-    ls.add_argument("--db", default="arena.db")
+    ls.add_argument("--db", default="arena.db", help=DB_HELP)
     rm = bsub.add_parser("remove", help="unregister a bot (its results stay)")
     rm.add_argument("name")
-    rm.add_argument("--db", default="arena.db")
+    rm.add_argument("--db", default="arena.db", help=DB_HELP)
 
     sp_ = sub.add_parser("spectators", help="betting spectators (gallery wagers, ecarte.md §E9.1)")
     ssub = sp_.add_subparsers(dest="spectators_command", required=True)
@@ -198,9 +204,9 @@ def build_parser() -> argparse.ArgumentParser:
     sa.add_argument("name")
     sa.add_argument("--deposit", type=int_in(1, MAX_DEPOSIT), default=10000,
                     help=f"bankroll in cents, 1 to {MAX_DEPOSIT} (default 10000 = 100.00)")
-    sa.add_argument("--db", default="arena.db")
+    sa.add_argument("--db", default="arena.db", help=DB_HELP)
     sl = ssub.add_parser("list", help="bankrolls and the house")
-    sl.add_argument("--db", default="arena.db")
+    sl.add_argument("--db", default="arena.db", help=DB_HELP)
 
     sv = sub.add_parser("serve", help="run a long-lived contest server (TCP for bots and spectators, HTTP)")
     sv.add_argument("--config", required=True, help="contest TOML file (see docs/contest.example.toml)")
@@ -296,13 +302,13 @@ def cmd_tournament(args: argparse.Namespace) -> int:
         row = store.tournament(args.resume or None)
         if row is None:
             what = f"no tournament t{args.resume}" if args.resume else "no unfinished tournament"
-            raise UserError(f"nothing to resume: {what} in {args.db}")
+            raise UserError(f"nothing to resume: {what} in {shown_db(args.db)}")
         resume = row["id"]
         try:
             config = msgspec.convert(row["config"], TournamentConfig)
         except msgspec.ValidationError as exc:
-            raise UserError(f"tournament t{resume} in {args.db} was made by another version of arena and cannot be "
-                            f"resumed by this one ({exc}); start a new tournament") from None
+            raise UserError(f"tournament t{resume} in {shown_db(args.db)} was made by another version of arena and "
+                            f"cannot be resumed by this one ({exc}); start a new tournament") from None
         manifests = [load_manifest(p) for p in config.manifests]
         console.print(f"resuming tournament t{resume}: {len(store.pending_matches(resume))} matches left")
     else:
@@ -368,12 +374,13 @@ def cmd_tournament(args: argparse.Namespace) -> int:
         if getattr(args, "debug", False) or not interrupted(exc) or find_user_error(exc) is not None:
             raise
         row = store.db.execute("SELECT MAX(id) FROM tournaments").fetchone()
-        console.print(plain(f"interrupted: every finished match is in {args.db}; the rest (including the one in play) "
-                            f"is played by `arena tournament --resume --db {args.db}` (tournament t{row[0]})"),
+        console.print(plain(f"interrupted: every finished match is in {shown_db(args.db)}; the rest (including the "
+                            f"one in play) is played by `arena tournament --resume --db {shown_db(args.db)}` "
+                            f"(tournament t{row[0]})"),
                       soft_wrap=True)
         return INTERRUPTED
     print_report(console, report)
-    console.print(plain(f"results in {args.db}, match logs in {args.logs}/t{report.tournament_id}/"))
+    console.print(plain(f"results in {shown_db(args.db)}, match logs in {args.logs}/t{report.tournament_id}/"))
     store.close()
     return 0
 
@@ -408,7 +415,7 @@ def cmd_sprt(args: argparse.Namespace) -> int:
     verdict = {"H1": f"H1 accepted: {bot.name} is at least {args.elo1:g} Elo better",
                "H0": f"H0 accepted: {bot.name} is not {args.elo1:g} Elo better (at most {args.elo0:g})"}
     console.print(plain(verdict.get(test.status(), f"no decision after {test.pairs} pairs")))
-    console.print(plain(f"{report.matches} matches in {report.seconds:.1f} s; results in {args.db}"))
+    console.print(plain(f"{report.matches} matches in {report.seconds:.1f} s; results in {shown_db(args.db)}"))
     store.close()
     return 0
 
@@ -424,7 +431,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
         row = store.db.execute("SELECT log_hash FROM matches WHERE log_path LIKE ?",
                                (f"%{Path(args.log).name}",)).fetchone()
         if row is None or row[0] is None:
-            console.print(Text.assemble(("not verified:", "red"), f" no recorded hash for {args.log} in {args.db}"))
+            console.print(Text.assemble(("not verified:", "red"),
+                                        f" no recorded hash for {args.log} in {shown_db(args.db)}"))
             return 1
         expected = row[0]
     try:
@@ -461,7 +469,7 @@ def cmd_bots(args: argparse.Namespace) -> int:
         print(f"submitted {name}: the contest server launches {args.manifest} and enters it in the ladder")
     elif args.bots_command == "remove":
         if not store.remove_bot(args.name):
-            raise UserError(f"no bot {args.name!r} in {args.db} (`arena bots list` shows them)", 1)
+            raise UserError(f"no bot {args.name!r} in {shown_db(args.db)} (`arena bots list` shows them)", 1)
         print(f"removed {args.name} (its results stay in the database)")
     else:
         print_bots(store, args.game)
@@ -552,7 +560,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     done = contest.store.db.execute(
         "SELECT COUNT(*) FROM matches WHERE tournament_id=? AND status='done'", (contest.tournament_id,)
     ).fetchone()[0]
-    console.print(plain(f"stopped cleanly: {done} matches recorded in {config.db}"))
+    console.print(plain(f"stopped cleanly: {done} matches recorded in {shown_db(config.db)}"))
     return 0
 
 

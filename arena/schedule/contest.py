@@ -323,7 +323,12 @@ class Contest:
         rows = self.store.submissions()
         hide = secrets_of(self.store.path, self.config.logs)
         while not self.stopping.is_set():
-            for name, when in self.store.submission_times().items():
+            try:
+                times = self.store.submission_times()
+            except STORAGE_ERRORS as exc:  # read again next round
+                self.health.fail("database", exc)
+                times = {}
+            for name, when in times.items():
                 if self._submitted.setdefault(name, when) != when:  # submitted again: a fresh start
                     self._submitted[name] = when
                     self.supervisor.reset(name)

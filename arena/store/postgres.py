@@ -29,9 +29,11 @@ Faults: any ``psycopg.OperationalError`` (connection lost, server shutting down 
 disk full, a lock wait over :data:`LOCK_TIMEOUT_S`) is raised as :class:`DatabaseLost`, a
 ``ConnectionError``: an ``OSError``, so :mod:`arena.store.health` treats it like a full disk
 (pause, retry, resume). After a lost connection the next statement outside a transaction
-reconnects; a transaction cut by the loss is gone (its ``ROLLBACK`` is a no-op) and is retried
-whole by its caller. A database that cannot be reached when the store opens is one line
-(:class:`arena.errors.DatabaseError`, exit 4) that never shows a password.
+reconnects (a statement outside a transaction that finds its connection dead, say after a
+server restart, is tried once more on a new one); a transaction cut by the loss is gone (its
+``ROLLBACK`` is a no-op) and is retried whole by its caller. A database that cannot be reached
+when the store opens is one line (:class:`arena.errors.DatabaseError`, exit 4) that never shows a
+password.
 """
 
 from __future__ import annotations
@@ -75,6 +77,11 @@ def redact(url: str) -> str:
         netloc = f"{auth.split(':', 1)[0]}@{host}"
     query = urlencode([(k, v) for k, v in parse_qsl(parts.query) if k.lower() != "password"], safe="/")
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def shown(target: object) -> str:
+    """A ``--db`` value as it may be shown: a URL without its password, a file path as it is."""
+    return redact(str(target)) if is_url(target) else str(target)
 
 
 class DatabaseLost(ConnectionError):
@@ -238,8 +245,17 @@ class PgConnection:
             return self._begin(lock="IMMEDIATE" in sql.upper() or "EXCLUSIVE" in sql.upper())
         if word.startswith(("COMMIT", "ROLLBACK", "END")):
             return self._end(sql, rollback=word.startswith("ROLLBACK"))
-        conn = self._ready()
         query = translate(sql, params is not None)
+        try:
+            conn = self._ready()
+            return self._run(lambda: conn.execute(query, params))
+        except DatabaseLost:
+            if self._in_tx or not self.conn.broken:
+                raise
+        # a connection found dead outside a transaction (the server restarted since its last
+        # use): once more on a new one. Statements outside a transaction are reads or idempotent
+        # upserts; a transaction is never replayed here: its caller retries it whole.
+        conn = self._ready()
         return self._run(lambda: conn.execute(query, params))
 
     def _begin(self, lock: bool) -> _Result:

@@ -1,6 +1,8 @@
-"""SQLite persistence: bots and their tokens, tournaments, matches.
+"""The store: bots and their tokens, tournaments, matches; every SQL statement, once.
 
-One file (``arena.db`` by default) in WAL mode through the standard ``sqlite3`` module.
+One file (``arena.db`` by default) in WAL mode through the standard ``sqlite3`` module, or, given
+a ``postgresql://`` URL (:func:`open_store`), the same schema on PostgreSQL through
+:mod:`arena.store.postgres`, which translates these statements into its dialect.
 Every match is inserted as ``pending`` when its tournament is scheduled, so an interrupted
 tournament knows exactly what is left; :meth:`Store.record_result` commits a result before
 anyone is told of it (design.md, "Persistence and scale").
@@ -187,8 +189,11 @@ class MatchRow(msgspec.Struct):
 
 
 class Store:
-    """The arena database at ``path`` (``":memory:"`` for tests). Not thread-safe: one
-    ``Store`` per trio run; every method is a short blocking call."""
+    """The arena database at ``path``: an SQLite file (``":memory:"`` for tests) or a
+    ``postgresql://`` URL (see :func:`open_store`). Not thread-safe: one ``Store`` per trio run;
+    every method is a short blocking call. ``db`` is the connection (``sqlite3`` or its
+    PostgreSQL stand-in, :class:`arena.store.postgres.PgConnection`); ``path`` is what to show
+    (a URL without its password)."""
 
     def __init__(self, path: str | Path = "arena.db") -> None:
         if is_url(path):
@@ -701,6 +706,15 @@ class Store:
             if row is not None:
                 out[key] = (row[0], row[1], row[2])
         return out
+
+
+def open_store(target: str | Path) -> Store:
+    """The store at ``target`` (a ``--db`` value or the contest's ``db``): a ``postgresql://``
+    (or ``postgres://``) URL opens it on PostgreSQL, anything else is an SQLite file, created if
+    missing (``":memory:"`` for tests). ``Store(target)`` does the same. Raises
+    :class:`arena.errors.DatabaseError` (one line, exit 4) for a database that is not an arena
+    one, newer than this code, or a PostgreSQL server that cannot be reached."""
+    return Store(target)
 
 
 def _tuple_pairing(i: int, m: tuple) -> Any:
