@@ -159,3 +159,24 @@ async def test_postgresql_stopped_under_a_contest_pauses_it_and_loses_nothing(pg
     assert sum(games for _, _, games in watch.ladder("ecarte")) == 2 * len(done)
     store.close()
     watch.close()
+
+
+async def test_the_same_tournament_on_postgresql_gives_the_same_results_and_logs(pg_url, tmp_path):
+    """Same bots, same seed: on SQLite and on PostgreSQL, every match row (but its times and
+    paths) and every match log byte for byte are the same, and so is the ladder."""
+    from arena.schedule.tournament import TournamentConfig, run_tournament
+    from tests.conftest import TRUST_BOTS
+    from tests.test_tournament import _manifests
+
+    runs = {}
+    for name, target in (("sqlite", str(tmp_path / "arena.db")), ("postgres", pg_url)):
+        store = Store(target)
+        cfg = TournamentConfig(games=1, seed=99, logs_dir=str(tmp_path / name), trust_bots=TRUST_BOTS)
+        report = await run_tournament(store, _manifests()[:2], cfg)
+        rows = [{k: v for k, v in r.items() if k not in ("duration_ms", "finished_at", "log_path")}
+                for r in store.matches(report.tournament_id)]
+        logs = [p.read_bytes() for p in sorted((tmp_path / name).rglob("*.jsonl*"))]
+        runs[name] = (rows, logs, store.ladder_intervals("ecarte"), [(r.name, r.elo) for r in report.ratings])
+        store.close()
+    assert runs["sqlite"][0] and runs["sqlite"][1]
+    assert runs["sqlite"] == runs["postgres"]
