@@ -12,12 +12,14 @@ it) use, and translates each statement once (cached) into PostgreSQL's dialect:
   ``AUTOINCREMENT`` is dropped; the tables in :data:`ROWID_TABLES` get SQLite's implicit ``rowid``
   as a last identity column;
 * ``INSERT OR IGNORE`` -> ``INSERT ... ON CONFLICT DO NOTHING``;
-* ``ORDER BY``: ``NULLS FIRST`` for an ascending key and ``NULLS LAST`` for a descending one, as
-  SQLite orders NULLs;
 * ``sqlite_master`` (tables) reads ``information_schema.tables``; ``PRAGMA user_version`` reads and
   writes the one-row table ``schema_version``; ``PRAGMA table_info(t)`` reads
   ``information_schema.columns``; other pragmas (WAL, synchronous, foreign keys: PostgreSQL
   always checks them) do nothing;
+* not translated: where NULLs sort (SQLite puts them first in ascending order, PostgreSQL last).
+  Rewriting every ``ORDER BY`` would keep PostgreSQL from reading its indexes in order, so a
+  statement that orders by a column that may be NULL says where they go, the same on both
+  (``ORDER BY x IS NULL, x DESC``: NULLs last);
 * ``BEGIN IMMEDIATE`` (SQLite's "take the writer lock now") is ``BEGIN`` followed by
   ``pg_advisory_xact_lock`` on one key per database: as on SQLite, write transactions of every
   process run one at a time, so code that re-reads under that lock (the wager desk, the ladder
@@ -133,14 +135,6 @@ class _Result:
 
 
 _DDL = re.compile(r"^\s*(CREATE\s+TABLE|ALTER\s+TABLE)", re.I)
-_ORDER_BY = re.compile(r"\bORDER\s+BY\s+(.+?)(?=\s+LIMIT\b|\s+OFFSET\b|\)|;|$)", re.I | re.S)
-
-
-def _order_item(item: str) -> str:
-    item = item.strip()
-    if re.search(r"\bNULLS\s+(FIRST|LAST)\s*$", item, re.I):
-        return item
-    return f"{item} NULLS LAST" if re.search(r"\bDESC\s*$", item, re.I) else f"{item} NULLS FIRST"
 
 
 @lru_cache(maxsize=1024)
@@ -162,7 +156,6 @@ def translate(sql: str, placeholders: bool = True) -> str:
         sql = re.sub(r"^\s*INSERT\s+OR\s+IGNORE\s+", "INSERT ", sql, flags=re.I) + " ON CONFLICT DO NOTHING"
     sql = re.sub(r"\bsqlite_master\b", "(SELECT table_name AS name, 'table' AS type FROM information_schema.tables "
                  "WHERE table_schema = current_schema()) AS sqlite_master", sql)
-    sql = _ORDER_BY.sub(lambda m: "ORDER BY " + ", ".join(_order_item(i) for i in m.group(1).split(",")), sql)
     if not placeholders:
         return sql
     out, quoted = [], False
