@@ -62,9 +62,15 @@ def test_an_unreachable_server_is_one_line_with_exit_4_and_no_password(tmp_path:
     assert line.startswith(f"arena: error: cannot connect to postgresql://arena@127.0.0.1:{port}/contest: ")
 
 
-def test_a_database_of_another_program_is_refused(pg_url: str) -> None:
+def test_a_newer_or_foreign_database_is_refused(pg_url: str) -> None:
     import psycopg
 
+    from arena.store.sqlite import SCHEMA_VERSION
+
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("UPDATE schema_version SET version = %s", (SCHEMA_VERSION + 1,))
+    with pytest.raises(DatabaseError, match="made by a newer arena"):
+        Store(pg_url)
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute("DROP TABLE bots, matches, tournaments, schema_version CASCADE")
     with pytest.raises(DatabaseError, match="of another program"):

@@ -183,6 +183,7 @@ class PgConnection:
     def _connect(self) -> Any:
         import psycopg
         from psycopg.adapt import Dumper, Loader
+        from psycopg.conninfo import conninfo_to_dict
 
         class BoolAsInt(Dumper):  # SQLite has no booleans: True is stored as 1
             oid = psycopg.adapters.types["int8"].oid
@@ -195,9 +196,14 @@ class PgConnection:
                 text = bytes(data).decode()
                 return int(text) if text.lstrip("-").isdigit() else float(text)
 
+        given = conninfo_to_dict(self.url)
+        # what the URL does not set: give up on an unreachable server, and notice a dead peer
+        # (TCP keepalives; ignored on a unix socket)
+        extra = {k: v for k, v in (("connect_timeout", CONNECT_TIMEOUT_S), ("keepalives_idle", 10),
+                                   ("keepalives_interval", 5), ("keepalives_count", 3)) if k not in given}
         try:
-            conn = psycopg.connect(self.url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S,
-                                   row_factory=_row_factory, options=f"-c lock_timeout={LOCK_TIMEOUT_S * 1000}")
+            conn = psycopg.connect(self.url, autocommit=True, row_factory=_row_factory, **extra)
+            conn.execute(f"SET lock_timeout = {LOCK_TIMEOUT_S * 1000}")
         except psycopg.OperationalError as exc:
             raise DatabaseLost(self._clean(exc)) from None
         conn.adapters.register_dumper(bool, BoolAsInt)

@@ -230,8 +230,10 @@ class Store:
                 version = self._check_version()
                 self.db.executescript(SCHEMA)
                 self._migrate(version)
-        except (psycopg.Error, DatabaseLost) as exc:
+        except BaseException as exc:
             self.db.close()
+            if not isinstance(exc, (psycopg.Error, DatabaseLost)):
+                raise
             raise DatabaseError(f"cannot use {self.path}: {' '.join(str(exc).split())}; check that the role may "
                                 "create tables in the database") from None
 
