@@ -196,6 +196,8 @@ class Store:
     (a URL without its password)."""
 
     def __init__(self, path: str | Path = "arena.db") -> None:
+        self.dialect = "postgresql" if is_url(path) else "sqlite"
+        """``"sqlite"`` or ``"postgresql"``: the few statements that differ (row locks) ask."""
         if is_url(path):
             self._open_postgres(str(path))
             return
