@@ -684,11 +684,14 @@ class Store:
     def _tx(self) -> _Tx:
         return _Tx(self.db)
 
-    def transaction(self) -> _Tx:
+    def transaction(self, writer: bool = True) -> _Tx:
         """A context manager: everything the store writes inside it is one transaction
         (``BEGIN IMMEDIATE``: other processes wait), committed at the end or rolled back on an
-        exception. Nested uses join the outermost."""
-        return _Tx(self.db)
+        exception. Nested uses join the outermost. ``writer`` False, on PostgreSQL: without the
+        writer lock (:mod:`arena.store.postgres`), for a short transaction that takes the row
+        locks it needs itself (the queue's claim, ``SELECT ... FOR UPDATE SKIP LOCKED``), so that
+        it never waits for another process's commit; SQLite always has its one writer."""
+        return _Tx(self.db, "BEGIN IMMEDIATE" if writer or self.dialect == "sqlite" else "BEGIN")
 
     def abort_unfinished_ladder(self) -> int:
         """Mark ``aborted`` (``server stopped``) the ladder matches a dead contest server left
@@ -731,14 +734,15 @@ class _Tx:
     """``BEGIN IMMEDIATE`` ... ``COMMIT`` (or ``ROLLBACK`` on error). Inside a transaction
     already open on the connection it joins it: the outer one commits or rolls back all."""
 
-    def __init__(self, db: sqlite3.Connection) -> None:
+    def __init__(self, db: sqlite3.Connection, begin: str = "BEGIN IMMEDIATE") -> None:
         self.db = db
+        self.begin = begin
         self.joined = False
 
     def __enter__(self) -> None:
         self.joined = self.db.in_transaction
         if not self.joined:
-            self.db.execute("BEGIN IMMEDIATE")
+            self.db.execute(self.begin)
 
     def __exit__(self, exc_type: object, *rest: object) -> None:
         if not self.joined:
