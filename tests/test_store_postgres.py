@@ -44,6 +44,15 @@ def test_passwords_are_never_shown() -> None:
     assert "s3cret" not in redact("postgresql://db/contest?user=arena&password=s3cret")
 
 
+def test_a_child_process_gets_the_password_in_its_environment_not_its_command_line(pg_url: str) -> None:
+    url = pg_url.replace("postgresql://postgres@", "postgresql://postgres:s3cret@")  # the socket trusts: any works
+    store = Store(url)
+    db, env = store.child_db()
+    assert "s3cret" not in db and env == {"PGPASSWORD": "s3cret"} and Store(db).path == store.path
+    assert Store(":memory:").child_db() == (":memory:", {})
+    store.close()
+
+
 def test_an_unreachable_server_is_one_line_with_exit_4_and_no_password(tmp_path: Path) -> None:
     pytest.importorskip("psycopg")
     import socket

@@ -81,6 +81,15 @@ def redact(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
+def password_of(url: str) -> str | None:
+    """The password in ``url`` (authority or ``password=`` parameter), or None."""
+    password = urlsplit(url).password
+    for k, v in parse_qsl(urlsplit(url).query):
+        if k.lower() == "password":
+            password = v
+    return password
+
+
 def shown(target: object) -> str:
     """A ``--db`` value as it may be shown: a URL without its password, a file path as it is."""
     return redact(str(target)) if is_url(target) else str(target)
@@ -213,10 +222,7 @@ class PgConnection:
     def _clean(self, exc: BaseException) -> str:
         """The error's message on one line, without the URL's password."""
         text = " ".join(str(exc).split())
-        password = urlsplit(self.url).password
-        for k, v in parse_qsl(urlsplit(self.url).query):
-            if k.lower() == "password":
-                password = v
+        password = password_of(self.url)
         return text.replace(password, "***") if password else text
 
     @property

@@ -28,7 +28,7 @@ from arena.names import check_name
 from arena.store.archives import ArchiveLimits
 from arena.store.archives import check as check_archive
 from arena.store.archives import sha256 as archive_sha256
-from arena.store.postgres import DatabaseLost, is_url, redact
+from arena.store.postgres import DatabaseLost, is_url, password_of, redact
 from arena.store.postgres import connect as connect_postgres
 
 SCHEMA = """
@@ -224,6 +224,7 @@ class Store:
         (workers on several hosts may open a new database at the same time).
         :class:`arena.errors.DatabaseError` if it cannot be reached or used."""
         self.path = redact(url)
+        self._password = password_of(url)
         self.db = connect_postgres(url)
         import psycopg
 
@@ -238,6 +239,14 @@ class Store:
                 raise
             raise DatabaseError(f"cannot use {self.path}: {' '.join(str(exc).split())}; check that the role may "
                                 "create tables in the database") from None
+
+    def child_db(self) -> tuple[str, dict[str, str]]:
+        """What a child process (``arena worker``) needs to open this same store: the ``--db``
+        value for its command line, never with a password (command lines are public: ``ps``),
+        and the environment to add, ``PGPASSWORD`` when the URL held one (the environment of a
+        process is readable only by its user)."""
+        password = getattr(self, "_password", None)
+        return self.path, ({"PGPASSWORD": password} if password else {})
 
     def _check_version(self) -> int:
         """The database's schema version; :class:`arena.errors.DatabaseError` if it is newer
