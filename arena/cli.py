@@ -105,6 +105,9 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--concurrency", type=option_int("concurrency"), default=os.cpu_count() or 2,
                    help="matches played at once (default: the number of cores); each bot plays one match at a "
                         "time, so at most half the bots' worth of matches run together")
+    t.add_argument("--workers", type=option_int("workers"), default=os.cpu_count() or 2, metavar="N",
+                   help="worker processes that play the matches, each with its own copies of the bots (default: "
+                        "the number of cores); 0: every match in this process (--concurrency at once)")
     t.add_argument("--move-ms", type=option_int("move_ms"), default=2000, help="time per decision in ms (default 2000)")
     t.add_argument("--bank-ms", type=option_int("bank_ms"), default=0, help="time bank per match in ms (default 0)")
     t.add_argument("--grace-ms", type=option_int("grace_ms"), default=50, help="transport grace in ms (default 50)")
@@ -124,6 +127,19 @@ def build_parser() -> argparse.ArgumentParser:
                    help="when stdout is not a terminal: a score line every N matches or 30 s (default 10)")
     t.add_argument("--elo-every", type=_at_least(1), default=200, metavar="N",
                    help="when stdout is not a terminal: the running Elo every N matches (default 200)")
+
+    wk = sub.add_parser("worker", help="play scheduled matches of a tournament or contest from its database")
+    wk.add_argument("--db", default="arena.db", help="the database of the tournament or contest (default arena.db)")
+    wk.add_argument("--tournament", type=option_int("tournament"), metavar="ID",
+                    help="only this tournament's matches, and exit once it is finished (default: any, until stopped)")
+    wk.add_argument("--logs", help="match log directory (default: the tournament's)")
+    wk.add_argument("--id", help="this worker's name in the queue (default host:pid)")
+    wk.add_argument("--lease-s", type=float_in(1.0, 3600.0), default=30.0,
+                    help="seconds without renewal after which this worker's match is played again by another "
+                         "(default 30)")
+    wk.add_argument("--trust-bots", action="store_true",
+                    help="UNSAFE: run bots unsandboxed when their tournament allows it (trusted code only)")
+    wk.add_argument("--quiet", action="store_true", help="no line per match")
 
     sp = sub.add_parser("sprt", help="sequential test of one bot against another over duplicate pairs")
     sp.add_argument("--bot", required=True, metavar="MANIFEST", help="the bot under test")
@@ -363,7 +379,8 @@ def cmd_tournament(args: argparse.Namespace) -> int:
         f"{m.name} ({m.language})" for m in manifests)))
     try:
         with progress:
-            report = trio.run(run_tournament, store, manifests, config, on_start, on_result, resume)
+            report = trio.run(run_tournament, store, manifests, config, on_start, on_result, resume, None,
+                              args.workers)
     except BaseException as exc:
         if getattr(args, "debug", False) or not interrupted(exc) or find_user_error(exc) is not None:
             raise
@@ -374,6 +391,25 @@ def cmd_tournament(args: argparse.Namespace) -> int:
         return INTERRUPTED
     print_report(console, report)
     console.print(plain(f"results in {args.db}, match logs in {args.logs}/t{report.tournament_id}/"))
+    store.close()
+    return 0
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    """``arena worker``: claim and play matches until the tournament is finished (with
+    ``--tournament``) or until interrupted (:mod:`arena.schedule.worker`)."""
+    from arena.schedule.worker import Worker
+
+    store = Store(args.db)
+    if args.tournament is not None and store.tournament(args.tournament) is None:
+        raise UserError(f"no tournament {args.tournament} in {args.db}")
+    worker = Worker(store, args.id, args.tournament, lease_s=args.lease_s, trust_bots=args.trust_bots,
+                    logs=args.logs, exit_when_finished=args.tournament is not None)
+    if not args.quiet:
+        print(plain(f"worker {worker.id}: playing the matches queued in {args.db}"), flush=True)
+    played = trio.run(worker.run)
+    if not args.quiet:
+        print(plain(f"worker {worker.id}: {played} matches committed, {worker.lost} leases lost"), flush=True)
     store.close()
     return 0
 
@@ -572,6 +608,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return cmd_replay(args)
     if args.command == "sprt":
         return cmd_sprt(args)
+    if args.command == "worker":
+        return cmd_worker(args)
     if args.command == "bench":
         from arena.tools.bench import main as bench_main
 
