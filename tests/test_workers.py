@@ -92,7 +92,7 @@ def test_one_and_two_workers_give_the_same_table_and_the_same_logs_byte_for_byte
     store = Store(tmp_path / "r2" / "w.db")
     claims = store.db.execute("SELECT worker, attempts, state FROM match_queue").fetchall()
     assert len(claims) == 6 and {(r[1], r[2]) for r in claims} == {(1, "done")}  # each claimed and played once
-    assert not any(p.name.startswith(".w-") for p in (tmp_path / "r2" / "logs" / "t1").iterdir())  # no private leftovers
+    assert not any(p.name.startswith(".w-") for p in (tmp_path / "r2" / "logs" / "t1").iterdir())  # nothing left over
 
 
 def test_a_killed_workers_match_is_replayed_by_another_from_the_same_seed_and_counted_once(tmp_path):
