@@ -189,6 +189,11 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--decisions", type=option_int("decisions"), default=20000, help="decisions for the TCP figures")
     b.add_argument("--flood-s", type=float_in(0.0, 3600.0), default=5.0,
                    help="seconds per window of the flood figures (wrong-token hellos, idle spectators); 0 skips them")
+    b.add_argument("--workers-games", type=_at_least(0), default=4, metavar="N",
+                   help="workers phase: matches per pair of the 8-bot tournament played on 1, then 2 workers "
+                        "(default 4; 0 skips it)")
+    b.add_argument("--db", help="workers phase: the database (e.g. postgresql://...; default a temporary SQLite file)")
+    b.add_argument("--only-workers", action="store_true", help="run only the workers phase")
 
     bots = sub.add_parser("bots", help="manage registered bots")
     bsub = bots.add_subparsers(dest="bots_command", required=True)
@@ -398,9 +403,9 @@ def cmd_tournament(args: argparse.Namespace) -> int:
 def cmd_worker(args: argparse.Namespace) -> int:
     """``arena worker``: claim and play matches until the tournament is finished (with
     ``--tournament``) or until interrupted (:mod:`arena.schedule.worker`)."""
-    from arena.schedule.worker import Worker
+    from arena.schedule.worker import Worker, open_db
 
-    store = Store(args.db)
+    store = open_db(args.db)
     if args.tournament is not None and store.tournament(args.tournament) is None:
         raise UserError(f"no tournament {args.tournament} in {args.db}")
     worker = Worker(store, args.id, args.tournament, lease_s=args.lease_s, trust_bots=args.trust_bots,

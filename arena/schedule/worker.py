@@ -37,6 +37,7 @@ import itertools
 import os
 import shutil
 import socket
+import subprocess
 import sys
 import tempfile
 from collections.abc import Awaitable, Callable
@@ -62,6 +63,16 @@ POLL_S = 0.2
 """How often an idle worker looks for a claimable match, and the front for results (seconds)."""
 EVENT_FLUSH_S = 0.1
 """How often a worker writes the live events it has buffered (seconds)."""
+
+
+def open_db(db: str) -> Store:
+    """The store at ``db``: an SQLite path, or a database URL where :func:`arena.store.open_store`
+    exists (PostgreSQL)."""
+    try:
+        from arena.store import open_store  # type: ignore[attr-defined]
+    except ImportError:
+        return Store(db)
+    return open_store(db)
 
 
 def default_worker_id() -> str:
@@ -463,10 +474,8 @@ async def play_on_workers(store: Store, tid: int, fmt: Format, workers: int, tru
     respawns = 3 * workers
 
     def poll() -> None:
-        for r in store.db.execute("SELECT * FROM matches WHERE tournament_id=? AND status<>'pending' ORDER BY idx",
-                                  (tid,)).fetchall():
-            r = dict(r)
-            if r["match_key"] in seen:
+        for r in store.matches(tid):
+            if r["status"] == "pending" or r["match_key"] in seen:
                 continue
             seen.add(r["match_key"])
             if on_result is not None:
@@ -492,17 +501,20 @@ async def play_on_workers(store: Store, tid: int, fmt: Format, workers: int, tru
         nonlocal respawns
         wid = f"{default_worker_id()}:w{n}"
         while not done:
-            proc = await trio.lowlevel.open_process(worker_command(store.path, tid, wid, trust_bots, lease_s),
-                                                    preexec_fn=_die_with_parent)
+            # forked here, in the main thread: PR_SET_PDEATHSIG follows the forking thread, not the process
+            proc = subprocess.Popen(worker_command(store.path, tid, wid, trust_bots, lease_s), stdin=subprocess.DEVNULL,
+                                    preexec_fn=_die_with_parent)
             try:
-                await proc.wait()
+                while proc.poll() is None:
+                    await trio.sleep(0.05)
             finally:
-                if proc.returncode is None:  # cancelled: stop it, then make sure
+                if proc.poll() is None:  # cancelled: stop it, then make sure
                     with trio.CancelScope(shield=True):
                         proc.terminate()
                         with trio.move_on_after(5):
-                            await proc.wait()
-                        if proc.returncode is None:
+                            while proc.poll() is None:
+                                await trio.sleep(0.05)
+                        if proc.poll() is None:
                             proc.kill()
             if done:
                 return

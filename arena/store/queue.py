@@ -18,9 +18,10 @@ refits the ladder) and the row becomes ``done``. So:
 
 All of this is plain SQL with ``?`` placeholders on the store's connection (``store.db``) and
 its transactions, so the same statements run on SQLite (``BEGIN IMMEDIATE``: one writer at a
-time, so select-then-update is atomic) and on PostgreSQL, where a subclass sets
-:attr:`MatchQueue.CLAIM_LOCK` to ``" FOR UPDATE SKIP LOCKED"`` and :attr:`MatchQueue.ROW_LOCK`
-to ``" FOR UPDATE"`` (concurrent claimers skip each other's rows instead of waiting). The
+time, so select-then-update is atomic) and on PostgreSQL (a store whose ``dialect`` is
+``"postgresql"``), where :attr:`MatchQueue.CLAIM_LOCK` is ``" FOR UPDATE SKIP LOCKED"`` and
+:attr:`MatchQueue.ROW_LOCK` ``" FOR UPDATE"``: concurrent claimers skip each other's rows
+instead of waiting. The
 guarded ``UPDATE`` of a claim re-checks the row, so a claim is safe even without the lock.
 
 Times are integers in milliseconds from the queue's ``clock`` (injectable: tests drive leases
@@ -78,6 +79,8 @@ class MatchQueue:
         self.store = store
         self.clock = clock
         self.lease_ms = int(lease_s * 1000)
+        if getattr(store, "dialect", "sqlite") == "postgresql":  # row locks; SQLite has one writer at a time
+            self.CLAIM_LOCK, self.ROW_LOCK = " FOR UPDATE SKIP LOCKED", " FOR UPDATE"
 
     def now_ms(self) -> int:
         """The queue clock in whole milliseconds."""
