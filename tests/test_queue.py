@@ -140,3 +140,23 @@ def test_live_events_are_read_in_order_after_a_mark(setup):
     assert [(k, body) for _, k, body in queue.events_after(mark)] == [("t1-m0002", b'{"n":3}')]
     clock.t += 60
     assert queue.prune_events(queue.now_ms()) == 3 and queue.events_after(0) == []
+
+
+def test_a_cancelled_match_is_neither_claimed_nor_committed(setup):
+    store, queue, clock, tid = setup
+    claim = queue.claim("w1")
+    queue.cancel(claim.row.match_key)
+    with pytest.raises(LeaseLost):
+        queue.commit(claim, result(claim.row.match_key), None, None)
+    clock.t += 100
+    assert [queue.claim("w2").row.idx, queue.claim("w2").row.idx] == [1, 2]
+    assert queue.leased_workers() == ["w2"]
+
+
+def test_a_match_the_front_recorded_meanwhile_is_a_lost_lease_not_a_crash(setup):
+    store, queue, clock, tid = setup
+    claim = queue.claim("w1")
+    store.record_result(claim.row.match_key, result(claim.row.match_key, winner=None), None)  # the front aborts it
+    with pytest.raises(LeaseLost):
+        queue.commit(claim, result(claim.row.match_key), None, None)
+    assert store.match_by_index(tid, 0)["winner_seat"] is None

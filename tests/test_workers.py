@@ -183,3 +183,23 @@ def test_worker_cli_refuses_an_unknown_tournament(tmp_path):
                          capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert run.returncode == 2 and "no tournament 3" in run.stderr and "Traceback" not in run.stderr
     assert os.path.exists(tmp_path / "x.db")
+
+
+def test_the_leases_of_dead_local_workers_are_released_at_once(tmp_path):
+    import socket
+
+    from arena.schedule.worker import release_dead_local
+
+    store = Store(tmp_path / "d.db")
+    tid = store.create_tournament("ecarte", "round-robin", 1, MatchConfig(), ["a", "b"],
+                                  [("a", "b", 1), ("b", "a", 2), ("a", "b", 3)])
+    queue = MatchQueue(store)
+    queue.enqueue(tid)
+    host = socket.gethostname()
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()  # a pid that existed and is gone
+    for worker in (f"{host}:{dead.pid}:w0", f"{host}:{os.getpid()}:w1", f"elsewhere:{dead.pid}"):
+        assert queue.claim(worker) is not None
+    assert release_dead_local(queue) == 1
+    assert queue.leased_workers() == sorted([f"{host}:{os.getpid()}:w1", f"elsewhere:{dead.pid}"])
+    assert queue.claim("next").row.idx == 0  # the dead worker's match, first in schedule order

@@ -61,6 +61,8 @@ from protocol.messages import Goodbye
 
 POLL_S = 0.2
 """How often an idle worker looks for a claimable match, and the front for results (seconds)."""
+USER_STATUSES = (2, 3, 4)
+"""Exit statuses of a worker that met a mistake of the user's (arena.errors): reported, not retried."""
 EVENT_FLUSH_S = 0.1
 """How often a worker writes the live events it has buffered (seconds)."""
 
@@ -76,8 +78,22 @@ def open_db(db: str) -> Store:
 
 
 def default_worker_id() -> str:
-    """``host:pid``: unique among the workers of one database (shown in the queue's rows)."""
+    """``host:pid``: unique among the workers of one database (shown in the queue's rows). The
+    local workers of ``arena tournament`` are ``host:pid:wN`` with the pid of their parent."""
     return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def release_dead_local(queue: MatchQueue) -> int:
+    """Release at once the leases of workers of this host whose process (the pid in their id,
+    :func:`default_worker_id`) is gone, rather than wait for the leases to expire; return how
+    many matches were released. Workers of other hosts are left to their leases."""
+    host = socket.gethostname()
+    released = 0
+    for worker in queue.leased_workers():
+        parts = (worker or "").split(":")
+        if len(parts) >= 2 and parts[0] == host and parts[1].isdigit() and not os.path.exists(f"/proc/{parts[1]}"):
+            released += queue.release(worker)
+    return released
 
 
 class Setup(msgspec.Struct):
@@ -294,7 +310,8 @@ class Worker:
             self.procs[key] = await launch_copy(nursery, self.server, m, copy, env, log, setup.limits,
                                                 setup.isolated, hide, others, connect=self.server.attach_local)
         except OSError as exc:
-            raise Unavailable(f"bot {name}: cannot start {' '.join(m.command)!r} ({exc.strerror or exc})") from None
+            raise Unavailable(f"bot {name}: cannot start {' '.join(m.command)!r} in {m.directory} "
+                              f"({exc.strerror or exc}): fix `command` in its manifest") from None
         await self.server.wait_for(name, setup.connect_timeout_s, copy)
 
     # ------------------------------------------------------------------ matches
@@ -464,6 +481,7 @@ async def play_on_workers(store: Store, tid: int, fmt: Format, workers: int, tru
     if not trust_bots and (problem := sandbox_problem()) is not None:
         raise Unavailable(problem)
     queue = MatchQueue(store, lease_s=lease_s)
+    release_dead_local(queue)  # a resumed tournament: the workers of the run that died
     if isinstance(fmt, StaticFormat):
         queue.enqueue(tid)
     game = store.tournament(tid)["game"]
@@ -501,12 +519,21 @@ async def play_on_workers(store: Store, tid: int, fmt: Format, workers: int, tru
         nonlocal respawns
         wid = f"{default_worker_id()}:w{n}"
         while not done:
+            err = tempfile.TemporaryFile()
             # forked here, in the main thread: PR_SET_PDEATHSIG follows the forking thread, not the process
             proc = subprocess.Popen(worker_command(store.path, tid, wid, trust_bots, lease_s), stdin=subprocess.DEVNULL,
-                                    preexec_fn=_die_with_parent)
+                                    stderr=err, preexec_fn=_die_with_parent)
             try:
                 while proc.poll() is None:
                     await trio.sleep(0.05)
+                err.seek(0)
+                said = err.read().decode(errors="replace")
+                err.close()
+                mistake = [line for line in said.splitlines() if line.startswith("arena: error: ")]
+                if proc.returncode in USER_STATUSES and mistake:  # a bot that cannot start, a bad database...
+                    raise UserError(mistake[-1].removeprefix("arena: error: "), proc.returncode)
+                if said and not done:
+                    sys.stderr.write(said)  # a crash: its traceback, then a replacement
             finally:
                 if proc.poll() is None:  # cancelled: stop it, then make sure
                     with trio.CancelScope(shield=True):

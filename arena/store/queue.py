@@ -117,6 +117,18 @@ class MatchQueue:
                 "WHERE state='leased' AND worker=?", (worker,))
         return max(cur.rowcount, 0)
 
+    def cancel(self, match_key: str) -> None:
+        """Take ``match_key`` out of the queue (the front recorded it itself, e.g. aborted at its
+        shutdown): no worker claims it, and a worker playing it cannot commit."""
+        with self.store.transaction():
+            self.store.db.execute("UPDATE match_queue SET state='done', lease=NULL, lease_until=NULL "
+                                  "WHERE match_key=?", (match_key,))
+
+    def leased_workers(self) -> list[str]:
+        """The workers holding a lease now (expired or not)."""
+        return [r[0] for r in self.store.db.execute(
+            "SELECT DISTINCT worker FROM match_queue WHERE state='leased' ORDER BY worker")]
+
     def counts(self, tournament_id: int) -> dict[str, int]:
         """``state -> rows`` of the tournament's queue (``queued``, ``leased``, ``done``)."""
         rows = self.store.db.execute(
@@ -190,7 +202,10 @@ class MatchQueue:
                 raise LeaseLost(f"match {claim.row.match_key}: the lease of {claim.worker} was lost")
             if before is not None:
                 before()
-            self.store.record_result(claim.row.match_key, result, log_path, log_hash)
+            try:
+                self.store.record_result(claim.row.match_key, result, log_path, log_hash)
+            except LookupError:  # recorded meanwhile by the front (aborted at its shutdown): not ours to count
+                raise LeaseLost(f"match {claim.row.match_key} was recorded by the front meanwhile") from None
             self.store.db.execute(
                 "UPDATE match_queue SET state='done', lease_until=NULL WHERE match_key=?", (claim.row.match_key,))
 
