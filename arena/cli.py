@@ -225,6 +225,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     sv = sub.add_parser("serve", help="run a long-lived contest server (TCP for bots and spectators, HTTP)")
     sv.add_argument("--config", required=True, help="contest TOML file (see docs/contest.example.toml)")
+    sv.add_argument("--workers", type=option_int("workers"), metavar="N",
+                    help="worker processes that play the matches between submitted bots (default: the contest "
+                         "file's workers, 0: all in this process)")
     return parser
 
 
@@ -380,12 +383,14 @@ def cmd_tournament(args: argparse.Namespace) -> int:
         if progress_lines is not None:
             progress_lines.on_result(row, result)
 
+    from arena.schedule.worker import LocalWorkers
+
     console.print(Text.assemble((f"{len(manifests)} bots", "bold"), ": " + ", ".join(
         f"{m.name} ({m.language})" for m in manifests)))
     try:
         with progress:
             report = trio.run(run_tournament, store, manifests, config, on_start, on_result, resume, None,
-                              args.workers)
+                              LocalWorkers(args.workers) if args.workers else None)
     except BaseException as exc:
         if getattr(args, "debug", False) or not interrupted(exc) or find_user_error(exc) is not None:
             raise
@@ -412,7 +417,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
                     logs=args.logs, exit_when_finished=args.tournament is not None)
     if not args.quiet:
         print(plain(f"worker {worker.id}: playing the matches queued in {args.db}"), flush=True)
-    played = trio.run(worker.run)
+    played = trio.run(worker.run, True)
     if not args.quiet:
         print(plain(f"worker {worker.id}: {played} matches committed, {worker.lost} leases lost"), flush=True)
     store.close()
@@ -500,6 +505,13 @@ def cmd_bots(args: argparse.Namespace) -> int:
         except ValueError as exc:
             raise UserError(str(exc)) from None
         print(f"submitted {name}: the contest server launches {args.manifest} and enters it in the ladder")
+        from arena.store.archives import ArchiveError, pack
+
+        try:  # what a worker on another host unpacks and runs (arena.schedule.worker)
+            version = store.put_archive(name, pack(args.manifest))
+            print(f"stored as archive version {version} for the workers")
+        except (ArchiveError, OSError) as exc:
+            print(plain(f"not stored as an archive ({exc}): only workers on this host can run it"))
     elif args.bots_command == "remove":
         if not store.remove_bot(args.name):
             raise UserError(f"no bot {args.name!r} in {args.db} (`arena bots list` shows them)", 1)
@@ -578,6 +590,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     console = make_console()
     config = load_config(args.config)
+    if args.workers is not None:
+        config.workers = args.workers
     if not config.trust_bots and (problem := sandbox_problem()) is not None:
         line = problem.replace("pass --trust-bots", "set trust_bots = true")
         console.print(plain(f"submitted bots will not be launched: {line}", "red"), soft_wrap=True)

@@ -203,3 +203,62 @@ def test_the_leases_of_dead_local_workers_are_released_at_once(tmp_path):
     assert release_dead_local(queue) == 1
     assert queue.leased_workers() == sorted([f"{host}:{os.getpid()}:w1", f"elsewhere:{dead.pid}"])
     assert queue.claim("next").row.idx == 0  # the dead worker's match, first in schedule order
+
+
+async def test_a_contest_with_a_worker_plays_submitted_bots_there_and_its_spectators_see_it_live(tmp_path):
+    """`arena serve` with workers = 1: the ladder units of two submitted bots are queued and
+    played by the worker process (not by the front); the front's spectators get every match live
+    (watch, spectate, end) through the events table, the hidden cards of a duplicate pair only
+    once both halves are over; /metrics counts the matches at the front."""
+    import trio
+
+    from arena.metrics import METRICS
+    from arena.net.server import ServerConfig
+    from arena.net.spectate import Subscriber
+    from arena.schedule.contest import Contest, ContestConfig
+    from arena.store.archives import pack
+
+    store = Store(tmp_path / "arena.db")
+    for name in ("c_bot", "random"):
+        manifest = ROOT / "sample_bots" / f"{name}.toml"
+        store.submit_bot(name, str(manifest))
+        store.put_archive(name, pack(manifest))  # as `arena bots submit` does
+    cfg = ContestConfig(db=str(tmp_path / "arena.db"), logs=str(tmp_path / "logs"), http_port=0,
+                        server=ServerConfig(port=0), seed=7, trust_bots=TRUST_BOTS, max_matches=4, workers=1)
+    contest = Contest(cfg, store)
+    finished = METRICS.matches_finished.labels("ecarte", "win", "target")
+    before = finished._value.get()
+    sub = Subscriber("test", capacity=1 << 16)
+    contest.hub.add(sub)
+    contest.hub.subscribe(sub, "*")
+    async with trio.open_nursery() as nursery:
+        await nursery.start(contest.run)
+        try:
+            with trio.fail_after(90):
+                while store.db.execute("SELECT COUNT(*) FROM matches WHERE status<>'pending'").fetchone()[0] < 4:
+                    await trio.sleep(0.1)
+                await trio.sleep(0.5)  # the last events
+        finally:
+            contest.stop()
+    rows = store.db.execute("SELECT q.worker, q.state, m.status, m.reason FROM match_queue q "
+                            "JOIN matches m ON m.match_key=q.match_key ORDER BY m.idx").fetchall()
+    assert len(rows) == 4 and all(r[0].endswith(":w0") and r[1:] == ("done", "done", "target") for r in rows)
+    assert finished._value.get() - before == 4  # counted where /metrics is served
+    import msgspec
+
+    seen = []
+    while True:
+        try:
+            seen.append(msgspec.json.decode(sub.receive_channel.receive_nowait()))
+        except trio.WouldBlock:
+            break
+    kinds = [m["type"] for m in seen]
+    assert kinds.count("watch") == 4 and kinds.count("watch_end") == 4 and kinds.count("spectate") > 20
+    live = [(m["match_id"], m["event"]) for m in seen if m["type"] == "spectate"]
+    hidden = [(m["match_id"], e) for m in seen if m["type"] == "reveal" for e in m["events"]
+              if not (e["kind"] == "exchange" and e.get("discarded") is None)]  # a count of cards goes out live
+    assert hidden and not [h for h in hidden if h in live]  # a hand, a discard: never out live, only revealed
+    first_pair = [m["match"]["match_id"] for m in seen if m["type"] == "watch"][:2]
+    ends = [i for i, m in enumerate(seen) if m["type"] == "watch_end" and m["match_id"] in first_pair]
+    reveals = [i for i, m in enumerate(seen) if m["type"] == "reveal" and m["match_id"] in first_pair]
+    assert reveals and min(reveals) > max(ends)  # a pair's hidden cards only after both halves

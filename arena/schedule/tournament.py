@@ -113,7 +113,7 @@ async def run_tournament(
     on_result: OnResult | None = None,
     resume: int | None = None,
     fmt: Format | None = None,
-    workers: int = 0,
+    workers: Any = None,
 ) -> TournamentReport:
     """Play a whole tournament (or, with ``resume``, the pending matches of tournament
     ``resume``) and return its report.
@@ -125,10 +125,10 @@ async def run_tournament(
     :class:`~arena.schedule.launcher.SandboxError` if the bots are to be sandboxed (the default) and
     ``bwrap`` is missing.
 
-    ``workers`` > 0: the matches are played by that many worker processes
-    (:mod:`arena.schedule.worker`), each with its own copies of the bots, unpacked from archives
-    stored in the database; same seeds, logs and ratings as in one process. A chouette (whose
-    auctions ask every bot at once) is always played in one process.
+    ``workers`` (an :class:`arena.schedule.worker.LocalWorkers`): the matches are played by
+    worker processes, each with its own copies of the bots, unpacked from archives stored in the
+    database; same seeds, logs and ratings as in one process. A chouette (whose auctions ask
+    every bot at once) is always played in one process.
     """
     names = [m.name for m in manifests]
     if len(set(names)) != len(names):
@@ -144,12 +144,10 @@ async def run_tournament(
         fmt = make_format(config.format, names, config.games, config.seed, config.duplicate, config.hero)
     for name in names:  # registered with a token nobody holds: each copy gets its own (arena.schedule.copies)
         store.add_bot(name)
-    if workers > 0 and resume is None and not isinstance(fmt, Chouette):
-        from arena.schedule.worker import store_archives
-
+    if workers is not None and resume is None and not isinstance(fmt, Chouette):
         if len(config.manifests) != len(manifests):
             raise UserError("--workers needs each bot's manifest file (TournamentConfig.manifests)")
-        config.archives = store_archives(store, config.manifests)
+        config.archives = workers.store_archives(store, config.manifests)
     if resume is None:
         static = fmt.schedule if isinstance(fmt, StaticFormat) else []
         tid = store.create_tournament(config.match.game, config.format, config.seed, config, names, static)
@@ -161,15 +159,13 @@ async def run_tournament(
         total = len(store.pending_matches(tid)) if isinstance(fmt, StaticFormat) else config.games
         on_start(tid, total)
     t0 = trio.current_time()
-    if workers > 0 and not isinstance(fmt, Chouette):
-        from arena.schedule.worker import play_on_workers
-
+    if workers is not None and not isinstance(fmt, Chouette):
         async def play_steps(play: Callable[[Step], Any]) -> None:
-            await _play_format(store, None, tid, fmt, msgspec.structs.replace(config, concurrency=workers), Path(),
-                               None, None, play=play)
+            await _play_format(store, None, tid, fmt, msgspec.structs.replace(config, concurrency=workers.count),
+                               Path(), None, None, play=play)
 
-        await play_on_workers(store, tid, fmt, workers, not isolated, on_result,
-                              play_steps=None if isinstance(fmt, StaticFormat) else play_steps)
+        await workers.play(store, tid, fmt, not isolated, on_result,
+                           play_steps=None if isinstance(fmt, StaticFormat) else play_steps)
         return _report(store, tid, names, config, fmt, t0)
     server = ArenaServer(store, config.server)
     procs: dict[tuple[str, int], BotProcess] = {}

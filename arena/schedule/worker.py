@@ -114,6 +114,8 @@ class Setup(msgspec.Struct):
     manifests: dict[str, str] = msgspec.field(default_factory=dict)
     ladder: bool = False
     """A contest's ladder: live events are forwarded to the front server's spectators."""
+    sandboxed: list[str] = msgspec.field(default_factory=list)
+    """Bots sandboxed whatever ``isolated`` says (``arena bots submit --sandbox``)."""
 
 
 def setup_of(store: Store, tournament_id: int) -> Setup:
@@ -122,15 +124,16 @@ def setup_of(store: Store, tournament_id: int) -> Setup:
     t = store.tournament(tournament_id)
     if t is None:
         raise LookupError(f"no tournament {tournament_id}")
-    if t["format"] == "ladder":
-        from arena.schedule.contest import ContestConfig
-
-        c = msgspec.convert(t["config"], ContestConfig)
-        manifests = {name: path for name, path, _ in store.submissions()}
-        return Setup(match=c.match_config(), logs_dir=c.logs, seed=t["seed"],
-                     copies=PAIR_COPIES if c.duplicate else 1, limits=c.limits,
-                     isolated=c.sandbox or not c.trust_bots, host=c.server.host,
-                     archives={name: None for name in manifests}, manifests=manifests, ladder=True)
+    if t["format"] == "ladder":  # the stored ContestConfig, every key written (not imported: no cycle)
+        c = t["config"]
+        rows = store.submissions()
+        manifests = {name: path for name, path, _ in rows}
+        match = msgspec.convert({k: c[k] for k in ("game", "rules", "time", "on_timeout", "max_strikes",
+                                                    "max_illegal")}, MatchConfig)
+        return Setup(match=match, logs_dir=c["logs"], seed=t["seed"], copies=PAIR_COPIES if c["duplicate"] else 1,
+                     limits=msgspec.convert(c["limits"], Limits), isolated=c["sandbox"] or not c["trust_bots"],
+                     host=c["server"].get("host", "127.0.0.1"), archives={name: None for name in manifests},
+                     manifests=manifests, ladder=True, sandboxed=[name for name, _, sandbox in rows if sandbox])
     from arena.schedule.tournament import TournamentConfig
 
     tc = msgspec.convert(t["config"], TournamentConfig)
@@ -245,6 +248,7 @@ class Worker:
         self.relaunched: set[tuple[str, int]] = set()
         self.setups: dict[int, Setup] = {}
         self.unpacked: dict[tuple[str, int | None], Manifest] = {}
+        self.launched_version: dict[str, int | None] = {}
         self.forwarder = EventForwarder(self.queue)
         self.played = 0
         self.lost = 0
@@ -252,6 +256,7 @@ class Worker:
         self.port: int | None = None
         self.current: int | None = None
         """The tournament whose bots are running."""
+        self.stopped_by_signal = False
 
     # ------------------------------------------------------------------ bots
 
@@ -273,6 +278,7 @@ class Worker:
         key = (name, version)
         if key not in self.unpacked:
             stored = self.store.archive(name, version) if name in setup.archives else None
+            self.launched_version[name] = stored[0] if stored is not None else None
             if stored is not None:
                 dest = self.workdir / f"b{self.store.bot_id(name)}-v{stored[0]}"
                 shutil.rmtree(dest, ignore_errors=True)
@@ -284,6 +290,21 @@ class Worker:
             m.name = name
             self.unpacked[key] = m
         return self.unpacked[key]
+
+    async def _refresh(self, name: str) -> None:
+        """Stop the copies of ``name`` if a newer version of its archive was stored since they
+        were launched (a bot submitted again): the next match launches the new version."""
+        versions = self.store.archive_versions(name)
+        newest = versions[-1][0] if versions else None
+        if self.launched_version.get(name, newest) == newest:
+            return
+        for key in [k for k in self.procs if k[0] == name]:
+            proc = self.procs.pop(key)
+            self.relaunched.discard(key)
+            with trio.move_on_after(3):
+                await proc.stop()
+            proc.stop_now()
+        self.unpacked.pop((name, None), None)
 
     async def ensure(self, nursery: trio.Nursery, setup: Setup, name: str, copy: int) -> None:
         """Copy ``copy`` of bot ``name`` launched and connected (launched once, relaunched once
@@ -308,7 +329,8 @@ class Worker:
                       self.store.bot_id(name), copy)
         try:
             self.procs[key] = await launch_copy(nursery, self.server, m, copy, env, log, setup.limits,
-                                                setup.isolated, hide, others, connect=self.server.attach_local)
+                                                setup.isolated or name in setup.sandboxed, hide, others,
+                                                connect=self.server.attach_local)
         except OSError as exc:
             raise Unavailable(f"bot {name}: cannot start {' '.join(m.command)!r} in {m.directory} "
                               f"({exc.strerror or exc}): fix `command` in its manifest") from None
@@ -323,6 +345,11 @@ class Worker:
 
         row = claim.row
         setup = self.setup(row.tournament_id)
+        if setup.ladder:  # a contest: bots submitted, or submitted again, since the worker started
+            self.setups.pop(row.tournament_id)
+            setup = self.setup(row.tournament_id)
+            for name in (row.bot0, row.bot1):
+                await self._refresh(name)
         if row.tournament_id != self.current:  # bots are launched per tournament (its seed, its versions)
             await self.stop_bots()
             self.procs.clear()
@@ -350,10 +377,10 @@ class Worker:
                         if not self.queue.renew(claim):
                             scope.cancel()  # lost: stop playing, record nothing
                             return
-                        if ladder:
-                            self.forwarder.flush()
 
                 renewing.start_soon(renew)
+                if ladder:
+                    renewing.start_soon(self._flush_events)
                 try:
                     result = await play_match(self.store, self.server, row, setup.match, private,
                                               hub=self.forwarder if ladder else None, pair=_pair_key(self.store, row),
@@ -368,6 +395,15 @@ class Worker:
             self.played += 1
         return result
 
+    async def _flush_events(self) -> None:
+        """Write the live events every :data:`EVENT_FLUSH_S` while a ladder match is played."""
+        while True:
+            await trio.sleep(EVENT_FLUSH_S)
+            try:
+                self.forwarder.flush()
+            except Exception:  # noqa: BLE001 - a busy database: kept for the next flush
+                pass
+
     def finished(self) -> bool:
         """True once this worker's tournament (if it has one) is marked finished."""
         if self.tournament_id is None:
@@ -375,12 +411,25 @@ class Worker:
         t = self.store.tournament(self.tournament_id)
         return t is None or t["status"] == "finished"
 
-    async def run(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> int:
+    async def _signals(self, scope: trio.CancelScope) -> None:
+        import signal
+
+        with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+            async for _ in signals:
+                self.stopped_by_signal = True
+                scope.cancel()
+                return
+
+    async def run(self, signals: bool = False, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> int:
         """Claim and play matches until the tournament is finished (``exit_when_finished``),
-        ``max_matches`` claims were made, or cancelled; return the matches committed."""
+        ``max_matches`` claims were made, or cancelled (with ``signals``: SIGTERM or SIGINT,
+        after which the match in play is released at once for another worker); return the
+        matches committed."""
         claims = 0
         async with trio.open_nursery() as nursery:
             self.port = await nursery.start(self.server.serve)
+            if signals:
+                nursery.start_soon(self._signals, nursery.cancel_scope)
             task_status.started(self.port)
             try:
                 while self.max_matches is None or claims < self.max_matches:
@@ -394,6 +443,8 @@ class Worker:
                     await self.play(nursery, claim)
             finally:
                 with trio.CancelScope(shield=True):
+                    if self.stopped_by_signal:
+                        self.queue.release(self.id)
                     await self.stop_bots()
                 nursery.cancel_scope.cancel()
         if self.own_workdir:
@@ -439,6 +490,27 @@ def store_archives(store: Store, manifest_paths: list[str]) -> dict[str, int]:
             raise UserError(f"bot {name}: cannot be stored for the workers ({exc}); --workers 0 plays in one "
                             "process from the bot's directory") from None
     return out
+
+
+class LocalWorkers:
+    """``count`` worker processes on this machine for :func:`arena.schedule.tournament.run_tournament`
+    (its ``workers`` argument): it stores the bots' archives, then plays the tournament on them
+    (:func:`play_on_workers`)."""
+
+    def __init__(self, count: int, lease_s: float = LEASE_S) -> None:
+        if count < 1:
+            raise ValueError("at least one worker")
+        self.count = count
+        self.lease_s = lease_s
+
+    def store_archives(self, store: Store, manifest_paths: list[str]) -> dict[str, int]:
+        """See :func:`store_archives`."""
+        return store_archives(store, manifest_paths)
+
+    async def play(self, store: Store, tid: int, fmt: Format, trust_bots: bool, on_result: OnDone | None = None,
+                   play_steps: Any = None) -> None:
+        """See :func:`play_on_workers`."""
+        await play_on_workers(store, tid, fmt, self.count, trust_bots, on_result, self.lease_s, play_steps)
 
 
 def worker_command(db: str, tournament_id: int, worker_id: str, trust_bots: bool, lease_s: float) -> list[str]:

@@ -124,6 +124,15 @@ class MatchQueue:
             self.store.db.execute("UPDATE match_queue SET state='done', lease=NULL, lease_until=NULL "
                                   "WHERE match_key=?", (match_key,))
 
+    def drop_recorded(self) -> int:
+        """Take out of the queue every match already recorded (e.g. aborted by the front after a
+        crash); return how many."""
+        with self.store.transaction():
+            cur = self.store.db.execute(
+                "UPDATE match_queue SET state='done', lease=NULL, lease_until=NULL WHERE state<>'done' AND "
+                "match_key IN (SELECT match_key FROM matches WHERE status<>'pending')")
+        return max(cur.rowcount, 0)
+
     def leased_workers(self) -> list[str]:
         """The workers holding a lease now (expired or not)."""
         return [r[0] for r in self.store.db.execute(

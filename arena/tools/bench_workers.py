@@ -81,7 +81,7 @@ def run_workers(workers: int, games: int, db: str | None, workdir: Path, seed: i
     from arena.match.referee import MatchConfig
     from arena.schedule.launcher import load_manifest, sandbox_problem
     from arena.schedule.tournament import TournamentConfig, run_tournament
-    from arena.schedule.worker import open_db
+    from arena.schedule.worker import LocalWorkers, open_db
 
     manifests = bench_bots(workdir / f"bots{workers}")
     store = open_db(db or str(workdir / f"w{workers}.db"))
@@ -89,7 +89,7 @@ def run_workers(workers: int, games: int, db: str | None, workdir: Path, seed: i
                               trust_bots=sandbox_problem() is not None, manifests=manifests, match=MatchConfig())
     t0 = time.perf_counter()
     report = trio.run(run_tournament, store, [load_manifest(m) for m in manifests], config, None, None, None, None,
-                      workers)
+                      LocalWorkers(workers))
     wall = time.perf_counter() - t0
     first, last = store.db.execute("SELECT MIN(finished_at), MAX(finished_at) FROM matches WHERE tournament_id=?",
                                    (report.tournament_id,)).fetchone()
