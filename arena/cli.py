@@ -110,6 +110,9 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--concurrency", type=option_int("concurrency"), default=os.cpu_count() or 2,
                    help="matches played at once (default: the number of cores); each bot plays one match at a "
                         "time, so at most half the bots' worth of matches run together")
+    t.add_argument("--workers", type=option_int("workers"), default=os.cpu_count() or 2, metavar="N",
+                   help="worker processes that play the matches, each with its own copies of the bots (default: "
+                        "the number of cores); 0: every match in this process (--concurrency at once)")
     t.add_argument("--move-ms", type=option_int("move_ms"), default=2000, help="time per decision in ms (default 2000)")
     t.add_argument("--bank-ms", type=option_int("bank_ms"), default=0, help="time bank per match in ms (default 0)")
     t.add_argument("--grace-ms", type=option_int("grace_ms"), default=50, help="transport grace in ms (default 50)")
@@ -129,6 +132,19 @@ def build_parser() -> argparse.ArgumentParser:
                    help="when stdout is not a terminal: a score line every N matches or 30 s (default 10)")
     t.add_argument("--elo-every", type=_at_least(1), default=200, metavar="N",
                    help="when stdout is not a terminal: the running Elo every N matches (default 200)")
+
+    wk = sub.add_parser("worker", help="play scheduled matches of a tournament or contest from its database")
+    wk.add_argument("--db", default="arena.db", help="the database of the tournament or contest (default arena.db)")
+    wk.add_argument("--tournament", type=option_int("tournament"), metavar="ID",
+                    help="only this tournament's matches, and exit once it is finished (default: any, until stopped)")
+    wk.add_argument("--logs", help="match log directory (default: the tournament's)")
+    wk.add_argument("--id", help="this worker's name in the queue (default host:pid)")
+    wk.add_argument("--lease-s", type=float_in(1.0, 3600.0), default=30.0,
+                    help="seconds without renewal after which this worker's match is played again by another "
+                         "(default 30)")
+    wk.add_argument("--trust-bots", action="store_true",
+                    help="UNSAFE: run bots unsandboxed when their tournament allows it (trusted code only)")
+    wk.add_argument("--quiet", action="store_true", help="no line per match")
 
     sp = sub.add_parser("sprt", help="sequential test of one bot against another over duplicate pairs")
     sp.add_argument("--bot", required=True, metavar="MANIFEST", help="the bot under test")
@@ -179,6 +195,11 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--decisions", type=option_int("decisions"), default=20000, help="decisions for the TCP figures")
     b.add_argument("--flood-s", type=float_in(0.0, 3600.0), default=5.0,
                    help="seconds per window of the flood figures (wrong-token hellos, idle spectators); 0 skips them")
+    b.add_argument("--workers-games", type=_at_least(0), default=4, metavar="N",
+                   help="workers phase: matches per pair of the 8-bot tournament played on 1, then 2 workers "
+                        "(default 4; 0 skips it)")
+    b.add_argument("--db", help="workers phase: the database (e.g. postgresql://...; default a temporary SQLite file)")
+    b.add_argument("--only-workers", action="store_true", help="run only the workers phase")
 
     bots = sub.add_parser("bots", help="manage registered bots")
     bsub = bots.add_subparsers(dest="bots_command", required=True)
@@ -210,6 +231,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     sv = sub.add_parser("serve", help="run a long-lived contest server (TCP for bots and spectators, HTTP)")
     sv.add_argument("--config", required=True, help="contest TOML file (see docs/contest.example.toml)")
+    sv.add_argument("--workers", type=option_int("workers"), metavar="N",
+                    help="worker processes that play the matches between submitted bots (default: the contest "
+                         "file's workers, 0: all in this process)")
     return parser
 
 
@@ -365,11 +389,14 @@ def cmd_tournament(args: argparse.Namespace) -> int:
         if progress_lines is not None:
             progress_lines.on_result(row, result)
 
+    from arena.schedule.worker import LocalWorkers
+
     console.print(Text.assemble((f"{len(manifests)} bots", "bold"), ": " + ", ".join(
         f"{m.name} ({m.language})" for m in manifests)))
     try:
         with progress:
-            report = trio.run(run_tournament, store, manifests, config, on_start, on_result, resume)
+            report = trio.run(run_tournament, store, manifests, config, on_start, on_result, resume, None,
+                              LocalWorkers(args.workers) if args.workers else None)
     except BaseException as exc:
         if getattr(args, "debug", False) or not interrupted(exc) or find_user_error(exc) is not None:
             raise
@@ -381,6 +408,25 @@ def cmd_tournament(args: argparse.Namespace) -> int:
         return INTERRUPTED
     print_report(console, report)
     console.print(plain(f"results in {shown_db(args.db)}, match logs in {args.logs}/t{report.tournament_id}/"))
+    store.close()
+    return 0
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    """``arena worker``: claim and play matches until the tournament is finished (with
+    ``--tournament``) or until interrupted (:mod:`arena.schedule.worker`)."""
+    from arena.schedule.worker import Worker, open_db
+
+    store = open_db(args.db)
+    if args.tournament is not None and store.tournament(args.tournament) is None:
+        raise UserError(f"no tournament {args.tournament} in {args.db}")
+    worker = Worker(store, args.id, args.tournament, lease_s=args.lease_s, trust_bots=args.trust_bots,
+                    logs=args.logs, exit_when_finished=args.tournament is not None)
+    if not args.quiet:
+        print(plain(f"worker {worker.id}: playing the matches queued in {args.db}"), flush=True)
+    played = trio.run(worker.run, True)
+    if not args.quiet:
+        print(plain(f"worker {worker.id}: {played} matches committed, {worker.lost} leases lost"), flush=True)
     store.close()
     return 0
 
@@ -467,6 +513,13 @@ def cmd_bots(args: argparse.Namespace) -> int:
         except ValueError as exc:
             raise UserError(str(exc)) from None
         print(f"submitted {name}: the contest server launches {args.manifest} and enters it in the ladder")
+        from arena.store.archives import ArchiveError, pack
+
+        try:  # what a worker on another host unpacks and runs (arena.schedule.worker)
+            version = store.put_archive(name, pack(args.manifest))
+            print(f"stored as archive version {version} for the workers")
+        except (ArchiveError, OSError) as exc:
+            print(plain(f"not stored as an archive ({exc}): only workers on this host can run it"))
     elif args.bots_command == "remove":
         if not store.remove_bot(args.name):
             raise UserError(f"no bot {args.name!r} in {shown_db(args.db)} (`arena bots list` shows them)", 1)
@@ -545,6 +598,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     console = make_console()
     config = load_config(args.config)
+    if args.workers is not None:
+        config.workers = args.workers
     if not config.trust_bots and (problem := sandbox_problem()) is not None:
         line = problem.replace("pass --trust-bots", "set trust_bots = true")
         console.print(plain(f"submitted bots will not be launched: {line}", "red"), soft_wrap=True)
@@ -580,6 +635,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return cmd_replay(args)
     if args.command == "sprt":
         return cmd_sprt(args)
+    if args.command == "worker":
+        return cmd_worker(args)
     if args.command == "bench":
         from arena.tools.bench import main as bench_main
 

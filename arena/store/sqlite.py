@@ -130,7 +130,7 @@ CREATE TABLE IF NOT EXISTS ladder (
 );
 """
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """The schema version this code writes, kept in ``PRAGMA user_version``: 1 is the schema of the
 first versioned release (the tables above; a database from before versions has 0 and is brought
 to 1 by adding the columns added since); each later version is a step of :data:`MIGRATIONS`."""
@@ -160,6 +160,30 @@ MIGRATIONS: dict[int, list[str]] = {
             data        BLOB NOT NULL,
             created_at  REAL NOT NULL,
             PRIMARY KEY (bot, version)
+        )""",
+    ],
+    4: [
+        # the match queue of the workers (arena.store.queue): a scheduled match to be played by
+        # whichever worker claims it, under a lease that expires unless renewed; times in ms
+        """CREATE TABLE IF NOT EXISTS match_queue (
+            match_key     TEXT PRIMARY KEY REFERENCES matches(match_key),
+            tournament_id INTEGER NOT NULL,
+            idx           INTEGER NOT NULL,
+            half          INTEGER NOT NULL DEFAULT 0,
+            state         TEXT NOT NULL DEFAULT 'queued',
+            worker        TEXT,
+            lease         TEXT,
+            lease_until   BIGINT,
+            attempts      INTEGER NOT NULL DEFAULT 0,
+            queued_at     BIGINT NOT NULL
+        )""",
+        "CREATE INDEX IF NOT EXISTS match_queue_claim ON match_queue(state, tournament_id, idx)",
+        # live events of the matches workers play, for the front server's spectators (arena.store.queue)
+        """CREATE TABLE IF NOT EXISTS match_events (
+            id          INTEGER PRIMARY KEY,
+            match_key   TEXT NOT NULL,
+            body        TEXT NOT NULL,
+            created_at  BIGINT NOT NULL
         )""",
     ],
 }

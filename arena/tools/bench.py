@@ -938,6 +938,13 @@ def main(args: argparse.Namespace) -> int:
         console.print("[red]error:[/red] --deals and --decisions must be at least 1")
         return 2
     console.print(f"[bold]arena bench[/bold] on {_machine()}")
+    if getattr(args, "workers_games", 0) > 0:  # the workers phase (arena.tools.bench_workers)
+        from arena.tools.bench_workers import print_workers, workers_phase
+
+        runs = workers_phase(args.workers_games, args.db, progress=lambda text: console.print(f"[dim]{text}...[/dim]"))
+        print_workers(console, runs, args.db)
+        if args.only_workers:
+            return 0
     report = run_bench(args.deals, args.decisions, progress=lambda text: console.print(f"[dim]{text}...[/dim]"),
                        flood_s=getattr(args, "flood_s", 0.0))
     print_report(console, report)
