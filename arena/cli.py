@@ -134,7 +134,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="when stdout is not a terminal: the running Elo every N matches (default 200)")
 
     wk = sub.add_parser("worker", help="play scheduled matches of a tournament or contest from its database")
-    wk.add_argument("--db", default="arena.db", help="the database of the tournament or contest (default arena.db)")
+    wk.add_argument("--db", default="arena.db", help="the database of the tournament or contest: " + DB_HELP)
     wk.add_argument("--tournament", type=option_int("tournament"), metavar="ID",
                     help="only this tournament's matches, and exit once it is finished (default: any, until stopped)")
     wk.add_argument("--logs", help="match log directory (default: the tournament's)")
@@ -419,11 +419,11 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
     store = open_db(args.db)
     if args.tournament is not None and store.tournament(args.tournament) is None:
-        raise UserError(f"no tournament {args.tournament} in {args.db}")
+        raise UserError(f"no tournament {args.tournament} in {shown_db(args.db)}")
     worker = Worker(store, args.id, args.tournament, lease_s=args.lease_s, trust_bots=args.trust_bots,
                     logs=args.logs, exit_when_finished=args.tournament is not None)
     if not args.quiet:
-        print(plain(f"worker {worker.id}: playing the matches queued in {args.db}"), flush=True)
+        print(plain(f"worker {worker.id}: playing the matches queued in {shown_db(args.db)}"), flush=True)
     played = trio.run(worker.run, True)
     if not args.quiet:
         print(plain(f"worker {worker.id}: {played} matches committed, {worker.lost} leases lost"), flush=True)

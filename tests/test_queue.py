@@ -1,6 +1,7 @@
 """The match queue's policy (arena.store.queue): claim order, leases, expiry, commit once.
 
-Plain function calls on a real SQLite store with an injected clock: no sockets, no sleeping."""
+Plain function calls on a real store, SQLite then PostgreSQL (the ``db_target`` fixture), with
+an injected clock: no sockets, no sleeping."""
 
 from __future__ import annotations
 
@@ -27,8 +28,8 @@ def result(key: str, winner: int | None = 0) -> MatchResult:
 
 
 @pytest.fixture
-def setup(tmp_path):
-    store = Store(tmp_path / "q.db")
+def setup(db_target):
+    store = Store(db_target)
     schedule = [Pairing(index=0, bot0="a", bot1="b", seed=11, pair="p0"),
                 Pairing(index=1, bot0="b", bot1="a", seed=11, pair="p0"),
                 Pairing(index=2, bot0="a", bot1="c", seed=12)]

@@ -130,8 +130,8 @@ def test_a_killed_workers_match_is_replayed_by_another_from_the_same_seed_and_co
     print(f"killed worker's match replayed and committed {replayed_s:.1f} s after the kill (lease 1.5 s)")
 
 
-def test_two_workers_racing_for_one_match_one_gets_it(tmp_path):
-    db = tmp_path / "r.db"
+def test_two_workers_racing_for_one_match_one_gets_it(db_target):
+    db = db_target
     store = Store(db)
     tid = store.create_tournament("ecarte", "round-robin", 1, MatchConfig(), ["a", "b"], [("a", "b", 9)])
     MatchQueue(store).enqueue(tid)

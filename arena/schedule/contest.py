@@ -346,9 +346,11 @@ class Contest:
 
         async def one(n: int) -> None:
             wid = f"{host}:{os.getpid()}:w{n}"
-            cmd = [sys.executable, "-m", "arena.cli", "worker", "--db", cfg.db, "--id", wid, "--quiet"]
+            db, env = self.store.child_db()  # never a password on a command line
+            cmd = [sys.executable, "-m", "arena.cli", "worker", "--db", db, "--id", wid, "--quiet"]
             while True:
                 proc = subprocess.Popen(cmd + (["--trust-bots"] if cfg.trust_bots else []), stdin=subprocess.DEVNULL,
+                                        env={**os.environ, **env},
                                         preexec_fn=_die_with_parent)  # main thread: see arena.schedule.worker
                 self.worker_procs.append(proc)
                 try:

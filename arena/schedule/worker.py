@@ -55,10 +55,14 @@ from arena.schedule.copies import PAIR_COPIES, bot_log, launch_copy
 from arena.schedule.formats import Format, Pairing, StaticFormat, derive_seed
 from arena.schedule.launcher import BotProcess, Limits, Manifest, load_manifest, sandbox_problem
 from arena.store.archives import unpack
+from arena.store.health import STORAGE_ERRORS, StorageHealth
 from arena.store.queue import LEASE_S, Claim, LeaseLost, MatchQueue
-from arena.store.sqlite import MatchRow, Store
+from arena.store.sqlite import MatchRow, Store, open_store
 from protocol.messages import Goodbye
 
+STORAGE_RETRY_S = 1.0
+"""While the database fails (a PostgreSQL restart), how often a worker tries a claim or a
+waiting commit again (seconds)."""
 POLL_S = 0.2
 """How often an idle worker looks for a claimable match, and the front for results (seconds)."""
 USER_STATUSES = (2, 3, 4)
@@ -68,12 +72,8 @@ EVENT_FLUSH_S = 0.1
 
 
 def open_db(db: str) -> Store:
-    """The store at ``db``: an SQLite path, or a database URL where :func:`arena.store.open_store`
-    exists (PostgreSQL)."""
-    try:
-        from arena.store import open_store  # type: ignore[attr-defined]
-    except ImportError:
-        return Store(db)
+    """The store at ``db``: an SQLite path or a ``postgresql://`` URL
+    (:func:`arena.store.sqlite.open_store`)."""
     return open_store(db)
 
 
@@ -176,7 +176,10 @@ class EventForwarder:
         """A match is over."""
         self.buffer.append((match_id, msgspec.json.encode(
             {"type": "end", "winner": winner, "reason": reason, "scores": scores})))
-        self.flush()
+        try:
+            self.flush()
+        except STORAGE_ERRORS:  # kept for the next flush: a spectator's view waits, the match does not
+            pass
 
     def flush(self) -> None:
         """Write the buffered events (a failure keeps them for the next flush)."""
@@ -250,6 +253,9 @@ class Worker:
         self.unpacked: dict[tuple[str, int | None], Manifest] = {}
         self.launched_version: dict[str, int | None] = {}
         self.forwarder = EventForwarder(self.queue)
+        self.health = StorageHealth(retry_s=STORAGE_RETRY_S)
+        """Storage faults (a PostgreSQL server restarting, a full disk): a result is retried
+        until committed (or its lease is found lost), a claim or renewal tried again later."""
         self.played = 0
         self.lost = 0
         self._n = itertools.count(1)
@@ -365,7 +371,7 @@ class Worker:
         def record(match_key: str, result: MatchResult, log_path: str | None, log_hash: str | None) -> None:
             final = str(final_dir / Path(log_path).name) if log_path else None
             self.queue.commit(claim, result, final, log_hash,
-                              before=(lambda: os.replace(log_path, final)) if log_path else None)
+                              before=(lambda: _move_log(log_path, final)) if log_path else None)
 
         ladder = setup.ladder
         result = None
@@ -374,9 +380,12 @@ class Worker:
                 async def renew() -> None:
                     while True:
                         await trio.sleep(self.queue.lease_ms / 3000)
-                        if not self.queue.renew(claim):
-                            scope.cancel()  # lost: stop playing, record nothing
-                            return
+                        try:
+                            if not self.queue.renew(claim):
+                                scope.cancel()  # lost: stop playing, record nothing
+                                return
+                        except STORAGE_ERRORS as exc:  # tried again at the next tick; the commit checks the lease
+                            self.health.fail("database", exc)
 
                 renewing.start_soon(renew)
                 if ladder:
@@ -384,7 +393,7 @@ class Worker:
                 try:
                     result = await play_match(self.store, self.server, row, setup.match, private,
                                               hub=self.forwarder if ladder else None, pair=_pair_key(self.store, row),
-                                              copies=copies, record_result=record)
+                                              copies=copies, record_result=record, health=self.health)
                 except LeaseLost:
                     result = None
                 renewing.cancel_scope.cancel()
@@ -408,7 +417,10 @@ class Worker:
         """True once this worker's tournament (if it has one) is marked finished."""
         if self.tournament_id is None:
             return False
-        t = self.store.tournament(self.tournament_id)
+        try:
+            t = self.store.tournament(self.tournament_id)
+        except STORAGE_ERRORS:  # cannot tell: not finished
+            return False
         return t is None or t["status"] == "finished"
 
     async def _signals(self, scope: trio.CancelScope) -> None:
@@ -432,19 +444,34 @@ class Worker:
                 nursery.start_soon(self._signals, nursery.cancel_scope)
             task_status.started(self.port)
             try:
+                again: Claim | None = None  # a claim whose match a storage fault kept from starting
                 while self.max_matches is None or claims < self.max_matches:
-                    claim = self.queue.claim(self.id, self.tournament_id)
+                    try:
+                        claim = again or self.queue.claim(self.id, self.tournament_id)
+                    except STORAGE_ERRORS as exc:  # the database is away: look again shortly
+                        self.health.fail("database", exc)
+                        await trio.sleep(self.health.retry_s)
+                        continue
                     if claim is None:
                         if self.exit_when_finished and self.finished():
                             break
                         await trio.sleep(self.poll_s)
                         continue
-                    claims += 1
-                    await self.play(nursery, claim)
+                    claims += claim is not again
+                    again = None
+                    try:
+                        await self.play(nursery, claim)
+                    except STORAGE_ERRORS as exc:  # a read before the match (its setup, a bot's archive)
+                        self.health.fail("database", exc)
+                        again = claim  # played again under the same lease; if it lapsed, the commit says so
+                        await trio.sleep(self.health.retry_s)
             finally:
                 with trio.CancelScope(shield=True):
                     if self.stopped_by_signal:
-                        self.queue.release(self.id)
+                        try:
+                            self.queue.release(self.id)
+                        except STORAGE_ERRORS:  # the database is away: the lease frees it when it runs out
+                            pass
                     await self.stop_bots()
                 nursery.cancel_scope.cancel()
         if self.own_workdir:
@@ -520,6 +547,14 @@ def worker_command(db: str, tournament_id: int, worker_id: str, trust_bots: bool
     return cmd + (["--trust-bots"] if trust_bots else [])
 
 
+def _move_log(private: str, final: str) -> None:
+    """Move a match log into place inside its commit; again after a commit that failed (the
+    database went away after the move): already there, nothing to do."""
+    if not os.path.exists(private) and os.path.exists(final):
+        return
+    os.replace(private, final)
+
+
 def _die_with_parent() -> None:  # runs in the child between fork and exec
     import ctypes
     import signal
@@ -593,8 +628,9 @@ async def play_on_workers(store: Store, tid: int, fmt: Format, workers: int, tru
         while not done:
             err = tempfile.TemporaryFile()
             # forked here, in the main thread: PR_SET_PDEATHSIG follows the forking thread, not the process
-            proc = subprocess.Popen(worker_command(store.path, tid, wid, trust_bots, lease_s), stdin=subprocess.DEVNULL,
-                                    stderr=err, preexec_fn=_die_with_parent)
+            db, env = store.child_db()  # never a password on a command line
+            proc = subprocess.Popen(worker_command(db, tid, wid, trust_bots, lease_s), stdin=subprocess.DEVNULL,
+                                    stderr=err, env={**os.environ, **env}, preexec_fn=_die_with_parent)
             try:
                 while proc.poll() is None:
                     await trio.sleep(0.05)
@@ -617,7 +653,10 @@ async def play_on_workers(store: Store, tid: int, fmt: Format, workers: int, tru
                             proc.kill()
             if done:
                 return
-            queue.release(wid)  # its match is claimable at once, by the others or its replacement
+            try:
+                queue.release(wid)  # its match is claimable at once, by the others or its replacement
+            except STORAGE_ERRORS:  # the database is away: the lease frees it when it runs out
+                pass
             respawns -= 1
             if respawns < 0:
                 raise Unavailable(f"the workers keep dying (last exit status {proc.returncode}): run "
@@ -629,8 +668,12 @@ async def play_on_workers(store: Store, tid: int, fmt: Format, workers: int, tru
         if play_steps is not None:
             nursery.start_soon(steps)
         while True:
-            poll()
-            counts = queue.counts(tid)
+            try:
+                poll()
+                counts = queue.counts(tid)
+            except STORAGE_ERRORS:  # the database is away (the workers wait too): look again
+                await trio.sleep(POLL_S)
+                continue
             if steps_over and not waiting and not counts.get("queued") and not counts.get("leased"):
                 break
             await trio.sleep(POLL_S)

@@ -82,6 +82,15 @@ class MatchQueue:
         if getattr(store, "dialect", "sqlite") == "postgresql":  # row locks; SQLite has one writer at a time
             self.CLAIM_LOCK, self.ROW_LOCK = " FOR UPDATE SKIP LOCKED", " FOR UPDATE"
 
+    def _row_locked(self) -> Any:
+        """The transaction of a claim or a renewal: on PostgreSQL without the store's writer lock
+        (:meth:`arena.store.sqlite.Store.transaction`), so that claimers only ever meet on the
+        rows they lock (``FOR UPDATE SKIP LOCKED``: they skip each other's) and never wait for
+        another worker's commit; on SQLite the one writer, as everywhere. A commit (which refits
+        the ladder) and the live events (whose ids must become visible in order) keep the writer
+        lock."""
+        return self.store.transaction(writer=False)
+
     def now_ms(self) -> int:
         """The queue clock in whole milliseconds."""
         return int(self.clock() * 1000)
@@ -171,7 +180,7 @@ class MatchQueue:
         when nothing is claimable now. Atomic: two workers never hold the same match."""
         now = self.now_ms()
         token = secrets.token_hex(12)
-        with self.store.transaction():
+        with self._row_locked():
             key = self._claim_candidate(now, tournament_id)
             if key is None:
                 return None
@@ -190,7 +199,7 @@ class MatchQueue:
         """Extend ``claim``'s lease by ``lease_s`` from now; False if it is lost (expired or taken
         over): the worker must stop playing that match."""
         now = self.now_ms()
-        with self.store.transaction():
+        with self._row_locked():
             cur = self.store.db.execute(
                 "UPDATE match_queue SET lease_until=? WHERE match_key=? AND state='leased' AND lease=? "
                 "AND lease_until>=?", (now + self.lease_ms, claim.row.match_key, claim.token, now))
