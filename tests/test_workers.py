@@ -19,6 +19,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from arena.match.log import verify_file
 from arena.match.referee import MatchConfig
 from arena.schedule.formats import make_format
@@ -95,8 +97,9 @@ def test_one_and_two_workers_give_the_same_table_and_the_same_logs_byte_for_byte
     assert not any(p.name.startswith(".w-") for p in (tmp_path / "r2" / "logs" / "t1").iterdir())  # nothing left over
 
 
-def test_a_killed_workers_match_is_replayed_by_another_from_the_same_seed_and_counted_once(tmp_path):
-    db = tmp_path / "k.db"
+@pytest.mark.parametrize("db_target", ["sqlite", pytest.param("postgres", marks=pytest.mark.slow)], indirect=True)
+def test_a_killed_workers_match_is_replayed_by_another_from_the_same_seed_and_counted_once(tmp_path, db_target):
+    db = db_target
     store = Store(db)
     tid = queued_tournament(store, slow_bots(tmp_path), tmp_path / "logs")
     queue = MatchQueue(store)

@@ -362,8 +362,6 @@ class Worker:
             self.relaunched.clear()
             self.current = row.tournament_id
         copies = (claim.half % setup.copies, claim.half % setup.copies)
-        for name, copy in zip((row.bot0, row.bot1), copies, strict=True):
-            await self.ensure(nursery, setup, name, copy)
         final_dir = Path(setup.logs_dir) / f"t{row.tournament_id}"
         private = final_dir / f".w-{os.getpid()}-{next(self._n)}"
         private.mkdir(parents=True, exist_ok=True)
@@ -387,7 +385,9 @@ class Worker:
                         except STORAGE_ERRORS as exc:  # tried again at the next tick; the commit checks the lease
                             self.health.fail("database", exc)
 
-                renewing.start_soon(renew)
+                renewing.start_soon(renew)  # from the claim on: launching the bots may take a while
+                for name, copy in zip((row.bot0, row.bot1), copies, strict=True):
+                    await self.ensure(nursery, setup, name, copy)
                 if ladder:
                     renewing.start_soon(self._flush_events)
                 try:
