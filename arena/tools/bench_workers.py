@@ -30,6 +30,8 @@ from typing import Any
 import msgspec
 import trio
 
+from arena.store.postgres import shown as shown_db
+
 WORKERS_TARGET_RATIO = 1.7
 """Target: 2 workers play at least this many times the matches per second of 1 (2 cores)."""
 
@@ -121,7 +123,7 @@ def print_workers(console: Any, runs: list[WorkersRun], db: str | None) -> None:
 
     base = runs[0]
     table = Table(title=f"workers: one tournament of 8 bots, {base.matches} matches, database "
-                        f"{'SQLite (temporary file)' if db is None else db.split('@')[-1]}", box=box.SIMPLE_HEAVY)
+                        f"{'SQLite (temporary file)' if db is None else shown_db(db)}", box=box.SIMPLE_HEAVY)
     for col in ("workers", "matches/s (wall)", "matches/s (steady)", "wall s", "ratio wall", "ratio steady",
                 "target"):
         table.add_column(col, justify="right")
@@ -138,6 +140,10 @@ def print_workers(console: Any, runs: list[WorkersRun], db: str | None) -> None:
                       ratio(r.wall_rate, base.wall_rate, two), ratio(r.steady_rate, base.steady_rate, two),
                       f"≥ {WORKERS_TARGET_RATIO}" if two else "")
     console.print(table)
+    if db is not None:  # one database: tournaments t1, t2, ... whose match ids (so the bots' random choices) differ
+        console.print(f"results tables not compared: the runs are successive tournaments of one database; "
+                      f"tests/test_workers_postgres.py compares PostgreSQL with SQLite; {os.cpu_count()} cores")
+        return
     same = all(r.table == base.table for r in runs)
     console.print(f"results tables (Elo, wins, losses, draws per bot): {'identical' if same else 'DIFFERENT'} "
                   f"across {', '.join(str(r.workers) for r in runs)} workers; {os.cpu_count()} cores")
