@@ -189,9 +189,9 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--decisions", type=option_int("decisions"), default=20000, help="decisions for the TCP figures")
     b.add_argument("--flood-s", type=float_in(0.0, 3600.0), default=5.0,
                    help="seconds per window of the flood figures (wrong-token hellos, idle spectators); 0 skips them")
-    b.add_argument("--workers-games", type=_at_least(0), default=4, metavar="N",
-                   help="workers phase: matches per pair of the 8-bot tournament played on 1, then 2 workers "
-                        "(default 4; 0 skips it)")
+    b.add_argument("--workers-games", type=_at_least(0), default=3, metavar="N",
+                   help="workers phase: matches per pair of the 8-bot tournament played on 1, then 2 workers, then "
+                        "in one process (default 3; 0 skips it)")
     b.add_argument("--db", help="workers phase: the database (e.g. postgresql://...; default a temporary SQLite file)")
     b.add_argument("--only-workers", action="store_true", help="run only the workers phase")
 

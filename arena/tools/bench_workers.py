@@ -13,9 +13,11 @@ its own sandboxed copies of the bots). Figures per N:
   the database), which leaves out the start-up;
 
 and the ratio of each to the 1-worker figure (target :data:`WORKERS_TARGET_RATIO` for 2
-workers on a 2-core machine). Both runs use one database each (a fresh SQLite file in a
-temporary directory, or the ``--db`` URL given, e.g. a PostgreSQL server: the tournaments are
-then added to it). The results tables of the runs are compared: they must be identical.
+workers on a 2-core machine). The same tournament is then played in one process
+(``--workers 0``, ``--concurrency`` the number of cores: the path before workers) for reference.
+Each run uses a fresh SQLite file in a temporary directory, or the ``--db`` URL given (e.g. a
+PostgreSQL server; the tournaments are then added to it). The results tables of the runs are
+compared: they must be identical.
 """
 
 from __future__ import annotations
@@ -88,8 +90,9 @@ def run_workers(workers: int, games: int, db: str | None, workdir: Path, seed: i
     config = TournamentConfig(games=games, seed=seed, logs_dir=str(workdir / f"logs{workers}"),
                               trust_bots=sandbox_problem() is not None, manifests=manifests, match=MatchConfig())
     t0 = time.perf_counter()
+    config.concurrency = os.cpu_count() or 2  # --workers 0: today's default
     report = trio.run(run_tournament, store, [load_manifest(m) for m in manifests], config, None, None, None, None,
-                      LocalWorkers(workers))
+                      LocalWorkers(workers) if workers else None)
     wall = time.perf_counter() - t0
     first, last = store.db.execute("SELECT MIN(finished_at), MAX(finished_at) FROM matches WHERE tournament_id=?",
                                    (report.tournament_id,)).fetchone()
@@ -98,7 +101,7 @@ def run_workers(workers: int, games: int, db: str | None, workdir: Path, seed: i
     return WorkersRun(workers, report.matches, wall, (last or 0) - (first or 0), table)
 
 
-def workers_phase(games: int = 4, db: str | None = None, counts: tuple[int, ...] = (1, 2),
+def workers_phase(games: int = 3, db: str | None = None, counts: tuple[int, ...] = (1, 2, 0),
                   progress: Any = None) -> list[WorkersRun]:
     """Run the tournament once per worker count in ``counts``, in one temporary directory
     (removed after)."""
@@ -107,7 +110,8 @@ def workers_phase(games: int = 4, db: str | None = None, counts: tuple[int, ...]
     try:
         runs = []
         for n in counts:
-            say(f"workers: a round-robin of 8 bots (4 C), {games} matches per pair, on {n} worker(s)")
+            say(f"workers: a round-robin of 8 bots (4 C), {games} matches per pair, "
+                + (f"on {n} worker(s)" if n else "in one process (--workers 0)"))
             runs.append(run_workers(n, games, db, workdir))
         return runs
     finally:
@@ -115,7 +119,8 @@ def workers_phase(games: int = 4, db: str | None = None, counts: tuple[int, ...]
 
 
 def print_workers(console: Any, runs: list[WorkersRun], db: str | None) -> None:
-    """The phase's table: per worker count, matches/s (wall and steady) and the ratio to 1 worker."""
+    """The phase's table: per worker count, matches/s (wall and steady) and the ratio to the
+    first run (1 worker); 0 workers is today's path, every match in one process."""
     from rich import box
     from rich.table import Table
 
@@ -134,7 +139,8 @@ def print_workers(console: Any, runs: list[WorkersRun], db: str | None) -> None:
 
     for r in runs:
         two = r.workers == 2
-        table.add_row(str(r.workers), f"{r.wall_rate:.2f}", f"{r.steady_rate:.2f}", f"{r.wall_s:.1f}",
+        label = str(r.workers) if r.workers else f"0 (one process, concurrency {os.cpu_count()})"
+        table.add_row(label, f"{r.wall_rate:.2f}", f"{r.steady_rate:.2f}", f"{r.wall_s:.1f}",
                       ratio(r.wall_rate, base.wall_rate, two), ratio(r.steady_rate, base.steady_rate, two),
                       f"≥ {WORKERS_TARGET_RATIO}" if two else "")
     console.print(table)
