@@ -101,24 +101,26 @@ def test_a_killed_workers_match_is_replayed_by_another_from_the_same_seed_and_co
     tid = queued_tournament(store, slow_bots(tmp_path), tmp_path / "logs")
     queue = MatchQueue(store)
     key = f"t{tid}-m0001"
-    first = start_worker(db, tid, "first", lease_s=1.5)
+    first = start_worker(db, tid, "first", lease_s=3)
+    second = None
     try:
         # mid-match: leased by the first worker and its private log has been started
         wait_until(lambda: queue.state(key)[:2] == ("leased", "first")
                    and any((tmp_path / "logs" / f"t{tid}").glob(".w-*/*.jsonl.gz")))
-        time.sleep(0.3)
+        second = start_worker(db, tid, "second", lease_s=3)  # idle: nothing else to claim
+        time.sleep(1.0)
+        assert queue.state(key)[:2] == ("leased", "first")  # renewed: the lease holds while it plays
         first.send_signal(signal.SIGKILL)
         killed = time.monotonic()
         first.wait()
         assert store.match_row(key).status == "pending"
-        second = start_worker(db, tid, "second", lease_s=1.5)
         wait_until(lambda: store.match_row(key).status != "pending", 60)
         replayed_s = time.monotonic() - killed
         store.finish_tournament(tid)
         assert second.wait(30) == 0
     finally:
-        for p in (first,):
-            if p.poll() is None:
+        for p in (first, second):
+            if p is not None and p.poll() is None:
                 p.kill()
     state, worker, _, attempts = queue.state(key)
     assert (state, worker, attempts) == ("done", "second", 2)
@@ -127,7 +129,52 @@ def test_a_killed_workers_match_is_replayed_by_another_from_the_same_seed_and_co
     assert store.db.execute("SELECT COUNT(*) FROM matches WHERE tournament_id=?", (tid,)).fetchone()[0] == 1
     lines, result = verify_file(row["log_path"], row["log_hash"])  # the whole match, from its first deal
     assert lines[0]["seed"] == store.match_row(key).seed and result["reason"] == "target"
-    print(f"killed worker's match replayed and committed {replayed_s:.1f} s after the kill (lease 1.5 s)")
+    print(f"killed worker's match replayed and committed {replayed_s:.1f} s after the kill (lease 3 s)")
+
+
+def worker_pids(parent: int) -> list[int]:
+    """The `arena worker` processes whose parent is ``parent``."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                if ppid == parent and b"worker" in (entry / "cmdline").read_bytes().split(b"\0"):
+                    out.append(int(entry.name))
+            except (OSError, IndexError, ValueError):
+                continue
+    return out
+
+
+def test_a_tournament_replaces_a_killed_worker_and_replays_its_match_at_once(tmp_path):
+    """`arena tournament --workers 2`: a worker SIGKILLed mid-match has its lease released at
+    once by the tournament (no waiting for the 30 s lease), is started again, and the match is
+    played again and counted once; the tournament finishes with every match."""
+    bots = slow_bots(tmp_path)
+    db = tmp_path / "t.db"
+    proc = subprocess.Popen([*ARENA, "tournament", "--bots", *bots, "--games", "2", "--no-duplicate", "--seed", "3",
+                             "--workers", "2", "--db", str(db), "--logs", str(tmp_path / "logs"), "--quiet",
+                             *TRUST_ARGS], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_until(lambda: db.exists() and Store(db).db.execute(
+            "SELECT COUNT(*) FROM match_queue WHERE state='leased'").fetchone()[0] == 2
+            and len(list((tmp_path / "logs" / "t1").glob(".w-*/*.jsonl.gz"))) == 2, 60)
+        time.sleep(0.3)
+        victim = worker_pids(proc.pid)[0]
+        os.kill(victim, signal.SIGKILL)
+        killed = time.monotonic()
+        out, err = proc.communicate(timeout=120)
+        finished_s = time.monotonic() - killed
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    assert "Tournament t1" in out
+    store = Store(db)
+    rows = store.db.execute("SELECT attempts, state FROM match_queue ORDER BY idx").fetchall()
+    assert sorted(r[0] for r in rows) == [1, 2] and {r[1] for r in rows} == {"done"}  # one replayed, once
+    assert [m["status"] for m in store.matches(1)] == ["done", "done"]
+    print(f"tournament finished {finished_s:.1f} s after one of its workers was killed")
 
 
 def test_two_workers_racing_for_one_match_one_gets_it(tmp_path):

@@ -257,6 +257,7 @@ class Worker:
         self.current: int | None = None
         """The tournament whose bots are running."""
         self.stopped_by_signal = False
+        self._private: Path | None = None
 
     # ------------------------------------------------------------------ bots
 
@@ -339,8 +340,36 @@ class Worker:
     # ------------------------------------------------------------------ matches
 
     async def play(self, nursery: trio.Nursery, claim: Claim) -> MatchResult | None:
-        """Play one claimed match and commit it; None if the lease was lost (nothing recorded:
-        another worker plays it again)."""
+        """Play one claimed match and commit it, renewing the lease from the claim on (bots
+        launching included); None if the lease was lost (nothing recorded: another worker plays
+        the match again)."""
+        result = None
+        self._private = None
+        with trio.CancelScope() as scope:
+            async with trio.open_nursery() as renewing:
+                async def renew() -> None:
+                    while True:
+                        await trio.sleep(self.queue.lease_ms / 3000)
+                        if not self.queue.renew(claim):
+                            scope.cancel()  # lost: stop playing, record nothing
+                            return
+
+                renewing.start_soon(renew)
+                try:
+                    result = await self._play_claimed(nursery, renewing, claim)
+                except LeaseLost:
+                    result = None
+                renewing.cancel_scope.cancel()
+        if self._private is not None:
+            shutil.rmtree(self._private, ignore_errors=True)
+        if result is None:
+            self.lost += 1
+        else:
+            self.played += 1
+        return result
+
+    async def _play_claimed(self, nursery: trio.Nursery, renewing: trio.Nursery, claim: Claim) -> MatchResult:
+        """Launch the bots ``claim`` needs, play it, commit under the lease (:meth:`play`)."""
         from arena.schedule.tournament import play_match
 
         row = claim.row
@@ -359,7 +388,7 @@ class Worker:
         for name, copy in zip((row.bot0, row.bot1), copies, strict=True):
             await self.ensure(nursery, setup, name, copy)
         final_dir = Path(setup.logs_dir) / f"t{row.tournament_id}"
-        private = final_dir / f".w-{os.getpid()}-{next(self._n)}"
+        private = self._private = final_dir / f".w-{os.getpid()}-{next(self._n)}"
         private.mkdir(parents=True, exist_ok=True)
 
         def record(match_key: str, result: MatchResult, log_path: str | None, log_hash: str | None) -> None:
@@ -367,33 +396,11 @@ class Worker:
             self.queue.commit(claim, result, final, log_hash,
                               before=(lambda: os.replace(log_path, final)) if log_path else None)
 
-        ladder = setup.ladder
-        result = None
-        with trio.CancelScope() as scope:
-            async with trio.open_nursery() as renewing:
-                async def renew() -> None:
-                    while True:
-                        await trio.sleep(self.queue.lease_ms / 3000)
-                        if not self.queue.renew(claim):
-                            scope.cancel()  # lost: stop playing, record nothing
-                            return
-
-                renewing.start_soon(renew)
-                if ladder:
-                    renewing.start_soon(self._flush_events)
-                try:
-                    result = await play_match(self.store, self.server, row, setup.match, private,
-                                              hub=self.forwarder if ladder else None, pair=_pair_key(self.store, row),
-                                              copies=copies, record_result=record)
-                except LeaseLost:
-                    result = None
-                renewing.cancel_scope.cancel()
-        shutil.rmtree(private, ignore_errors=True)
-        if result is None:
-            self.lost += 1
-        else:
-            self.played += 1
-        return result
+        if setup.ladder:
+            renewing.start_soon(self._flush_events)
+        return await play_match(self.store, self.server, row, setup.match, private,
+                                hub=self.forwarder if setup.ladder else None, pair=_pair_key(self.store, row),
+                                copies=copies, record_result=record)
 
     async def _flush_events(self) -> None:
         """Write the live events every :data:`EVENT_FLUSH_S` while a ladder match is played."""
