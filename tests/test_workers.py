@@ -75,7 +75,9 @@ def table_of(output: str) -> str:
 
 
 def test_one_and_two_workers_give_the_same_table_and_the_same_logs_byte_for_byte(tmp_path):
-    bots = [str(ROOT / "sample_bots" / f) for f in ("c_bot.toml", "random.toml", "greedy.toml")]
+    from arena.tools.bench_workers import bench_bots
+
+    bots = bench_bots(tmp_path / "bots")[:3] + [str(ROOT / "sample_bots" / "random.toml")]  # 3 C bots, 1 Python
     out = {}
     for n in (1, 2):
         (tmp_path / f"r{n}").mkdir()
@@ -86,12 +88,12 @@ def test_one_and_two_workers_give_the_same_table_and_the_same_logs_byte_for_byte
         out[n] = run.stdout
     assert table_of(out[1]) == table_of(out[2])
     logs = {n: sorted((tmp_path / f"r{n}" / "logs" / "t1").glob("*.jsonl.gz")) for n in (1, 2)}
-    assert len(logs[1]) == 6 and [p.name for p in logs[1]] == [p.name for p in logs[2]]
+    assert len(logs[1]) == 12 and [p.name for p in logs[1]] == [p.name for p in logs[2]]
     for a, b in zip(logs[1], logs[2], strict=True):
         assert a.read_bytes() == b.read_bytes(), a.name
     store = Store(tmp_path / "r2" / "w.db")
     claims = store.db.execute("SELECT worker, attempts, state FROM match_queue").fetchall()
-    assert len(claims) == 6 and {(r[1], r[2]) for r in claims} == {(1, "done")}  # each claimed and played once
+    assert len(claims) == 12 and {(r[1], r[2]) for r in claims} == {(1, "done")}  # each claimed and played once
     assert not any(p.name.startswith(".w-") for p in (tmp_path / "r2" / "logs" / "t1").iterdir())  # nothing left over
 
 

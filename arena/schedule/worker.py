@@ -98,8 +98,8 @@ def release_dead_local(queue: MatchQueue) -> int:
 
 class Setup(msgspec.Struct):
     """How the matches of one tournament (or contest ladder) are played: the match rules, where
-    logs go, the bots' seed, copies per bot, limits, whether bots are sandboxed, the server's
-    host for unsandboxed bots, how long a bot gets to connect, and where each bot comes from
+    logs go, the bots' seed, copies per bot, limits, whether bots are sandboxed, how long a bot
+    gets to connect, and where each bot comes from
     (``archives``: name -> pinned version, absent: the newest; ``manifests``: name -> path)."""
 
     match: MatchConfig
@@ -108,7 +108,6 @@ class Setup(msgspec.Struct):
     copies: int
     limits: Limits
     isolated: bool
-    host: str = "127.0.0.1"
     connect_timeout_s: float = 20.0
     archives: dict[str, int | None] = msgspec.field(default_factory=dict)
     manifests: dict[str, str] = msgspec.field(default_factory=dict)
@@ -132,7 +131,7 @@ def setup_of(store: Store, tournament_id: int) -> Setup:
                                                     "max_illegal")}, MatchConfig)
         return Setup(match=match, logs_dir=c["logs"], seed=t["seed"], copies=PAIR_COPIES if c["duplicate"] else 1,
                      limits=msgspec.convert(c["limits"], Limits), isolated=c["sandbox"] or not c["trust_bots"],
-                     host=c["server"].get("host", "127.0.0.1"), archives={name: None for name in manifests},
+                     archives={name: None for name in manifests},
                      manifests=manifests, ladder=True, sandboxed=[name for name, _, sandbox in rows if sandbox])
     from arena.schedule.tournament import TournamentConfig
 
@@ -144,7 +143,7 @@ def setup_of(store: Store, tournament_id: int) -> Setup:
         except (ValueError, OSError):  # another host: the archives say it all
             continue
     return Setup(match=tc.match, logs_dir=tc.logs_dir, seed=t["seed"], copies=tc.copies or PAIR_COPIES,
-                 limits=tc.limits, isolated=tc.sandbox or not tc.trust_bots, host=tc.server.host,
+                 limits=tc.limits, isolated=tc.sandbox or not tc.trust_bots,
                  connect_timeout_s=tc.connect_timeout_s, archives=dict(tc.archives), manifests=manifests)
 
 
@@ -206,15 +205,23 @@ def feed_event(hub: Any, match_key: str, body: bytes) -> None:
         hub.match_ended(match_key, msg["winner"], msg["reason"], msg["scores"])
 
 
+EVENTS_KEPT_S = 600.0
+"""Live events older than this are deleted by the front (seconds): they were read long ago."""
+
+
 async def pump_events(queue: MatchQueue, hub: Any, poll_s: float = POLL_S) -> None:
-    """Feed ``hub`` with the live events workers write (from now on), polling every ``poll_s``;
-    runs until cancelled."""
+    """Feed ``hub`` with the live events workers write (from now on), polling every ``poll_s``,
+    and delete those older than :data:`EVENTS_KEPT_S` once a minute; runs until cancelled."""
     last = queue.last_event_id()
+    pruned = trio.current_time()
     while True:
         try:
             for event_id, key, body in queue.events_after(last):
                 last = event_id
                 feed_event(hub, key, body)
+            if trio.current_time() - pruned > 60:
+                pruned = trio.current_time()
+                queue.prune_events(queue.now_ms() - int(EVENTS_KEPT_S * 1000))
         except Exception:  # noqa: BLE001 - a database hiccup: look again next time
             pass
         await trio.sleep(poll_s)
