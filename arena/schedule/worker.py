@@ -568,6 +568,7 @@ async def play_on_workers(store: Store, tid: int, fmt: Format, workers: int, tru
         raise Unavailable(problem)
     queue = MatchQueue(store, lease_s=lease_s)
     release_dead_local(queue)  # a resumed tournament: the workers of the run that died
+    queue.drop_recorded()  # and the matches an in-process run (--workers 0) recorded since
     if isinstance(fmt, StaticFormat):
         queue.enqueue(tid)
     game = store.tournament(tid)["game"]
