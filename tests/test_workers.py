@@ -19,6 +19,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from arena.match.log import verify_file
 from arena.match.referee import MatchConfig
 from arena.schedule.formats import make_format
@@ -311,3 +313,61 @@ async def test_a_contest_with_a_worker_plays_submitted_bots_there_and_its_specta
     ends = [i for i, m in enumerate(seen) if m["type"] == "watch_end" and m["match_id"] in first_pair]
     reveals = [i for i, m in enumerate(seen) if m["type"] == "reveal" and m["match_id"] in first_pair]
     assert reveals and min(reveals) > max(ends)  # a pair's hidden cards only after both halves
+
+
+def processes_with(needle: bytes) -> list[int]:
+    """Live processes whose command line contains ``needle``."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+                if needle in (entry / "cmdline").read_bytes() and stat.rsplit(")", 1)[1].split()[0] != "Z":
+                    out.append(int(entry.name))
+            except (OSError, IndexError):
+                continue
+    return out
+
+
+@pytest.mark.slow
+def test_a_tournament_killed_with_its_workers_resumes_on_workers_to_the_same_logs(tmp_path):
+    """SIGKILL `arena tournament --workers 2` mid-way: its workers die with it (parent-death
+    signal), `--resume --workers 2` releases their leases at once and plays what is left; every
+    match is counted once and the logs are byte for byte those of a clean run on one worker."""
+    bots = slow_bots(tmp_path)
+    runs = {}
+    for name in ("crash", "clean"):
+        (tmp_path / name).mkdir()
+        runs[name] = [*ARENA, "tournament", "--bots", *bots, "--games", "6", "--no-duplicate", "--seed", "4",
+                      "--db", "a.db", "--logs", "logs", "--quiet", *TRUST_ARGS]
+    db = tmp_path / "crash" / "a.db"
+    proc = subprocess.Popen([*runs["crash"], "--workers", "2"], cwd=tmp_path / "crash", stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+    try:
+        wait_until(lambda: db.exists() and Store(db).db.execute(
+            "SELECT COUNT(*) FROM matches WHERE status='done'").fetchone()[0] >= 2, 90)
+        wait_until(lambda: Store(db).db.execute(
+            "SELECT COUNT(*) FROM match_queue WHERE state='leased'").fetchone()[0] >= 1, 30)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    wait_until(lambda: not processes_with(f":{proc.pid}:w".encode()), 10)  # its workers died with it
+    t0 = time.monotonic()
+    resumed = subprocess.run([*ARENA, "tournament", "--resume", "--db", "a.db", "--workers", "2", "--quiet",
+                              *TRUST_ARGS], cwd=tmp_path / "crash", capture_output=True, text=True, timeout=180)
+    resume_s = time.monotonic() - t0
+    assert resumed.returncode == 0, resumed.stderr
+    store = Store(db)
+    assert [m["status"] for m in store.matches(1)] == ["done"] * 6
+    assert {r[0] for r in store.db.execute("SELECT state FROM match_queue")} == {"done"}
+    clean = subprocess.run([*runs["clean"], "--workers", "1"], cwd=tmp_path / "clean", capture_output=True,
+                           text=True, timeout=180)
+    assert clean.returncode == 0, clean.stderr
+    crashed_logs = sorted((tmp_path / "crash" / "logs" / "t1").glob("*.jsonl.gz"))
+    clean_logs = sorted((tmp_path / "clean" / "logs" / "t1").glob("*.jsonl.gz"))
+    assert [p.name for p in crashed_logs] == [p.name for p in clean_logs] and len(clean_logs) == 6
+    for a, b in zip(crashed_logs, clean_logs, strict=True):
+        assert a.read_bytes() == b.read_bytes(), a.name
+    print(f"resumed on workers in {resume_s:.1f} s (no wait for the dead workers' 30 s leases)")
