@@ -413,8 +413,13 @@ def cmd_worker(args: argparse.Namespace) -> int:
     store = open_db(args.db)
     if args.tournament is not None and store.tournament(args.tournament) is None:
         raise UserError(f"no tournament {args.tournament} in {args.db}")
+    def said(row, result) -> None:  # type: ignore[no-untyped-def]
+        winner = (row.bot0, row.bot1)[result.winner] if result.winner is not None else "nobody"
+        print(plain(f"{row.match_key}: {row.bot0} v {row.bot1}: {winner} ({result.reason})"), flush=True)
+
     worker = Worker(store, args.id, args.tournament, lease_s=args.lease_s, trust_bots=args.trust_bots,
-                    logs=args.logs, exit_when_finished=args.tournament is not None)
+                    logs=args.logs, exit_when_finished=args.tournament is not None,
+                    on_result=None if args.quiet else said)
     if not args.quiet:
         print(plain(f"worker {worker.id}: playing the matches queued in {args.db}"), flush=True)
     played = trio.run(worker.run, True)

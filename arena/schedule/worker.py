@@ -61,6 +61,8 @@ from protocol.messages import Goodbye
 
 POLL_S = 0.2
 """How often an idle worker looks for a claimable match, and the front for results (seconds)."""
+OnDone = Callable[[MatchRow, MatchResult], None]
+"""``on_result(row, result)``: told of each recorded match."""
 USER_STATUSES = (2, 3, 4)
 """Exit statuses of a worker that met a mistake of the user's (arena.errors): reported, not retried."""
 EVENT_FLUSH_S = 0.1
@@ -233,12 +235,14 @@ class Worker:
     (else they are sandboxed, and a host without bubblewrap refuses). ``logs`` overrides the
     tournament's logs folder; ``workdir`` is where archives are unpacked (a fresh temporary
     directory by default). With ``exit_when_finished`` the worker returns once its tournament
-    is finished; ``max_matches`` stops it after that many claims (tests)."""
+    is finished; ``max_matches`` stops it after that many claims (tests); ``on_result(row,
+    result)`` is called after each commit."""
 
     def __init__(self, store: Store, worker_id: str | None = None, tournament_id: int | None = None,
                  lease_s: float = LEASE_S, poll_s: float = POLL_S, trust_bots: bool = False,
                  logs: str | None = None, workdir: str | None = None, exit_when_finished: bool = True,
-                 max_matches: int | None = None, clock: Callable[[], float] | None = None) -> None:
+                 max_matches: int | None = None, clock: Callable[[], float] | None = None,
+                 on_result: OnDone | None = None) -> None:
         self.store = store
         self.id = worker_id or default_worker_id()
         self.tournament_id = tournament_id
@@ -248,6 +252,7 @@ class Worker:
         self.logs = logs
         self.exit_when_finished = exit_when_finished
         self.max_matches = max_matches
+        self.on_result = on_result
         self.own_workdir = workdir is None
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix="arena-worker-"))
         self.server = ArenaServer(store, ServerConfig(host="127.0.0.1", port=0))
@@ -373,6 +378,8 @@ class Worker:
             self.lost += 1
         else:
             self.played += 1
+            if self.on_result is not None:
+                self.on_result(claim.row, result)
         return result
 
     async def _play_claimed(self, nursery: trio.Nursery, renewing: trio.Nursery, claim: Claim) -> MatchResult:
@@ -539,9 +546,6 @@ def _die_with_parent() -> None:  # runs in the child between fork and exec
     import signal
 
     ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-
-
-OnDone = Callable[[MatchRow, MatchResult], None]
 
 
 def result_of(row: dict[str, Any]) -> MatchResult:
