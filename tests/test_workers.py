@@ -371,3 +371,30 @@ def test_a_tournament_killed_with_its_workers_resumes_on_workers_to_the_same_log
     for a, b in zip(crashed_logs, clean_logs, strict=True):
         assert a.read_bytes() == b.read_bytes(), a.name
     print(f"resumed on workers in {resume_s:.1f} s (no wait for the dead workers' 30 s leases)")
+
+
+def test_the_front_follows_the_newest_claim_of_a_match_played_again(tmp_path):
+    """A worker that lost its lease and still sends events (its end, late) does not end the
+    live match of the worker that plays it again: the front keeps to the newest claim."""
+    from arena.net.spectate import SpectatorHub
+    from arena.schedule.worker import EventFeed, EventForwarder
+    from protocol.messages import Rules
+
+    store = Store(tmp_path / "f.db")
+    queue = MatchQueue(store)
+    old, new = EventForwarder(queue), EventForwarder(queue)
+    old.attempt, new.attempt = 1, 2
+    old.match_started("t1-m0001", "ecarte", ["a", "b"], Rules(), TimeControl())
+    old.flush()
+    new.match_started("t1-m0001", "ecarte", ["a", "b"], Rules(), TimeControl())
+    new.flush()
+    old.match_ended("t1-m0001", None, "aborted", [0, 0])  # the loser of the lease, late
+    hub = SpectatorHub()
+    feed = EventFeed(hub)
+    for _, key, body in queue.events_after(0):
+        feed.feed(key, body)
+    assert [m.match_id for m in hub.listing()] == ["t1-m0001"]  # still live: the new claim plays it
+    new.match_ended("t1-m0001", 0, "target", [5, 1])
+    for _, key, body in queue.events_after(3):
+        feed.feed(key, body)
+    assert hub.listing() == []

@@ -149,35 +149,51 @@ def setup_of(store: Store, tournament_id: int) -> Setup:
                  connect_timeout_s=tc.connect_timeout_s, archives=dict(tc.archives), manifests=manifests)
 
 
+class Envelope(msgspec.Struct):
+    """A live event as stored in ``match_events``: the claim it comes from (``attempt``: a match
+    played again after a lost lease has a higher one) and the event (a match-log
+    :class:`~arena.match.log.LogEvent`, or a ``start`` or ``end`` object)."""
+
+    attempt: int
+    body: msgspec.Raw
+
+
 class EventForwarder:
     """Stands in for a :class:`arena.net.spectate.SpectatorHub` in a worker: the referee's live
     events are buffered as JSON and written to ``match_events`` every :data:`EVENT_FLUSH_S`
-    (:meth:`flush`), for the front server to feed its own hub (:func:`pump_events`). Hidden
+    (:meth:`flush`), for the front server to feed its own hub (:class:`EventFeed`). Hidden
     events travel with their ``seen_by`` like in a match log; what spectators get of them is
-    decided by the front's hub, under its rules."""
+    decided by the front's hub, under its rules. ``attempt`` is the claim's (set per match)."""
 
     def __init__(self, queue: MatchQueue) -> None:
         self.queue = queue
         self.buffer: list[tuple[str, bytes]] = []
         self.seq = 0
+        self.attempt = 1
+
+    def _add(self, match_id: str, body: bytes) -> None:
+        self.buffer.append((match_id, msgspec.json.encode(Envelope(self.attempt, msgspec.Raw(body)))))
 
     def match_started(self, match_id: str, game: str, bots: list[str], rules: Any, time: Any,
                       pair: str | None = None) -> None:
         """A match begins."""
-        self.buffer.append((match_id, msgspec.json.encode(
-            {"type": "start", "game": game, "bots": bots, "rules": rules, "time": time, "pair": pair})))
+        self._add(match_id, msgspec.json.encode(
+            {"type": "start", "game": game, "bots": bots, "rules": rules, "time": time, "pair": pair}))
 
     def event(self, match_id: str, event: Any, seen_by: tuple[int, ...]) -> None:
         """One engine event with the seats that saw it."""
         self.seq += 1
-        self.buffer.append((match_id, msgspec.json.encode(
-            LogEvent(seq=self.seq, seen_by=list(seen_by), hidden=tuple(seen_by) != (0, 1), event=event))))
+        self._add(match_id, msgspec.json.encode(
+            LogEvent(seq=self.seq, seen_by=list(seen_by), hidden=tuple(seen_by) != (0, 1), event=event)))
 
     def match_ended(self, match_id: str, winner: int | None, reason: str, scores: list[int]) -> None:
-        """A match is over."""
-        self.buffer.append((match_id, msgspec.json.encode(
-            {"type": "end", "winner": winner, "reason": reason, "scores": scores})))
-        self.flush()
+        """A match is over (its events are written now if the database allows; else later)."""
+        self._add(match_id, msgspec.json.encode({"type": "end", "winner": winner, "reason": reason,
+                                                 "scores": scores}))
+        try:
+            self.flush()
+        except Exception:  # noqa: BLE001 - kept for the next flush: never fails the match
+            pass
 
     def flush(self) -> None:
         """Write the buffered events (a failure keeps them for the next flush)."""
@@ -190,21 +206,41 @@ class EventForwarder:
                 raise
 
 
-def feed_event(hub: Any, match_key: str, body: bytes) -> None:
-    """Replay one event written by an :class:`EventForwarder` into ``hub`` (a
-    :class:`arena.net.spectate.SpectatorHub`), which applies its hidden-card rules."""
-    from protocol.messages import Rules, TimeControl
+class EventFeed:
+    """The front's side: feeds the events workers stored into ``hub`` (a
+    :class:`arena.net.spectate.SpectatorHub`, which applies its hidden-card rules). Events of an
+    older claim of a match than the newest seen (a worker that lost its lease and plays on for
+    a moment) are dropped, so a match played again is followed from its new start."""
 
-    if body.startswith(b'{"type":"event"'):
-        ev = msgspec.json.decode(body, type=LogEvent)
-        hub.event(match_key, ev.event, tuple(ev.seen_by))
-        return
-    msg = msgspec.json.decode(body)
-    if msg.get("type") == "start":
-        hub.match_started(match_key, msg["game"], msg["bots"], msgspec.convert(msg["rules"], Rules),
-                          msgspec.convert(msg["time"], TimeControl), msg.get("pair"))
-    elif msg.get("type") == "end":
-        hub.match_ended(match_key, msg["winner"], msg["reason"], msg["scores"])
+    KEEP = 10_000
+    """Matches whose newest claim is remembered (the oldest are forgotten beyond)."""
+
+    def __init__(self, hub: Any) -> None:
+        self.hub = hub
+        self.attempts: dict[str, int] = {}
+
+    def feed(self, match_key: str, stored: bytes) -> None:
+        """One stored event (an :class:`Envelope`)."""
+        from protocol.messages import Rules, TimeControl
+
+        env = msgspec.json.decode(stored, type=Envelope)
+        if env.attempt < self.attempts.get(match_key, 0):
+            return
+        self.attempts[match_key] = env.attempt
+        if len(self.attempts) > self.KEEP:
+            for key in list(self.attempts)[: self.KEEP // 2]:
+                del self.attempts[key]
+        body = bytes(env.body)
+        if body.startswith(b'{"type":"event"'):
+            ev = msgspec.json.decode(body, type=LogEvent)
+            self.hub.event(match_key, ev.event, tuple(ev.seen_by))
+            return
+        msg = msgspec.json.decode(body)
+        if msg.get("type") == "start":
+            self.hub.match_started(match_key, msg["game"], msg["bots"], msgspec.convert(msg["rules"], Rules),
+                                   msgspec.convert(msg["time"], TimeControl), msg.get("pair"))
+        elif msg.get("type") == "end":
+            self.hub.match_ended(match_key, msg["winner"], msg["reason"], msg["scores"])
 
 
 EVENTS_KEPT_S = 600.0
@@ -216,11 +252,12 @@ async def pump_events(queue: MatchQueue, hub: Any, poll_s: float = POLL_S) -> No
     and delete those older than :data:`EVENTS_KEPT_S` once a minute; runs until cancelled."""
     last = queue.last_event_id()
     pruned = trio.current_time()
+    feed = EventFeed(hub)
     while True:
         try:
             for event_id, key, body in queue.events_after(last):
                 last = event_id
-                feed_event(hub, key, body)
+                feed.feed(key, body)
             if trio.current_time() - pruned > 60:
                 pruned = trio.current_time()
                 queue.prune_events(queue.now_ms() - int(EVENTS_KEPT_S * 1000))
@@ -411,6 +448,7 @@ class Worker:
                               before=(lambda: os.replace(log_path, final)) if log_path else None)
 
         if setup.ladder:
+            self.forwarder.attempt = claim.attempt
             renewing.start_soon(self._flush_events)
         return await play_match(self.store, self.server, row, setup.match, private,
                                 hub=self.forwarder if setup.ladder else None, pair=_pair_key(self.store, row),
