@@ -401,3 +401,19 @@ def test_the_front_follows_the_newest_claim_of_a_match_played_again(tmp_path):
     for _, key, body in queue.events_after(3):
         feed.feed(key, body)
     assert hub.listing() == []
+
+
+@pytest.mark.slow
+def test_a_format_that_decides_as_it_goes_gives_the_same_matches_on_workers(tmp_path):
+    """Rotation (the winner stays): the front runs the format and queues one match at a time;
+    the matches, winners and log hashes are those of the same tournament in one process."""
+    bots = [str(ROOT / "sample_bots" / f) for f in ("random.toml", "c_bot.toml", "greedy.toml")]
+    rows = {}
+    for n in (0, 2):
+        run = subprocess.run([*ARENA, "tournament", "--bots", *bots, "--format", "rotation", "--games", "6",
+                              "--seed", "5", "--workers", str(n), "--db", f"r{n}.db", "--logs", f"l{n}", "--quiet",
+                              *TRUST_ARGS], capture_output=True, text=True, cwd=tmp_path, timeout=180)
+        assert run.returncode == 0, run.stderr
+        rows[n] = Store(tmp_path / f"r{n}.db").db.execute(
+            "SELECT idx, bot0, bot1, winner, log_hash FROM matches ORDER BY idx").fetchall()
+    assert len(rows[0]) == 6 and [tuple(r) for r in rows[0]] == [tuple(r) for r in rows[2]]
