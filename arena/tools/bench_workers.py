@@ -11,6 +11,9 @@ its own sandboxed copies of the bots). Figures per N:
   to the last result;
 * **steady**: (matches - 1) / seconds between the first and the last commit (``finished_at`` in
   the database), which leaves out the start-up;
+* **CPU per match**: CPU seconds of every process of the run (this one, the workers, the bots)
+  per match, and the load average at the start: the rate can only scale with the cores that
+  other programs leave free;
 
 and the ratio of each to the 1-worker figure (target :data:`WORKERS_TARGET_RATIO` for 2
 workers on a 2-core machine). The same tournament is then played in one process
@@ -48,6 +51,10 @@ class WorkersRun(msgspec.Struct):
     wall_s: float
     steady_s: float
     table: list[tuple[str, str, int, int, int]]
+    cpu_s: float = 0.0
+    """CPU seconds (user + system) of this process and its children (workers, bots) in the run."""
+    load: float = 0.0
+    """The 1-minute load average when the run started (other programs compete for the cores)."""
 
     @property
     def wall_rate(self) -> float:
@@ -89,8 +96,10 @@ def run_workers(workers: int, games: int, db: str | None, workdir: Path, seed: i
     store = open_db(db or str(workdir / f"w{workers}.db"))
     config = TournamentConfig(games=games, seed=seed, logs_dir=str(workdir / f"logs{workers}"),
                               trust_bots=sandbox_problem() is not None, manifests=manifests, match=MatchConfig())
-    t0 = time.perf_counter()
     config.concurrency = os.cpu_count() or 2  # --workers 0: today's default
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    cpu0 = _cpu()
+    t0 = time.perf_counter()
     report = trio.run(run_tournament, store, [load_manifest(m) for m in manifests], config, None, None, None, None,
                       LocalWorkers(workers) if workers else None)
     wall = time.perf_counter() - t0
@@ -98,7 +107,15 @@ def run_workers(workers: int, games: int, db: str | None, workdir: Path, seed: i
                                    (report.tournament_id,)).fetchone()
     table = sorted((r.name, f"{r.elo:.3f}", r.wins, r.losses, r.draws) for r in report.ratings)
     store.close()
-    return WorkersRun(workers, report.matches, wall, (last or 0) - (first or 0), table)
+    return WorkersRun(workers, report.matches, wall, (last or 0) - (first or 0), table, _cpu() - cpu0, load)
+
+
+def _cpu() -> float:
+    """CPU seconds so far of this process and of its waited-for children (and theirs)."""
+    import resource
+
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def workers_phase(games: int = 3, db: str | None = None, counts: tuple[int, ...] = (1, 2, 0),
@@ -128,7 +145,7 @@ def print_workers(console: Any, runs: list[WorkersRun], db: str | None) -> None:
     table = Table(title=f"workers: one tournament of 8 bots, {base.matches} matches, database "
                         f"{'SQLite (temporary file)' if db is None else db.split('@')[-1]}", box=box.SIMPLE_HEAVY)
     for col in ("workers", "matches/s (wall)", "matches/s (steady)", "wall s", "ratio wall", "ratio steady",
-                "target"):
+                "target", "CPU s/match", "load avg"):
         table.add_column(col, justify="right")
     def ratio(value: float, baseline: float, targeted: bool) -> str:
         x = value / baseline if baseline > 0 else 0.0
@@ -142,8 +159,11 @@ def print_workers(console: Any, runs: list[WorkersRun], db: str | None) -> None:
         label = str(r.workers) if r.workers else f"0 (one process, concurrency {os.cpu_count()})"
         table.add_row(label, f"{r.wall_rate:.2f}", f"{r.steady_rate:.2f}", f"{r.wall_s:.1f}",
                       ratio(r.wall_rate, base.wall_rate, two), ratio(r.steady_rate, base.steady_rate, two),
-                      f"≥ {WORKERS_TARGET_RATIO}" if two else "")
+                      f"≥ {WORKERS_TARGET_RATIO}" if two else "", f"{r.cpu_s / max(r.matches, 1):.3f}",
+                      f"{r.load:.1f}")
     console.print(table)
     same = all(r.table == base.table for r in runs)
     console.print(f"results tables (Elo, wins, losses, draws per bot): {'identical' if same else 'DIFFERENT'} "
-                  f"across {', '.join(str(r.workers) for r in runs)} workers; {os.cpu_count()} cores")
+                  f"across {', '.join(str(r.workers) for r in runs)} workers; {os.cpu_count()} cores. CPU s/match "
+                  "counts every process of the run (referee, workers, bots): equal CPU per match with a lower rate "
+                  "means the cores were busy with other programs (see the load average), not that workers wait")
