@@ -139,6 +139,8 @@ def build_parser() -> argparse.ArgumentParser:
                          "(default 30)")
     wk.add_argument("--trust-bots", action="store_true",
                     help="UNSAFE: run bots unsandboxed when their tournament allows it (trusted code only)")
+    wk.add_argument("--slots", type=option_int("slots"), default=2,
+                    help="matches played at once, each with its own copies of the bots (default 2)")
     wk.add_argument("--quiet", action="store_true", help="no line per match")
 
     sp = sub.add_parser("sprt", help="sequential test of one bot against another over duplicate pairs")
@@ -419,7 +421,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
     worker = Worker(store, args.id, args.tournament, lease_s=args.lease_s, trust_bots=args.trust_bots,
                     logs=args.logs, exit_when_finished=args.tournament is not None,
-                    on_result=None if args.quiet else said)
+                    on_result=None if args.quiet else said, slots=args.slots)
     if not args.quiet:
         print(plain(f"worker {worker.id}: playing the matches queued in {args.db}"), flush=True)
     played = trio.run(worker.run, True)

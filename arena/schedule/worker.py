@@ -63,6 +63,9 @@ POLL_S = 0.2
 """How often an idle worker looks for a claimable match, and the front for results (seconds)."""
 OnDone = Callable[[MatchRow, MatchResult], None]
 """``on_result(row, result)``: told of each recorded match."""
+SLOTS = 2
+"""Matches a worker plays at once by default, each with its own copies of the bots: a match
+waits on its bots most of the time, so one match alone leaves the worker's core idle."""
 USER_STATUSES = (2, 3, 4)
 """Exit statuses of a worker that met a mistake of the user's (arena.errors): reported, not retried."""
 EVENT_FLUSH_S = 0.1
@@ -163,16 +166,17 @@ class EventForwarder:
     events are buffered as JSON and written to ``match_events`` every :data:`EVENT_FLUSH_S`
     (:meth:`flush`), for the front server to feed its own hub (:class:`EventFeed`). Hidden
     events travel with their ``seen_by`` like in a match log; what spectators get of them is
-    decided by the front's hub, under its rules. ``attempt`` is the claim's (set per match)."""
+    decided by the front's hub, under its rules. ``attempts``: the claim's attempt by match."""
 
     def __init__(self, queue: MatchQueue) -> None:
         self.queue = queue
         self.buffer: list[tuple[str, bytes]] = []
         self.seq = 0
-        self.attempt = 1
+        self.attempts: dict[str, int] = {}
 
     def _add(self, match_id: str, body: bytes) -> None:
-        self.buffer.append((match_id, msgspec.json.encode(Envelope(self.attempt, msgspec.Raw(body)))))
+        attempt = self.attempts.get(match_id, 1)
+        self.buffer.append((match_id, msgspec.json.encode(Envelope(attempt, msgspec.Raw(body)))))
 
     def match_started(self, match_id: str, game: str, bots: list[str], rules: Any, time: Any,
                       pair: str | None = None) -> None:
@@ -190,6 +194,7 @@ class EventForwarder:
         """A match is over (its events are written now if the database allows; else later)."""
         self._add(match_id, msgspec.json.encode({"type": "end", "winner": winner, "reason": reason,
                                                  "scores": scores}))
+        self.attempts.pop(match_id, None)
         try:
             self.flush()
         except Exception:  # noqa: BLE001 - kept for the next flush: never fails the match
@@ -273,13 +278,14 @@ class Worker:
     tournament's logs folder; ``workdir`` is where archives are unpacked (a fresh temporary
     directory by default). With ``exit_when_finished`` the worker returns once its tournament
     is finished; ``max_matches`` stops it after that many claims (tests); ``on_result(row,
-    result)`` is called after each commit."""
+    result)`` is called after each commit; ``slots``: matches played at once (each slot with its
+    own copies of the bots)."""
 
     def __init__(self, store: Store, worker_id: str | None = None, tournament_id: int | None = None,
                  lease_s: float = LEASE_S, poll_s: float = POLL_S, trust_bots: bool = False,
                  logs: str | None = None, workdir: str | None = None, exit_when_finished: bool = True,
                  max_matches: int | None = None, clock: Callable[[], float] | None = None,
-                 on_result: OnDone | None = None) -> None:
+                 on_result: OnDone | None = None, slots: int = SLOTS) -> None:
         self.store = store
         self.id = worker_id or default_worker_id()
         self.tournament_id = tournament_id
@@ -290,14 +296,19 @@ class Worker:
         self.exit_when_finished = exit_when_finished
         self.max_matches = max_matches
         self.on_result = on_result
+        if slots < 1:
+            raise ValueError("slots must be at least 1")
+        self.slots = slots
+        self.ready = trio.Event()
+        self.ready.set()
         self.own_workdir = workdir is None
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix="arena-worker-"))
         self.server = ArenaServer(store, ServerConfig(host="127.0.0.1", port=0))
         self.procs: dict[tuple[str, int], BotProcess] = {}
         self.relaunched: set[tuple[str, int]] = set()
         self.setups: dict[int, Setup] = {}
-        self.unpacked: dict[tuple[str, int | None], Manifest] = {}
-        self.launched_version: dict[str, int | None] = {}
+        self.unpacked: dict[tuple[str, int | None], tuple[Manifest, int | None]] = {}
+        self.launched_version: dict[tuple[str, int], int | None] = {}
         self.forwarder = EventForwarder(self.queue)
         self.played = 0
         self.lost = 0
@@ -306,7 +317,6 @@ class Worker:
         self.current: int | None = None
         """The tournament whose bots are running."""
         self.stopped_by_signal = False
-        self._private: Path | None = None
 
     # ------------------------------------------------------------------ bots
 
@@ -321,14 +331,14 @@ class Worker:
             self.setups[tournament_id] = s
         return self.setups[tournament_id]
 
-    def manifest(self, setup: Setup, name: str) -> Manifest:
-        """The manifest of bot ``name`` as this worker runs it: unpacked from its archive (the
-        version the setup pins, else the newest), else from its manifest path."""
+    def manifest(self, setup: Setup, name: str) -> tuple[Manifest, int | None]:
+        """The manifest of bot ``name`` as this worker runs it and its archive version: unpacked
+        from its archive (the version the setup pins, else the newest), else from its manifest
+        path (version None)."""
         version = setup.archives.get(name)
         key = (name, version)
         if key not in self.unpacked:
             stored = self.store.archive(name, version) if name in setup.archives else None
-            self.launched_version[name] = stored[0] if stored is not None else None
             if stored is not None:
                 dest = self.workdir / f"b{self.store.bot_id(name)}-v{stored[0]}"
                 shutil.rmtree(dest, ignore_errors=True)
@@ -338,23 +348,25 @@ class Worker:
             else:
                 raise Unavailable(f"bot {name}: no archive in the database and no manifest on this host")
             m.name = name
-            self.unpacked[key] = m
+            self.unpacked[key] = (m, stored[0] if stored is not None else None)
         return self.unpacked[key]
 
-    async def _refresh(self, name: str) -> None:
-        """Stop the copies of ``name`` if a newer version of its archive was stored since they
+    async def _refresh(self, name: str, copies: tuple[int, ...]) -> None:
+        """Stop ``copies`` of ``name`` if a newer version of its archive was stored since they
         were launched (a bot submitted again): the next match launches the new version."""
         versions = self.store.archive_versions(name)
         newest = versions[-1][0] if versions else None
-        if self.launched_version.get(name, newest) == newest:
-            return
-        for key in [k for k in self.procs if k[0] == name]:
-            proc = self.procs.pop(key)
-            self.relaunched.discard(key)
-            with trio.move_on_after(3):
-                await proc.stop()
-            proc.stop_now()
-        self.unpacked.pop((name, None), None)
+        cached = self.unpacked.get((name, None))
+        if cached is not None and cached[1] != newest:
+            del self.unpacked[(name, None)]
+        for copy in copies:
+            key = (name, copy)
+            if key in self.procs and self.launched_version.get(key, newest) != newest:
+                proc = self.procs.pop(key)
+                self.relaunched.discard(key)
+                with trio.move_on_after(3):
+                    await proc.stop()
+                proc.stop_now()
 
     async def ensure(self, nursery: trio.Nursery, setup: Setup, name: str, copy: int) -> None:
         """Copy ``copy`` of bot ``name`` launched and connected (launched once, relaunched once
@@ -367,10 +379,11 @@ class Worker:
             return  # running but not connected, or already relaunched once: the referee decides
         if proc is not None:
             self.relaunched.add(key)
-        m = self.manifest(setup, name)
+        m, version = self.manifest(setup, name)
+        self.launched_version[key] = version
         env = {"ARENA_HOST": "127.0.0.1", "ARENA_PORT": str(self.port),
                "ARENA_BOT_SEED": str(derive_seed(setup.seed, "bot", name))}
-        others = [p.directory for (n, _), p in self.unpacked.items() if n != name]
+        others = [p.directory for (n, _), (p, _) in self.unpacked.items() if n != name]
         hide = [str(Path(setup.logs_dir).resolve())]
         if os.path.isfile(self.store.path):
             hide.append(str(Path(self.store.path).resolve()))
@@ -388,12 +401,14 @@ class Worker:
 
     # ------------------------------------------------------------------ matches
 
-    async def play(self, nursery: trio.Nursery, claim: Claim) -> MatchResult | None:
-        """Play one claimed match and commit it, renewing the lease from the claim on (bots
-        launching included); None if the lease was lost (nothing recorded: another worker plays
-        the match again)."""
+    async def play(self, nursery: trio.Nursery, claim: Claim, slot: int = 0, restart: bool = False
+                   ) -> MatchResult | None:
+        """Play one claimed match in ``slot`` and commit it, renewing the lease from the claim on
+        (bots launching included); None if the lease was lost (nothing recorded: another worker
+        plays the match again). ``restart``: the claim is of another tournament than the bots
+        running (:meth:`run`)."""
         result = None
-        self._private = None
+        private: list[Path] = []
         with trio.CancelScope() as scope:
             async with trio.open_nursery() as renewing:
                 async def renew() -> None:
@@ -405,12 +420,12 @@ class Worker:
 
                 renewing.start_soon(renew)
                 try:
-                    result = await self._play_claimed(nursery, renewing, claim)
+                    result = await self._play_claimed(nursery, renewing, claim, slot, restart, private)
                 except LeaseLost:
                     result = None
                 renewing.cancel_scope.cancel()
-        if self._private is not None:
-            shutil.rmtree(self._private, ignore_errors=True)
+        for folder in private:
+            shutil.rmtree(folder, ignore_errors=True)
         if result is None:
             self.lost += 1
         else:
@@ -419,28 +434,35 @@ class Worker:
                 self.on_result(claim.row, result)
         return result
 
-    async def _play_claimed(self, nursery: trio.Nursery, renewing: trio.Nursery, claim: Claim) -> MatchResult:
+    async def _play_claimed(self, nursery: trio.Nursery, renewing: trio.Nursery, claim: Claim, slot: int,
+                            restart: bool, private: list[Path]) -> MatchResult:
         """Launch the bots ``claim`` needs, play it, commit under the lease (:meth:`play`)."""
         from arena.schedule.tournament import play_match
 
         row = claim.row
+        if restart:  # bots are launched per tournament (its seed, its versions)
+            try:
+                await self.stop_bots()
+                self.procs.clear()
+                self.relaunched.clear()
+            finally:
+                self.ready.set()
+        else:
+            await self.ready.wait()
         setup = self.setup(row.tournament_id)
+        # each slot has its own copies: slot s plays the first half of a pair with copy 2s, the second with 2s + 1
+        copies = (slot * setup.copies + claim.half % setup.copies,) * 2
         if setup.ladder:  # a contest: bots submitted, or submitted again, since the worker started
             self.setups.pop(row.tournament_id)
             setup = self.setup(row.tournament_id)
             for name in (row.bot0, row.bot1):
-                await self._refresh(name)
-        if row.tournament_id != self.current:  # bots are launched per tournament (its seed, its versions)
-            await self.stop_bots()
-            self.procs.clear()
-            self.relaunched.clear()
-            self.current = row.tournament_id
-        copies = (claim.half % setup.copies, claim.half % setup.copies)
+                await self._refresh(name, tuple(range(slot * setup.copies, (slot + 1) * setup.copies)))
         for name, copy in zip((row.bot0, row.bot1), copies, strict=True):
             await self.ensure(nursery, setup, name, copy)
         final_dir = Path(setup.logs_dir) / f"t{row.tournament_id}"
-        private = self._private = final_dir / f".w-{os.getpid()}-{next(self._n)}"
-        private.mkdir(parents=True, exist_ok=True)
+        folder = final_dir / f".w-{os.getpid()}-{next(self._n)}"
+        private.append(folder)
+        folder.mkdir(parents=True, exist_ok=True)
 
         def record(match_key: str, result: MatchResult, log_path: str | None, log_hash: str | None) -> None:
             final = str(final_dir / Path(log_path).name) if log_path else None
@@ -448,9 +470,9 @@ class Worker:
                               before=(lambda: os.replace(log_path, final)) if log_path else None)
 
         if setup.ladder:
-            self.forwarder.attempt = claim.attempt
+            self.forwarder.attempts[row.match_key] = claim.attempt
             renewing.start_soon(self._flush_events)
-        return await play_match(self.store, self.server, row, setup.match, private,
+        return await play_match(self.store, self.server, row, setup.match, folder,
                                 hub=self.forwarder if setup.ladder else None, pair=_pair_key(self.store, row),
                                 copies=copies, record_result=record)
 
@@ -480,26 +502,44 @@ class Worker:
                 return
 
     async def run(self, signals: bool = False, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> int:
-        """Claim and play matches until the tournament is finished (``exit_when_finished``),
-        ``max_matches`` claims were made, or cancelled (with ``signals``: SIGTERM or SIGINT,
-        after which the match in play is released at once for another worker); return the
-        matches committed."""
+        """Claim and play matches, ``slots`` at once, until the tournament is finished
+        (``exit_when_finished``), ``max_matches`` claims were made, or cancelled (with
+        ``signals``: SIGTERM or SIGINT, after which the matches in play are released at once for
+        other workers); return the matches committed. While a slot plays, the others claim
+        only matches of the same tournament (the bots running are that tournament's)."""
         claims = 0
+        busy = 0
+
+        async def slot(n: int) -> None:
+            nonlocal claims, busy
+            while self.max_matches is None or claims < self.max_matches:
+                only = self.tournament_id if self.tournament_id is not None else (self.current if busy else None)
+                claim = self.queue.claim(self.id, only)
+                if claim is None:
+                    if self.exit_when_finished and self.finished():
+                        return
+                    await trio.sleep(self.poll_s)
+                    continue
+                claims += 1
+                restart = claim.row.tournament_id != self.current
+                if restart:  # no other slot is busy: it would have claimed from self.current
+                    self.current = claim.row.tournament_id
+                    self.ready = trio.Event()
+                busy += 1
+                try:
+                    await self.play(nursery, claim, n, restart)
+                finally:
+                    busy -= 1
+
         async with trio.open_nursery() as nursery:
             self.port = await nursery.start(self.server.serve)
             if signals:
                 nursery.start_soon(self._signals, nursery.cancel_scope)
             task_status.started(self.port)
             try:
-                while self.max_matches is None or claims < self.max_matches:
-                    claim = self.queue.claim(self.id, self.tournament_id)
-                    if claim is None:
-                        if self.exit_when_finished and self.finished():
-                            break
-                        await trio.sleep(self.poll_s)
-                        continue
-                    claims += 1
-                    await self.play(nursery, claim)
+                async with trio.open_nursery() as slots:
+                    for n in range(self.slots):
+                        slots.start_soon(slot, n)
             finally:
                 with trio.CancelScope(shield=True):
                     if self.stopped_by_signal:
