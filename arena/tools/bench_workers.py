@@ -9,8 +9,9 @@ its own sandboxed copies of the bots). Figures per N:
 
 * **wall**: matches / seconds from the start of play (worker processes starting, bots launching)
   to the last result;
-* **steady**: (matches - 1) / seconds between the first and the last commit (``finished_at`` in
-  the database), which leaves out the start-up;
+* **steady**: matches per second from the commit that ends the first fifth of the tournament to
+  the last one (``finished_at`` in the database), which leaves out the start-up: each worker
+  launches its own copies of every bot (two per slot and bot), as its matches first need them;
 * **CPU per match**: CPU seconds of every process of the run (this one, the workers, the bots)
   per match, and the load average at the start: the rate can only scale with the cores that
   other programs leave free;
@@ -43,8 +44,9 @@ OTHER_BOTS = ("random", "greedy", "highcard", "cautious")
 
 
 class WorkersRun(msgspec.Struct):
-    """One tournament of the phase: workers, matches, wall seconds, seconds between the first
-    and last commit, and the results table (bot, Elo, wins, losses, draws) for the comparison."""
+    """One tournament of the phase: workers, matches after the start-up (the first fifth of the
+    commits), wall seconds, seconds from the end of the start-up to the last commit, and the
+    results table (bot, Elo, wins, losses, draws) for the comparison."""
 
     workers: int
     matches: int
@@ -55,15 +57,17 @@ class WorkersRun(msgspec.Struct):
     """CPU seconds (user + system) of this process and its children (workers, bots) in the run."""
     load: float = 0.0
     """The 1-minute load average when the run started (other programs compete for the cores)."""
+    total: int = 0
+    """Matches of the tournament (``matches``: those after the first fifth of the commits)."""
 
     @property
     def wall_rate(self) -> float:
         """Matches per second, start-up included."""
-        return self.matches / self.wall_s if self.wall_s > 0 else 0.0
+        return self.total / self.wall_s if self.wall_s > 0 else 0.0
 
     @property
     def steady_rate(self) -> float:
-        """Matches per second between the first and the last commit."""
+        """Matches per second from the commit that ends the first fifth to the last commit."""
         return (self.matches - 1) / self.steady_s if self.steady_s > 0 else 0.0
 
 
@@ -103,11 +107,12 @@ def run_workers(workers: int, games: int, db: str | None, workdir: Path, seed: i
     report = trio.run(run_tournament, store, [load_manifest(m) for m in manifests], config, None, None, None, None,
                       LocalWorkers(workers) if workers else None)
     wall = time.perf_counter() - t0
-    first, last = store.db.execute("SELECT MIN(finished_at), MAX(finished_at) FROM matches WHERE tournament_id=?",
-                                   (report.tournament_id,)).fetchone()
+    times = sorted(r["finished_at"] for r in store.matches(report.tournament_id) if r["finished_at"] is not None)
+    k = len(times) // 5  # the first fifth of the commits: start-up (bots launched as their matches come)
     table = sorted((r.name, f"{r.elo:.3f}", r.wins, r.losses, r.draws) for r in report.ratings)
     store.close()
-    return WorkersRun(workers, report.matches, wall, (last or 0) - (first or 0), table, _cpu() - cpu0, load)
+    steady = (times[-1] - times[k]) if len(times) > 1 else 0.0
+    return WorkersRun(workers, len(times) - k, wall, steady, table, _cpu() - cpu0, load, report.matches)
 
 
 def _cpu() -> float:
@@ -142,7 +147,7 @@ def print_workers(console: Any, runs: list[WorkersRun], db: str | None) -> None:
     from rich.table import Table
 
     base = runs[0]
-    table = Table(title=f"workers: one tournament of 8 bots, {base.matches} matches, database "
+    table = Table(title=f"workers: one tournament of 8 bots, {base.total} matches, database "
                         f"{'SQLite (temporary file)' if db is None else db.split('@')[-1]}", box=box.SIMPLE_HEAVY)
     for col in ("workers", "matches/s (wall)", "matches/s (steady)", "wall s", "ratio wall", "ratio steady",
                 "target", "CPU s/match", "load avg"):
@@ -159,7 +164,7 @@ def print_workers(console: Any, runs: list[WorkersRun], db: str | None) -> None:
         label = str(r.workers) if r.workers else f"0 (one process, concurrency {os.cpu_count()})"
         table.add_row(label, f"{r.wall_rate:.2f}", f"{r.steady_rate:.2f}", f"{r.wall_s:.1f}",
                       ratio(r.wall_rate, base.wall_rate, two), ratio(r.steady_rate, base.steady_rate, two),
-                      f"≥ {WORKERS_TARGET_RATIO}" if two else "", f"{r.cpu_s / max(r.matches, 1):.3f}",
+                      f"≥ {WORKERS_TARGET_RATIO}" if two else "", f"{r.cpu_s / max(r.total, 1):.3f}",
                       f"{r.load:.1f}")
     console.print(table)
     same = all(r.table == base.table for r in runs)
