@@ -144,6 +144,8 @@ def build_parser() -> argparse.ArgumentParser:
                          "(default 30)")
     wk.add_argument("--trust-bots", action="store_true",
                     help="UNSAFE: run bots unsandboxed when their tournament allows it (trusted code only)")
+    wk.add_argument("--slots", type=option_int("slots"), default=2,
+                    help="matches played at once, each with its own copies of the bots (default 2)")
     wk.add_argument("--quiet", action="store_true", help="no line per match")
 
     sp = sub.add_parser("sprt", help="sequential test of one bot against another over duplicate pairs")
@@ -195,9 +197,9 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--decisions", type=option_int("decisions"), default=20000, help="decisions for the TCP figures")
     b.add_argument("--flood-s", type=float_in(0.0, 3600.0), default=5.0,
                    help="seconds per window of the flood figures (wrong-token hellos, idle spectators); 0 skips them")
-    b.add_argument("--workers-games", type=_at_least(0), default=4, metavar="N",
-                   help="workers phase: matches per pair of the 8-bot tournament played on 1, then 2 workers "
-                        "(default 4; 0 skips it)")
+    b.add_argument("--workers-games", type=_at_least(0), default=3, metavar="N",
+                   help="workers phase: matches per pair of the 8-bot tournament played on 1, then 2 workers, then "
+                        "in one process (default 3; 0 skips it)")
     b.add_argument("--db", help="workers phase: the database (e.g. postgresql://...; default a temporary SQLite file)")
     b.add_argument("--only-workers", action="store_true", help="run only the workers phase")
 
@@ -420,8 +422,13 @@ def cmd_worker(args: argparse.Namespace) -> int:
     store = open_db(args.db)
     if args.tournament is not None and store.tournament(args.tournament) is None:
         raise UserError(f"no tournament {args.tournament} in {shown_db(args.db)}")
+    def said(row, result) -> None:  # type: ignore[no-untyped-def]
+        winner = (row.bot0, row.bot1)[result.winner] if result.winner is not None else "nobody"
+        print(plain(f"{row.match_key}: {row.bot0} v {row.bot1}: {winner} ({result.reason})"), flush=True)
+
     worker = Worker(store, args.id, args.tournament, lease_s=args.lease_s, trust_bots=args.trust_bots,
-                    logs=args.logs, exit_when_finished=args.tournament is not None)
+                    logs=args.logs, exit_when_finished=args.tournament is not None,
+                    on_result=None if args.quiet else said, slots=args.slots)
     if not args.quiet:
         print(plain(f"worker {worker.id}: playing the matches queued in {shown_db(args.db)}"), flush=True)
     played = trio.run(worker.run, True)

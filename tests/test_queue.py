@@ -161,3 +161,9 @@ def test_a_match_the_front_recorded_meanwhile_is_a_lost_lease_not_a_crash(setup)
     with pytest.raises(LeaseLost):
         queue.commit(claim, result(claim.row.match_key), None, None)
     assert store.match_by_index(tid, 0)["winner_seat"] is None
+
+
+def test_a_match_recorded_outside_the_queue_is_never_claimed(setup):
+    store, queue, clock, tid = setup
+    store.record_result(f"t{tid}-m0001", result(f"t{tid}-m0001"), None)  # played in one process (--workers 0)
+    assert queue.claim("w").row.idx == 1

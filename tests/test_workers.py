@@ -69,6 +69,19 @@ def wait_until(check, timeout_s: float = 30.0) -> None:
         time.sleep(0.02)
 
 
+def count(db: Path, sql: str) -> int:
+    """A count read from a database another process may still be creating (0 until it can)."""
+    import sqlite3
+
+    if not db.exists():
+        return 0
+    try:
+        with sqlite3.connect(db) as c:
+            return c.execute(sql).fetchone()[0]
+    except sqlite3.OperationalError:
+        return 0
+
+
 def table_of(output: str) -> str:
     """The results table of `arena tournament`, without the line that gives the wall time."""
     lines = output.splitlines()
@@ -77,7 +90,9 @@ def table_of(output: str) -> str:
 
 
 def test_one_and_two_workers_give_the_same_table_and_the_same_logs_byte_for_byte(tmp_path):
-    bots = [str(ROOT / "sample_bots" / f) for f in ("c_bot.toml", "random.toml", "greedy.toml")]
+    from arena.tools.bench_workers import bench_bots
+
+    bots = bench_bots(tmp_path / "bots")[:3] + [str(ROOT / "sample_bots" / "random.toml")]  # 3 C bots, 1 Python
     out = {}
     for n in (1, 2):
         (tmp_path / f"r{n}").mkdir()
@@ -88,12 +103,12 @@ def test_one_and_two_workers_give_the_same_table_and_the_same_logs_byte_for_byte
         out[n] = run.stdout
     assert table_of(out[1]) == table_of(out[2])
     logs = {n: sorted((tmp_path / f"r{n}" / "logs" / "t1").glob("*.jsonl.gz")) for n in (1, 2)}
-    assert len(logs[1]) == 6 and [p.name for p in logs[1]] == [p.name for p in logs[2]]
+    assert len(logs[1]) == 12 and [p.name for p in logs[1]] == [p.name for p in logs[2]]
     for a, b in zip(logs[1], logs[2], strict=True):
         assert a.read_bytes() == b.read_bytes(), a.name
     store = Store(tmp_path / "r2" / "w.db")
     claims = store.db.execute("SELECT worker, attempts, state FROM match_queue").fetchall()
-    assert len(claims) == 6 and {(r[1], r[2]) for r in claims} == {(1, "done")}  # each claimed and played once
+    assert len(claims) == 12 and {(r[1], r[2]) for r in claims} == {(1, "done")}  # each claimed and played once
     assert not any(p.name.startswith(".w-") for p in (tmp_path / "r2" / "logs" / "t1").iterdir())  # nothing left over
 
 
@@ -104,24 +119,28 @@ def test_a_killed_workers_match_is_replayed_by_another_from_the_same_seed_and_co
     tid = queued_tournament(store, slow_bots(tmp_path), tmp_path / "logs")
     queue = MatchQueue(store)
     key = f"t{tid}-m0001"
-    first = start_worker(db, tid, "first", lease_s=1.5)
+    first = start_worker(db, tid, "first", lease_s=3)
+    second = None
     try:
         # mid-match: leased by the first worker and its private log has been started
         wait_until(lambda: queue.state(key)[:2] == ("leased", "first")
                    and any((tmp_path / "logs" / f"t{tid}").glob(".w-*/*.jsonl.gz")))
-        time.sleep(0.3)
+        second = start_worker(db, tid, "second", lease_s=3)  # idle: nothing else to claim
+        time.sleep(1.0)
+        assert queue.state(key)[:2] == ("leased", "first")  # renewed: the lease holds while it plays
         first.send_signal(signal.SIGKILL)
         killed = time.monotonic()
         first.wait()
         assert store.match_row(key).status == "pending"
-        second = start_worker(db, tid, "second", lease_s=1.5)
+        wait_until(lambda: queue.state(key)[3] == 2, 60)  # claimed again once the lease is over
+        claimed_s = time.monotonic() - killed
         wait_until(lambda: store.match_row(key).status != "pending", 60)
         replayed_s = time.monotonic() - killed
         store.finish_tournament(tid)
         assert second.wait(30) == 0
     finally:
-        for p in (first,):
-            if p.poll() is None:
+        for p in (first, second):
+            if p is not None and p.poll() is None:
                 p.kill()
     state, worker, _, attempts = queue.state(key)
     assert (state, worker, attempts) == ("done", "second", 2)
@@ -130,7 +149,57 @@ def test_a_killed_workers_match_is_replayed_by_another_from_the_same_seed_and_co
     assert store.db.execute("SELECT COUNT(*) FROM matches WHERE tournament_id=?", (tid,)).fetchone()[0] == 1
     lines, result = verify_file(row["log_path"], row["log_hash"])  # the whole match, from its first deal
     assert lines[0]["seed"] == store.match_row(key).seed and result["reason"] == "target"
-    print(f"killed worker's match replayed and committed {replayed_s:.1f} s after the kill (lease 1.5 s)")
+    print(f"killed worker's match claimed again {claimed_s:.1f} s and committed {replayed_s:.1f} s after the kill "
+          "(lease 3 s)")
+
+
+def worker_pids(parent: int) -> list[int]:
+    """The `arena worker` processes whose parent is ``parent``."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                if ppid == parent and b"worker" in (entry / "cmdline").read_bytes().split(b"\0"):
+                    out.append(int(entry.name))
+            except (OSError, IndexError, ValueError):
+                continue
+    return out
+
+
+def test_a_tournament_replaces_a_killed_worker_and_replays_its_match_at_once(tmp_path):
+    """`arena tournament --workers 2`: a worker SIGKILLed mid-match has its lease released at
+    once by the tournament (no waiting for the 30 s lease), is started again, and the match is
+    played again and counted once; the tournament finishes with every match."""
+    bots = slow_bots(tmp_path)
+    db = tmp_path / "t.db"
+    proc = subprocess.Popen([*ARENA, "tournament", "--bots", *bots, "--games", "2", "--no-duplicate", "--seed", "3",
+                             "--workers", "2", "--db", str(db), "--logs", str(tmp_path / "logs"), "--quiet",
+                             *TRUST_ARGS], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_until(lambda: count(db, "SELECT COUNT(*) FROM match_queue WHERE state='leased'") == 2
+                   and len(list((tmp_path / "logs" / "t1").glob(".w-*/*.jsonl.gz"))) == 2, 60)
+        time.sleep(0.3)
+        import sqlite3
+
+        with sqlite3.connect(db) as c:
+            holder = c.execute("SELECT worker FROM match_queue WHERE state='leased' LIMIT 1").fetchone()[0]
+        victim = [pid for pid in worker_pids(proc.pid) if holder.encode() in Path(f"/proc/{pid}/cmdline").read_bytes()]
+        assert len(victim) == 1
+        os.kill(victim[0], signal.SIGKILL)
+        killed = time.monotonic()
+        out, err = proc.communicate(timeout=120)
+        finished_s = time.monotonic() - killed
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    assert "Tournament t1" in out
+    store = Store(db)
+    rows = store.db.execute("SELECT attempts, state FROM match_queue ORDER BY idx").fetchall()
+    assert 2 in [r[0] for r in rows] and {r[1] for r in rows} == {"done"}  # replayed (both, if one worker held both)
+    assert [m["status"] for m in store.matches(1)] == ["done", "done"]
+    print(f"tournament finished {finished_s:.1f} s after one of its workers was killed")
 
 
 def test_two_workers_racing_for_one_match_one_gets_it(db_target):
@@ -265,3 +334,102 @@ async def test_a_contest_with_a_worker_plays_submitted_bots_there_and_its_specta
     ends = [i for i, m in enumerate(seen) if m["type"] == "watch_end" and m["match_id"] in first_pair]
     reveals = [i for i, m in enumerate(seen) if m["type"] == "reveal" and m["match_id"] in first_pair]
     assert reveals and min(reveals) > max(ends)  # a pair's hidden cards only after both halves
+
+
+def processes_with(needle: bytes) -> list[int]:
+    """Live processes whose command line contains ``needle``."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+                if needle in (entry / "cmdline").read_bytes() and stat.rsplit(")", 1)[1].split()[0] != "Z":
+                    out.append(int(entry.name))
+            except (OSError, IndexError):
+                continue
+    return out
+
+
+@pytest.mark.slow
+def test_a_tournament_killed_with_its_workers_resumes_on_workers_to_the_same_logs(tmp_path):
+    """SIGKILL `arena tournament --workers 2` mid-way: its workers die with it (parent-death
+    signal), `--resume --workers 2` releases their leases at once and plays what is left; every
+    match is counted once and the logs are byte for byte those of a clean run on one worker."""
+    bots = slow_bots(tmp_path)
+    runs = {}
+    for name in ("crash", "clean"):
+        (tmp_path / name).mkdir()
+        runs[name] = [*ARENA, "tournament", "--bots", *bots, "--games", "6", "--no-duplicate", "--seed", "4",
+                      "--db", "a.db", "--logs", "logs", "--quiet", *TRUST_ARGS]
+    db = tmp_path / "crash" / "a.db"
+    proc = subprocess.Popen([*runs["crash"], "--workers", "2"], cwd=tmp_path / "crash", stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+    try:
+        wait_until(lambda: count(db, "SELECT COUNT(*) FROM matches WHERE status='done'") >= 2, 90)
+        wait_until(lambda: count(db, "SELECT COUNT(*) FROM match_queue WHERE state='leased'") >= 1, 30)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    wait_until(lambda: not processes_with(f":{proc.pid}:w".encode()), 10)  # its workers died with it
+    t0 = time.monotonic()
+    resumed = subprocess.run([*ARENA, "tournament", "--resume", "--db", "a.db", "--workers", "2", "--quiet",
+                              *TRUST_ARGS], cwd=tmp_path / "crash", capture_output=True, text=True, timeout=180)
+    resume_s = time.monotonic() - t0
+    assert resumed.returncode == 0, resumed.stderr
+    store = Store(db)
+    assert [m["status"] for m in store.matches(1)] == ["done"] * 6
+    assert {r[0] for r in store.db.execute("SELECT state FROM match_queue")} == {"done"}
+    clean = subprocess.run([*runs["clean"], "--workers", "1"], cwd=tmp_path / "clean", capture_output=True,
+                           text=True, timeout=180)
+    assert clean.returncode == 0, clean.stderr
+    crashed_logs = sorted((tmp_path / "crash" / "logs" / "t1").glob("*.jsonl.gz"))
+    clean_logs = sorted((tmp_path / "clean" / "logs" / "t1").glob("*.jsonl.gz"))
+    assert [p.name for p in crashed_logs] == [p.name for p in clean_logs] and len(clean_logs) == 6
+    for a, b in zip(crashed_logs, clean_logs, strict=True):
+        assert a.read_bytes() == b.read_bytes(), a.name
+    print(f"resumed on workers in {resume_s:.1f} s (no wait for the dead workers' 30 s leases)")
+
+
+def test_the_front_follows_the_newest_claim_of_a_match_played_again(tmp_path):
+    """A worker that lost its lease and still sends events (its end, late) does not end the
+    live match of the worker that plays it again: the front keeps to the newest claim."""
+    from arena.net.spectate import SpectatorHub
+    from arena.schedule.worker import EventFeed, EventForwarder
+    from protocol.messages import Rules
+
+    store = Store(tmp_path / "f.db")
+    queue = MatchQueue(store)
+    old, new = EventForwarder(queue), EventForwarder(queue)
+    old.attempts["t1-m0001"], new.attempts["t1-m0001"] = 1, 2
+    old.match_started("t1-m0001", "ecarte", ["a", "b"], Rules(), TimeControl())
+    old.flush()
+    new.match_started("t1-m0001", "ecarte", ["a", "b"], Rules(), TimeControl())
+    new.flush()
+    old.match_ended("t1-m0001", None, "aborted", [0, 0])  # the loser of the lease, late
+    hub = SpectatorHub()
+    feed = EventFeed(hub)
+    for _, key, body in queue.events_after(0):
+        feed.feed(key, body)
+    assert [m.match_id for m in hub.listing()] == ["t1-m0001"]  # still live: the new claim plays it
+    new.match_ended("t1-m0001", 0, "target", [5, 1])
+    for _, key, body in queue.events_after(3):
+        feed.feed(key, body)
+    assert hub.listing() == []
+
+
+@pytest.mark.slow
+def test_a_format_that_decides_as_it_goes_gives_the_same_matches_on_workers(tmp_path):
+    """Rotation (the winner stays): the front runs the format and queues one match at a time;
+    the matches, winners and log hashes are those of the same tournament in one process."""
+    bots = [str(ROOT / "sample_bots" / f) for f in ("random.toml", "c_bot.toml", "greedy.toml")]
+    rows = {}
+    for n in (0, 2):
+        run = subprocess.run([*ARENA, "tournament", "--bots", *bots, "--format", "rotation", "--games", "6",
+                              "--seed", "5", "--workers", str(n), "--db", f"r{n}.db", "--logs", f"l{n}", "--quiet",
+                              *TRUST_ARGS], capture_output=True, text=True, cwd=tmp_path, timeout=180)
+        assert run.returncode == 0, run.stderr
+        rows[n] = Store(tmp_path / f"r{n}.db").db.execute(
+            "SELECT idx, bot0, bot1, winner, log_hash FROM matches ORDER BY idx").fetchall()
+    assert len(rows[0]) == 6 and [tuple(r) for r in rows[0]] == [tuple(r) for r in rows[2]]

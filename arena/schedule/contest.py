@@ -390,7 +390,7 @@ class Contest:
         while not self.stopping.is_set():
             limit_hit = cfg.max_matches is not None and self.matches_started >= cfg.max_matches
             pair = None
-            if not (limit_hit or self.health.paused or self.running >= cfg.concurrency):
+            if not (limit_hit or self.health.paused or self.running >= max(cfg.concurrency, cfg.workers)):
                 try:
                     pair = self.next_pair()
                 except STORAGE_ERRORS as exc:

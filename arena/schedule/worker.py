@@ -65,6 +65,11 @@ STORAGE_RETRY_S = 1.0
 waiting commit again (seconds)."""
 POLL_S = 0.2
 """How often an idle worker looks for a claimable match, and the front for results (seconds)."""
+OnDone = Callable[[MatchRow, MatchResult], None]
+"""``on_result(row, result)``: told of each recorded match."""
+SLOTS = 2
+"""Matches a worker plays at once by default, each with its own copies of the bots: a match
+waits on its bots most of the time, so one match alone leaves the worker's core idle."""
 USER_STATUSES = (2, 3, 4)
 """Exit statuses of a worker that met a mistake of the user's (arena.errors): reported, not retried."""
 EVENT_FLUSH_S = 0.1
@@ -98,8 +103,8 @@ def release_dead_local(queue: MatchQueue) -> int:
 
 class Setup(msgspec.Struct):
     """How the matches of one tournament (or contest ladder) are played: the match rules, where
-    logs go, the bots' seed, copies per bot, limits, whether bots are sandboxed, the server's
-    host for unsandboxed bots, how long a bot gets to connect, and where each bot comes from
+    logs go, the bots' seed, copies per bot, limits, whether bots are sandboxed, how long a bot
+    gets to connect, and where each bot comes from
     (``archives``: name -> pinned version, absent: the newest; ``manifests``: name -> path)."""
 
     match: MatchConfig
@@ -108,7 +113,6 @@ class Setup(msgspec.Struct):
     copies: int
     limits: Limits
     isolated: bool
-    host: str = "127.0.0.1"
     connect_timeout_s: float = 20.0
     archives: dict[str, int | None] = msgspec.field(default_factory=dict)
     manifests: dict[str, str] = msgspec.field(default_factory=dict)
@@ -132,7 +136,7 @@ def setup_of(store: Store, tournament_id: int) -> Setup:
                                                     "max_illegal")}, MatchConfig)
         return Setup(match=match, logs_dir=c["logs"], seed=t["seed"], copies=PAIR_COPIES if c["duplicate"] else 1,
                      limits=msgspec.convert(c["limits"], Limits), isolated=c["sandbox"] or not c["trust_bots"],
-                     host=c["server"].get("host", "127.0.0.1"), archives={name: None for name in manifests},
+                     archives={name: None for name in manifests},
                      manifests=manifests, ladder=True, sandboxed=[name for name, _, sandbox in rows if sandbox])
     from arena.schedule.tournament import TournamentConfig
 
@@ -144,41 +148,56 @@ def setup_of(store: Store, tournament_id: int) -> Setup:
         except (ValueError, OSError):  # another host: the archives say it all
             continue
     return Setup(match=tc.match, logs_dir=tc.logs_dir, seed=t["seed"], copies=tc.copies or PAIR_COPIES,
-                 limits=tc.limits, isolated=tc.sandbox or not tc.trust_bots, host=tc.server.host,
+                 limits=tc.limits, isolated=tc.sandbox or not tc.trust_bots,
                  connect_timeout_s=tc.connect_timeout_s, archives=dict(tc.archives), manifests=manifests)
+
+
+class Envelope(msgspec.Struct):
+    """A live event as stored in ``match_events``: the claim it comes from (``attempt``: a match
+    played again after a lost lease has a higher one) and the event (a match-log
+    :class:`~arena.match.log.LogEvent`, or a ``start`` or ``end`` object)."""
+
+    attempt: int
+    body: msgspec.Raw
 
 
 class EventForwarder:
     """Stands in for a :class:`arena.net.spectate.SpectatorHub` in a worker: the referee's live
     events are buffered as JSON and written to ``match_events`` every :data:`EVENT_FLUSH_S`
-    (:meth:`flush`), for the front server to feed its own hub (:func:`pump_events`). Hidden
+    (:meth:`flush`), for the front server to feed its own hub (:class:`EventFeed`). Hidden
     events travel with their ``seen_by`` like in a match log; what spectators get of them is
-    decided by the front's hub, under its rules."""
+    decided by the front's hub, under its rules. ``attempts``: the claim's attempt by match."""
 
     def __init__(self, queue: MatchQueue) -> None:
         self.queue = queue
         self.buffer: list[tuple[str, bytes]] = []
         self.seq = 0
+        self.attempts: dict[str, int] = {}
+
+    def _add(self, match_id: str, body: bytes) -> None:
+        attempt = self.attempts.get(match_id, 1)
+        self.buffer.append((match_id, msgspec.json.encode(Envelope(attempt, msgspec.Raw(body)))))
 
     def match_started(self, match_id: str, game: str, bots: list[str], rules: Any, time: Any,
                       pair: str | None = None) -> None:
         """A match begins."""
-        self.buffer.append((match_id, msgspec.json.encode(
-            {"type": "start", "game": game, "bots": bots, "rules": rules, "time": time, "pair": pair})))
+        self._add(match_id, msgspec.json.encode(
+            {"type": "start", "game": game, "bots": bots, "rules": rules, "time": time, "pair": pair}))
 
     def event(self, match_id: str, event: Any, seen_by: tuple[int, ...]) -> None:
         """One engine event with the seats that saw it."""
         self.seq += 1
-        self.buffer.append((match_id, msgspec.json.encode(
-            LogEvent(seq=self.seq, seen_by=list(seen_by), hidden=tuple(seen_by) != (0, 1), event=event))))
+        self._add(match_id, msgspec.json.encode(
+            LogEvent(seq=self.seq, seen_by=list(seen_by), hidden=tuple(seen_by) != (0, 1), event=event)))
 
     def match_ended(self, match_id: str, winner: int | None, reason: str, scores: list[int]) -> None:
-        """A match is over."""
-        self.buffer.append((match_id, msgspec.json.encode(
-            {"type": "end", "winner": winner, "reason": reason, "scores": scores})))
+        """A match is over (its events are written now if the database allows; else later)."""
+        self._add(match_id, msgspec.json.encode({"type": "end", "winner": winner, "reason": reason,
+                                                 "scores": scores}))
+        self.attempts.pop(match_id, None)
         try:
             self.flush()
-        except STORAGE_ERRORS:  # kept for the next flush: a spectator's view waits, the match does not
+        except Exception:  # noqa: BLE001 - kept for the next flush: never fails the match
             pass
 
     def flush(self) -> None:
@@ -192,32 +211,61 @@ class EventForwarder:
                 raise
 
 
-def feed_event(hub: Any, match_key: str, body: bytes) -> None:
-    """Replay one event written by an :class:`EventForwarder` into ``hub`` (a
-    :class:`arena.net.spectate.SpectatorHub`), which applies its hidden-card rules."""
-    from protocol.messages import Rules, TimeControl
+class EventFeed:
+    """The front's side: feeds the events workers stored into ``hub`` (a
+    :class:`arena.net.spectate.SpectatorHub`, which applies its hidden-card rules). Events of an
+    older claim of a match than the newest seen (a worker that lost its lease and plays on for
+    a moment) are dropped, so a match played again is followed from its new start."""
 
-    if body.startswith(b'{"type":"event"'):
-        ev = msgspec.json.decode(body, type=LogEvent)
-        hub.event(match_key, ev.event, tuple(ev.seen_by))
-        return
-    msg = msgspec.json.decode(body)
-    if msg.get("type") == "start":
-        hub.match_started(match_key, msg["game"], msg["bots"], msgspec.convert(msg["rules"], Rules),
-                          msgspec.convert(msg["time"], TimeControl), msg.get("pair"))
-    elif msg.get("type") == "end":
-        hub.match_ended(match_key, msg["winner"], msg["reason"], msg["scores"])
+    KEEP = 10_000
+    """Matches whose newest claim is remembered (the oldest are forgotten beyond)."""
+
+    def __init__(self, hub: Any) -> None:
+        self.hub = hub
+        self.attempts: dict[str, int] = {}
+
+    def feed(self, match_key: str, stored: bytes) -> None:
+        """One stored event (an :class:`Envelope`)."""
+        from protocol.messages import Rules, TimeControl
+
+        env = msgspec.json.decode(stored, type=Envelope)
+        if env.attempt < self.attempts.get(match_key, 0):
+            return
+        self.attempts[match_key] = env.attempt
+        if len(self.attempts) > self.KEEP:
+            for key in list(self.attempts)[: self.KEEP // 2]:
+                del self.attempts[key]
+        body = bytes(env.body)
+        if body.startswith(b'{"type":"event"'):
+            ev = msgspec.json.decode(body, type=LogEvent)
+            self.hub.event(match_key, ev.event, tuple(ev.seen_by))
+            return
+        msg = msgspec.json.decode(body)
+        if msg.get("type") == "start":
+            self.hub.match_started(match_key, msg["game"], msg["bots"], msgspec.convert(msg["rules"], Rules),
+                                   msgspec.convert(msg["time"], TimeControl), msg.get("pair"))
+        elif msg.get("type") == "end":
+            self.hub.match_ended(match_key, msg["winner"], msg["reason"], msg["scores"])
+
+
+EVENTS_KEPT_S = 600.0
+"""Live events older than this are deleted by the front (seconds): they were read long ago."""
 
 
 async def pump_events(queue: MatchQueue, hub: Any, poll_s: float = POLL_S) -> None:
-    """Feed ``hub`` with the live events workers write (from now on), polling every ``poll_s``;
-    runs until cancelled."""
+    """Feed ``hub`` with the live events workers write (from now on), polling every ``poll_s``,
+    and delete those older than :data:`EVENTS_KEPT_S` once a minute; runs until cancelled."""
     last = queue.last_event_id()
+    pruned = trio.current_time()
+    feed = EventFeed(hub)
     while True:
         try:
             for event_id, key, body in queue.events_after(last):
                 last = event_id
-                feed_event(hub, key, body)
+                feed.feed(key, body)
+            if trio.current_time() - pruned > 60:
+                pruned = trio.current_time()
+                queue.prune_events(queue.now_ms() - int(EVENTS_KEPT_S * 1000))
         except Exception:  # noqa: BLE001 - a database hiccup: look again next time
             pass
         await trio.sleep(poll_s)
@@ -229,12 +277,15 @@ class Worker:
     (else they are sandboxed, and a host without bubblewrap refuses). ``logs`` overrides the
     tournament's logs folder; ``workdir`` is where archives are unpacked (a fresh temporary
     directory by default). With ``exit_when_finished`` the worker returns once its tournament
-    is finished; ``max_matches`` stops it after that many claims (tests)."""
+    is finished; ``max_matches`` stops it after that many claims (tests); ``on_result(row,
+    result)`` is called after each commit; ``slots``: matches played at once (each slot with its
+    own copies of the bots)."""
 
     def __init__(self, store: Store, worker_id: str | None = None, tournament_id: int | None = None,
                  lease_s: float = LEASE_S, poll_s: float = POLL_S, trust_bots: bool = False,
                  logs: str | None = None, workdir: str | None = None, exit_when_finished: bool = True,
-                 max_matches: int | None = None, clock: Callable[[], float] | None = None) -> None:
+                 max_matches: int | None = None, clock: Callable[[], float] | None = None,
+                 on_result: OnDone | None = None, slots: int = SLOTS) -> None:
         self.store = store
         self.id = worker_id or default_worker_id()
         self.tournament_id = tournament_id
@@ -244,14 +295,20 @@ class Worker:
         self.logs = logs
         self.exit_when_finished = exit_when_finished
         self.max_matches = max_matches
+        self.on_result = on_result
+        if slots < 1:
+            raise ValueError("slots must be at least 1")
+        self.slots = slots
+        self.ready = trio.Event()
+        self.ready.set()
         self.own_workdir = workdir is None
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix="arena-worker-"))
         self.server = ArenaServer(store, ServerConfig(host="127.0.0.1", port=0))
         self.procs: dict[tuple[str, int], BotProcess] = {}
         self.relaunched: set[tuple[str, int]] = set()
         self.setups: dict[int, Setup] = {}
-        self.unpacked: dict[tuple[str, int | None], Manifest] = {}
-        self.launched_version: dict[str, int | None] = {}
+        self.unpacked: dict[tuple[str, int | None], tuple[Manifest, int | None]] = {}
+        self.launched_version: dict[tuple[str, int], int | None] = {}
         self.forwarder = EventForwarder(self.queue)
         self.health = StorageHealth(retry_s=STORAGE_RETRY_S)
         """Storage faults (a PostgreSQL server restarting, a full disk): a result is retried
@@ -277,14 +334,14 @@ class Worker:
             self.setups[tournament_id] = s
         return self.setups[tournament_id]
 
-    def manifest(self, setup: Setup, name: str) -> Manifest:
-        """The manifest of bot ``name`` as this worker runs it: unpacked from its archive (the
-        version the setup pins, else the newest), else from its manifest path."""
+    def manifest(self, setup: Setup, name: str) -> tuple[Manifest, int | None]:
+        """The manifest of bot ``name`` as this worker runs it and its archive version: unpacked
+        from its archive (the version the setup pins, else the newest), else from its manifest
+        path (version None)."""
         version = setup.archives.get(name)
         key = (name, version)
         if key not in self.unpacked:
             stored = self.store.archive(name, version) if name in setup.archives else None
-            self.launched_version[name] = stored[0] if stored is not None else None
             if stored is not None:
                 dest = self.workdir / f"b{self.store.bot_id(name)}-v{stored[0]}"
                 shutil.rmtree(dest, ignore_errors=True)
@@ -294,23 +351,25 @@ class Worker:
             else:
                 raise Unavailable(f"bot {name}: no archive in the database and no manifest on this host")
             m.name = name
-            self.unpacked[key] = m
+            self.unpacked[key] = (m, stored[0] if stored is not None else None)
         return self.unpacked[key]
 
-    async def _refresh(self, name: str) -> None:
-        """Stop the copies of ``name`` if a newer version of its archive was stored since they
+    async def _refresh(self, name: str, copies: tuple[int, ...]) -> None:
+        """Stop ``copies`` of ``name`` if a newer version of its archive was stored since they
         were launched (a bot submitted again): the next match launches the new version."""
         versions = self.store.archive_versions(name)
         newest = versions[-1][0] if versions else None
-        if self.launched_version.get(name, newest) == newest:
-            return
-        for key in [k for k in self.procs if k[0] == name]:
-            proc = self.procs.pop(key)
-            self.relaunched.discard(key)
-            with trio.move_on_after(3):
-                await proc.stop()
-            proc.stop_now()
-        self.unpacked.pop((name, None), None)
+        cached = self.unpacked.get((name, None))
+        if cached is not None and cached[1] != newest:
+            del self.unpacked[(name, None)]
+        for copy in copies:
+            key = (name, copy)
+            if key in self.procs and self.launched_version.get(key, newest) != newest:
+                proc = self.procs.pop(key)
+                self.relaunched.discard(key)
+                with trio.move_on_after(3):
+                    await proc.stop()
+                proc.stop_now()
 
     async def ensure(self, nursery: trio.Nursery, setup: Setup, name: str, copy: int) -> None:
         """Copy ``copy`` of bot ``name`` launched and connected (launched once, relaunched once
@@ -323,10 +382,11 @@ class Worker:
             return  # running but not connected, or already relaunched once: the referee decides
         if proc is not None:
             self.relaunched.add(key)
-        m = self.manifest(setup, name)
+        m, version = self.manifest(setup, name)
+        self.launched_version[key] = version
         env = {"ARENA_HOST": "127.0.0.1", "ARENA_PORT": str(self.port),
                "ARENA_BOT_SEED": str(derive_seed(setup.seed, "bot", name))}
-        others = [p.directory for (n, _), p in self.unpacked.items() if n != name]
+        others = [p.directory for (n, _), (p, _) in self.unpacked.items() if n != name]
         hide = [str(Path(setup.logs_dir).resolve())]
         if os.path.isfile(self.store.path):
             hide.append(str(Path(self.store.path).resolve()))
@@ -344,35 +404,14 @@ class Worker:
 
     # ------------------------------------------------------------------ matches
 
-    async def play(self, nursery: trio.Nursery, claim: Claim) -> MatchResult | None:
-        """Play one claimed match and commit it; None if the lease was lost (nothing recorded:
-        another worker plays it again)."""
-        from arena.schedule.tournament import play_match
-
-        row = claim.row
-        setup = self.setup(row.tournament_id)
-        if setup.ladder:  # a contest: bots submitted, or submitted again, since the worker started
-            self.setups.pop(row.tournament_id)
-            setup = self.setup(row.tournament_id)
-            for name in (row.bot0, row.bot1):
-                await self._refresh(name)
-        if row.tournament_id != self.current:  # bots are launched per tournament (its seed, its versions)
-            await self.stop_bots()
-            self.procs.clear()
-            self.relaunched.clear()
-            self.current = row.tournament_id
-        copies = (claim.half % setup.copies, claim.half % setup.copies)
-        final_dir = Path(setup.logs_dir) / f"t{row.tournament_id}"
-        private = final_dir / f".w-{os.getpid()}-{next(self._n)}"
-        private.mkdir(parents=True, exist_ok=True)
-
-        def record(match_key: str, result: MatchResult, log_path: str | None, log_hash: str | None) -> None:
-            final = str(final_dir / Path(log_path).name) if log_path else None
-            self.queue.commit(claim, result, final, log_hash,
-                              before=(lambda: _move_log(log_path, final)) if log_path else None)
-
-        ladder = setup.ladder
+    async def play(self, nursery: trio.Nursery, claim: Claim, slot: int = 0, restart: bool = False
+                   ) -> MatchResult | None:
+        """Play one claimed match in ``slot`` and commit it, renewing the lease from the claim on
+        (bots launching included); None if the lease was lost (nothing recorded: another worker
+        plays the match again). ``restart``: the claim is of another tournament than the bots
+        running (:meth:`run`)."""
         result = None
+        private: list[Path] = []
         with trio.CancelScope() as scope:
             async with trio.open_nursery() as renewing:
                 async def renew() -> None:
@@ -385,24 +424,63 @@ class Worker:
                         except STORAGE_ERRORS as exc:  # tried again at the next tick; the commit checks the lease
                             self.health.fail("database", exc)
 
-                renewing.start_soon(renew)  # from the claim on: launching the bots may take a while
-                for name, copy in zip((row.bot0, row.bot1), copies, strict=True):
-                    await self.ensure(nursery, setup, name, copy)
-                if ladder:
-                    renewing.start_soon(self._flush_events)
+                renewing.start_soon(renew)
                 try:
-                    result = await play_match(self.store, self.server, row, setup.match, private,
-                                              hub=self.forwarder if ladder else None, pair=_pair_key(self.store, row),
-                                              copies=copies, record_result=record, health=self.health)
+                    result = await self._play_claimed(nursery, renewing, claim, slot, restart, private)
                 except LeaseLost:
                     result = None
                 renewing.cancel_scope.cancel()
-        shutil.rmtree(private, ignore_errors=True)
+        for folder in private:
+            shutil.rmtree(folder, ignore_errors=True)
         if result is None:
             self.lost += 1
         else:
             self.played += 1
+            if self.on_result is not None:
+                self.on_result(claim.row, result)
         return result
+
+    async def _play_claimed(self, nursery: trio.Nursery, renewing: trio.Nursery, claim: Claim, slot: int,
+                            restart: bool, private: list[Path]) -> MatchResult:
+        """Launch the bots ``claim`` needs, play it, commit under the lease (:meth:`play`)."""
+        from arena.schedule.tournament import play_match
+
+        row = claim.row
+        if restart:  # bots are launched per tournament (its seed, its versions)
+            try:
+                await self.stop_bots()
+                self.procs.clear()
+                self.relaunched.clear()
+            finally:
+                self.ready.set()
+        else:
+            await self.ready.wait()
+        setup = self.setup(row.tournament_id)
+        # each slot has its own copies: slot s plays the first half of a pair with copy 2s, the second with 2s + 1
+        copies = (slot * setup.copies + claim.half % setup.copies,) * 2
+        if setup.ladder:  # a contest: bots submitted, or submitted again, since the worker started
+            self.setups.pop(row.tournament_id)
+            setup = self.setup(row.tournament_id)
+            for name in (row.bot0, row.bot1):
+                await self._refresh(name, tuple(range(slot * setup.copies, (slot + 1) * setup.copies)))
+        for name, copy in zip((row.bot0, row.bot1), copies, strict=True):
+            await self.ensure(nursery, setup, name, copy)
+        final_dir = Path(setup.logs_dir) / f"t{row.tournament_id}"
+        folder = final_dir / f".w-{os.getpid()}-{next(self._n)}"
+        private.append(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+
+        def record(match_key: str, result: MatchResult, log_path: str | None, log_hash: str | None) -> None:
+            final = str(final_dir / Path(log_path).name) if log_path else None
+            self.queue.commit(claim, result, final, log_hash,
+                              before=(lambda: _move_log(log_path, final)) if log_path else None)
+
+        if setup.ladder:
+            self.forwarder.attempts[row.match_key] = claim.attempt
+            renewing.start_soon(self._flush_events)
+        return await play_match(self.store, self.server, row, setup.match, folder,
+                                hub=self.forwarder if setup.ladder else None, pair=_pair_key(self.store, row),
+                                copies=copies, record_result=record, health=self.health)
 
     async def _flush_events(self) -> None:
         """Write the live events every :data:`EVENT_FLUSH_S` while a ladder match is played."""
@@ -433,38 +511,55 @@ class Worker:
                 return
 
     async def run(self, signals: bool = False, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> int:
-        """Claim and play matches until the tournament is finished (``exit_when_finished``),
-        ``max_matches`` claims were made, or cancelled (with ``signals``: SIGTERM or SIGINT,
-        after which the match in play is released at once for another worker); return the
-        matches committed."""
+        """Claim and play matches, ``slots`` at once, until the tournament is finished
+        (``exit_when_finished``), ``max_matches`` claims were made, or cancelled (with
+        ``signals``: SIGTERM or SIGINT, after which the matches in play are released at once for
+        other workers); return the matches committed. While a slot plays, the others claim
+        only matches of the same tournament (the bots running are that tournament's)."""
         claims = 0
+        busy = 0
+
+        async def slot(n: int) -> None:
+            nonlocal claims, busy
+            again: Claim | None = None  # a claim whose match a storage fault kept from starting
+            while self.max_matches is None or claims < self.max_matches:
+                only = self.tournament_id if self.tournament_id is not None else (self.current if busy else None)
+                try:
+                    claim = again or self.queue.claim(self.id, only)
+                except STORAGE_ERRORS as exc:  # the database is away: look again shortly
+                    self.health.fail("database", exc)
+                    await trio.sleep(self.health.retry_s)
+                    continue
+                if claim is None:
+                    if self.exit_when_finished and self.finished():
+                        return
+                    await trio.sleep(self.poll_s)
+                    continue
+                claims += claim is not again
+                again = None
+                restart = claim.row.tournament_id != self.current
+                if restart:  # no other slot is busy: it would have claimed from self.current
+                    self.current = claim.row.tournament_id
+                    self.ready = trio.Event()
+                busy += 1
+                try:
+                    await self.play(nursery, claim, n, restart)
+                except STORAGE_ERRORS as exc:  # a read before the match (its setup, a bot's archive)
+                    self.health.fail("database", exc)
+                    again = claim  # played again under the same lease; if it lapsed, the commit says so
+                    await trio.sleep(self.health.retry_s)
+                finally:
+                    busy -= 1
+
         async with trio.open_nursery() as nursery:
             self.port = await nursery.start(self.server.serve)
             if signals:
                 nursery.start_soon(self._signals, nursery.cancel_scope)
             task_status.started(self.port)
             try:
-                again: Claim | None = None  # a claim whose match a storage fault kept from starting
-                while self.max_matches is None or claims < self.max_matches:
-                    try:
-                        claim = again or self.queue.claim(self.id, self.tournament_id)
-                    except STORAGE_ERRORS as exc:  # the database is away: look again shortly
-                        self.health.fail("database", exc)
-                        await trio.sleep(self.health.retry_s)
-                        continue
-                    if claim is None:
-                        if self.exit_when_finished and self.finished():
-                            break
-                        await trio.sleep(self.poll_s)
-                        continue
-                    claims += claim is not again
-                    again = None
-                    try:
-                        await self.play(nursery, claim)
-                    except STORAGE_ERRORS as exc:  # a read before the match (its setup, a bot's archive)
-                        self.health.fail("database", exc)
-                        again = claim  # played again under the same lease; if it lapsed, the commit says so
-                        await trio.sleep(self.health.retry_s)
+                async with trio.open_nursery() as slots:
+                    for n in range(self.slots):
+                        slots.start_soon(slot, n)
             finally:
                 with trio.CancelScope(shield=True):
                     if self.stopped_by_signal:
@@ -562,9 +657,6 @@ def _die_with_parent() -> None:  # runs in the child between fork and exec
     ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
-OnDone = Callable[[MatchRow, MatchResult], None]
-
-
 def result_of(row: dict[str, Any]) -> MatchResult:
     """The :class:`MatchResult` of a recorded match row (for progress displays)."""
     return MatchResult(match_id=row["match_key"], winner=row["winner_seat"], reason=row["reason"] or "aborted",
@@ -589,6 +681,7 @@ async def play_on_workers(store: Store, tid: int, fmt: Format, workers: int, tru
         raise Unavailable(problem)
     queue = MatchQueue(store, lease_s=lease_s)
     release_dead_local(queue)  # a resumed tournament: the workers of the run that died
+    queue.drop_recorded()  # and the matches an in-process run (--workers 0) recorded since
     if isinstance(fmt, StaticFormat):
         queue.enqueue(tid)
     game = store.tournament(tid)["game"]

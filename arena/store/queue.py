@@ -164,13 +164,16 @@ class MatchQueue:
     def _claim_candidate(self, now: int, tournament_id: int | None) -> str | None:
         """The claim's SELECT, the one statement PostgreSQL locks (:attr:`CLAIM_LOCK`): the key of
         the first claimable match in schedule order, or None."""
-        where = "(state='queued' OR (state='leased' AND lease_until<?))"
+        # a match recorded some other way (a tournament resumed with --workers 0) is never claimed
+        where = ("(q.state='queued' OR (q.state='leased' AND q.lease_until<?)) AND EXISTS (SELECT 1 FROM matches m "
+                 "WHERE m.match_key=q.match_key AND m.status='pending')")
         args: list[Any] = [now]
         if tournament_id is not None:
-            where += " AND tournament_id=?"
+            where += " AND q.tournament_id=?"
             args.append(tournament_id)
         row = self.store.db.execute(
-            f"SELECT match_key FROM match_queue WHERE {where} ORDER BY tournament_id, idx LIMIT 1{self.CLAIM_LOCK}",
+            f"SELECT q.match_key FROM match_queue q WHERE {where} ORDER BY q.tournament_id, q.idx "
+            f"LIMIT 1{self.CLAIM_LOCK}",
             args,
         ).fetchone()
         return None if row is None else row[0]
