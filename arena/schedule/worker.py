@@ -47,7 +47,7 @@ from typing import Any
 import msgspec
 import trio
 
-from arena.errors import Unavailable, UserError
+from arena.errors import Unavailable, UserError, leaves
 from arena.match.log import LogEvent
 from arena.match.referee import MatchConfig, MatchResult
 from arena.net.server import ArenaServer, ServerConfig
@@ -544,8 +544,8 @@ class Worker:
                 busy += 1
                 try:
                     await self.play(nursery, claim, n, restart)
-                except STORAGE_ERRORS as exc:  # a read before the match (its setup, a bot's archive)
-                    self.health.fail("database", exc)
+                except* STORAGE_ERRORS as faults:  # a read before the match (its setup, a bot's archive)
+                    self.health.fail("database", leaves(faults)[0])
                     again = claim  # played again under the same lease; if it lapsed, the commit says so
                     await trio.sleep(self.health.retry_s)
                 finally:
