@@ -24,6 +24,9 @@ MAX_COUNT = 1_000_000
 INT_BOUNDS: dict[str, tuple[int, int]] = {
     "seed": (0, MAX_SEED),
     "resume": (0, MAX_SEED),
+    "tournament": (1, MAX_SEED),
+    "workers": (0, 1024),
+    "slots": (1, 64),
     "games": (1, MAX_COUNT),
     "concurrency": (1, 1024),
     "move_ms": (1, MAX_MOVE_MS),

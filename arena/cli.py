@@ -32,6 +32,7 @@ from arena.schedule.formats import FORMATS
 from arena.schedule.formats.duplicate_deals import DEFAULT_DEALS
 from arena.schedule.launcher import load_manifest, sandbox_problem
 from arena.schedule.tournament import TournamentConfig, TournamentReport, run_tournament
+from arena.store.postgres import shown as shown_db
 from arena.store.sqlite import Store
 from arena.wagers.ledger import MAX_DEPOSIT
 from protocol.messages import Rules, TimeControl
@@ -74,6 +75,10 @@ class _Parser(argparse.ArgumentParser):
         self.exit(USAGE, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
 
 
+DB_HELP = ("the database: an SQLite file (default arena.db) or a postgresql://user@host:port/dbname URL "
+           "(password from PGPASSFILE, never on the command line; docs/contests.md)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``arena`` command."""
     parser = _Parser(prog="arena", description="Écarté & Piquet bot arena",
@@ -93,7 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="UNSAFE: run the bots as plain processes, without bubblewrap (only for code you trust)")
     t.add_argument("--games", type=option_int("games"), default=10, help="matches per pair (default 10)")
     t.add_argument("--seed", type=option_int("seed"), default=1, help="tournament seed (default 1)")
-    t.add_argument("--db", default="arena.db", help="SQLite database (default arena.db)")
+    t.add_argument("--db", default="arena.db", help=DB_HELP)
     t.add_argument("--logs", default="logs", help="match log directory (default logs/)")
     t.add_argument("--format", default="round-robin", choices=list(FORMATS),
                    help="round-robin (default), gauntlet, rotation (écarté simple), chouette, or duplicate-deals "
@@ -107,6 +112,9 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--concurrency", type=option_int("concurrency"), default=os.cpu_count() or 2,
                    help="matches played at once (default: the number of cores); each bot plays one match at a "
                         "time, so at most half the bots' worth of matches run together")
+    t.add_argument("--workers", type=option_int("workers"), default=os.cpu_count() or 2, metavar="N",
+                   help="worker processes that play the matches, each with its own copies of the bots (default: "
+                        "the number of cores); 0: every match in this process (--concurrency at once)")
     t.add_argument("--move-ms", type=option_int("move_ms"), default=LIMITS.move_ms,
                    help=f"time per decision in ms (default {LIMITS.move_ms})")
     t.add_argument("--bank-ms", type=option_int("bank_ms"), default=LIMITS.bank_ms,
@@ -130,6 +138,21 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--elo-every", type=_at_least(1), default=200, metavar="N",
                    help="when stdout is not a terminal: the running Elo every N matches (default 200)")
 
+    wk = sub.add_parser("worker", help="play scheduled matches of a tournament or contest from its database")
+    wk.add_argument("--db", default="arena.db", help="the database of the tournament or contest: " + DB_HELP)
+    wk.add_argument("--tournament", type=option_int("tournament"), metavar="ID",
+                    help="only this tournament's matches, and exit once it is finished (default: any, until stopped)")
+    wk.add_argument("--logs", help="match log directory (default: the tournament's)")
+    wk.add_argument("--id", help="this worker's name in the queue (default host:pid)")
+    wk.add_argument("--lease-s", type=float_in(1.0, 3600.0), default=30.0,
+                    help="seconds without renewal after which this worker's match is played again by another "
+                         "(default 30)")
+    wk.add_argument("--trust-bots", action="store_true",
+                    help="UNSAFE: run bots unsandboxed when their tournament allows it (trusted code only)")
+    wk.add_argument("--slots", type=option_int("slots"), default=2,
+                    help="matches played at once, each with its own copies of the bots (default 2)")
+    wk.add_argument("--quiet", action="store_true", help="no line per match")
+
     sp = sub.add_parser("sprt", help="sequential test of one bot against another over duplicate pairs")
     sp.add_argument("--bot", required=True, metavar="MANIFEST", help="the bot under test")
     sp.add_argument("--vs", required=True, metavar="MANIFEST", help="the reference bot")
@@ -144,7 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--seed", type=option_int("seed"), default=1)
     sp.add_argument("--game", choices=["ecarte", "piquet"], default="ecarte")
     sp.add_argument("--move-ms", type=option_int("move_ms"), default=LIMITS.move_ms)
-    sp.add_argument("--db", default="arena.db")
+    sp.add_argument("--db", default="arena.db", help=DB_HELP)
     sp.add_argument("--logs", default="logs")
     sp.add_argument("--trust-bots", action="store_true",
                     help="UNSAFE: run the bots as plain processes, without bubblewrap")
@@ -169,7 +192,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     rp = sub.add_parser("replay", help="verify a match log (hash chain, rules engine, result) and print it")
     rp.add_argument("log", help="a match log (.jsonl.gz or .jsonl)")
-    rp.add_argument("--db", help="also check the log's last hash against the one recorded in this database")
+    rp.add_argument("--db", help="also check the log's last hash against the one recorded in this database "
+                    "(an SQLite file or a postgresql:// URL)")
     rp.add_argument("--public", action="store_true", help="print only what a spectator may see")
     rp.add_argument("--quiet", action="store_true", help="verify only, print the verdict")
 
@@ -182,24 +206,29 @@ def build_parser() -> argparse.ArgumentParser:
                    help="seconds per phase of the instant C bots' figures (one match, 100 at once); 0 skips them")
     b.add_argument("--scale", action="store_true",
                    help="only the fair-clock study: 1,000 then 2,000 concurrent matches of instant C bots")
+    b.add_argument("--workers-games", type=_at_least(0), default=3, metavar="N",
+                   help="workers phase: matches per pair of the 8-bot tournament played on 1, then 2 workers, then "
+                        "in one process (default 3; 0 skips it)")
+    b.add_argument("--db", help="workers phase: the database (e.g. postgresql://...; default a temporary SQLite file)")
+    b.add_argument("--only-workers", action="store_true", help="run only the workers phase")
 
     bots = sub.add_parser("bots", help="manage registered bots")
     bsub = bots.add_subparsers(dest="bots_command", required=True)
     add = bsub.add_parser("add", help="register a bot and print its secret token once")
     add.add_argument("name")
-    add.add_argument("--db", default="arena.db")
+    add.add_argument("--db", default="arena.db", help=DB_HELP)
     sb = bsub.add_parser("submit", help="register a bot that the contest server launches itself")
     sb.add_argument("manifest", help="the bot's manifest (TOML)")
     sb.add_argument("--name", help="the name in the contest (default: the manifest's)")
     sb.add_argument("--sandbox", action="store_true",
                     help="launch it under bubblewrap even if the contest sets trust_bots (sandboxed is the default)")
-    sb.add_argument("--db", default="arena.db")
+    sb.add_argument("--db", default="arena.db", help=DB_HELP)
     ls = bsub.add_parser("list", help="list registered bots with their ladder rating")
     ls.add_argument("--game", choices=["ecarte", "piquet"], default="ecarte")
-    ls.add_argument("--db", default="arena.db")
+    ls.add_argument("--db", default="arena.db", help=DB_HELP)
     rm = bsub.add_parser("remove", help="unregister a bot (its results stay)")
     rm.add_argument("name")
-    rm.add_argument("--db", default="arena.db")
+    rm.add_argument("--db", default="arena.db", help=DB_HELP)
     up = bsub.add_parser("upload", help="(author) upload your bot to a contest server; the doctor checks it first")
     up.add_argument("bot", help="the bot's directory (its manifest.toml or only *.toml) or its manifest")
     up.add_argument("--server", required=True, help="the contest's web address, e.g. http://host:8080")
@@ -228,7 +257,7 @@ def build_parser() -> argparse.ArgumentParser:
             cmd.add_argument("name")
         if verb == "invite":
             cmd.add_argument("--note", default="", help="who the code is for (kept with it)")
-        cmd.add_argument("--db", default="arena.db")
+        cmd.add_argument("--db", default="arena.db", help=DB_HELP)
 
     sp_ = sub.add_parser("spectators", help="betting spectators (gallery wagers, ecarte.md §E9.1)")
     ssub = sp_.add_subparsers(dest="spectators_command", required=True)
@@ -236,12 +265,15 @@ def build_parser() -> argparse.ArgumentParser:
     sa.add_argument("name")
     sa.add_argument("--deposit", type=int_in(1, MAX_DEPOSIT), default=10000,
                     help=f"bankroll in cents, 1 to {MAX_DEPOSIT} (default 10000 = 100.00)")
-    sa.add_argument("--db", default="arena.db")
+    sa.add_argument("--db", default="arena.db", help=DB_HELP)
     sl = ssub.add_parser("list", help="bankrolls and the house")
-    sl.add_argument("--db", default="arena.db")
+    sl.add_argument("--db", default="arena.db", help=DB_HELP)
 
     sv = sub.add_parser("serve", help="run a long-lived contest server (TCP for bots and spectators, HTTP)")
     sv.add_argument("--config", required=True, help="contest TOML file (see docs/contest.example.toml)")
+    sv.add_argument("--workers", type=option_int("workers"), metavar="N",
+                    help="worker processes that play the matches between submitted bots (default: the contest "
+                         "file's workers, 0: all in this process)")
     return parser
 
 
@@ -334,13 +366,13 @@ def cmd_tournament(args: argparse.Namespace) -> int:
         row = store.tournament(args.resume or None)
         if row is None:
             what = f"no tournament t{args.resume}" if args.resume else "no unfinished tournament"
-            raise UserError(f"nothing to resume: {what} in {args.db}")
+            raise UserError(f"nothing to resume: {what} in {shown_db(args.db)}")
         resume = row["id"]
         try:
             config = msgspec.convert(row["config"], TournamentConfig)
         except msgspec.ValidationError as exc:
-            raise UserError(f"tournament t{resume} in {args.db} was made by another version of arena and cannot be "
-                            f"resumed by this one ({exc}); start a new tournament") from None
+            raise UserError(f"tournament t{resume} in {shown_db(args.db)} was made by another version of arena and "
+                            f"cannot be resumed by this one ({exc}); start a new tournament") from None
         manifests = [load_manifest(p) for p in config.manifests]
         console.print(f"resuming tournament t{resume}: {len(store.pending_matches(resume))} matches left")
     else:
@@ -397,22 +429,50 @@ def cmd_tournament(args: argparse.Namespace) -> int:
         if progress_lines is not None:
             progress_lines.on_result(row, result)
 
+    from arena.schedule.worker import LocalWorkers
+
     console.print(Text.assemble((f"{len(manifests)} bots", "bold"), ": " + ", ".join(
         f"{m.name} ({m.language})" for m in manifests)))
     tune_for_server()  # start-up is over: a server's garbage collection (arena/gc_policy.py)
     try:
         with progress:
-            report = trio.run(run_tournament, store, manifests, config, on_start, on_result, resume)
+            report = trio.run(run_tournament, store, manifests, config, on_start, on_result, resume, None,
+                              LocalWorkers(args.workers) if args.workers else None)
     except BaseException as exc:
         if getattr(args, "debug", False) or not interrupted(exc) or find_user_error(exc) is not None:
             raise
         row = store.db.execute("SELECT MAX(id) FROM tournaments").fetchone()
-        console.print(plain(f"interrupted: every finished match is in {args.db}; the rest (including the one in play) "
-                            f"is played by `arena tournament --resume --db {args.db}` (tournament t{row[0]})"),
+        console.print(plain(f"interrupted: every finished match is in {shown_db(args.db)}; the rest (including the "
+                            f"one in play) is played by `arena tournament --resume --db {shown_db(args.db)}` "
+                            f"(tournament t{row[0]})"),
                       soft_wrap=True)
         return INTERRUPTED
     print_report(console, report)
-    console.print(plain(f"results in {args.db}, match logs in {args.logs}/t{report.tournament_id}/"))
+    console.print(plain(f"results in {shown_db(args.db)}, match logs in {args.logs}/t{report.tournament_id}/"))
+    store.close()
+    return 0
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    """``arena worker``: claim and play matches until the tournament is finished (with
+    ``--tournament``) or until interrupted (:mod:`arena.schedule.worker`)."""
+    from arena.schedule.worker import Worker, open_db
+
+    store = open_db(args.db)
+    if args.tournament is not None and store.tournament(args.tournament) is None:
+        raise UserError(f"no tournament {args.tournament} in {shown_db(args.db)}")
+    def said(row, result) -> None:  # type: ignore[no-untyped-def]
+        winner = (row.bot0, row.bot1)[result.winner] if result.winner is not None else "nobody"
+        print(plain(f"{row.match_key}: {row.bot0} v {row.bot1}: {winner} ({result.reason})"), flush=True)
+
+    worker = Worker(store, args.id, args.tournament, lease_s=args.lease_s, trust_bots=args.trust_bots,
+                    logs=args.logs, exit_when_finished=args.tournament is not None,
+                    on_result=None if args.quiet else said, slots=args.slots)
+    if not args.quiet:
+        print(plain(f"worker {worker.id}: playing the matches queued in {shown_db(args.db)}"), flush=True)
+    played = trio.run(worker.run, True)
+    if not args.quiet:
+        print(plain(f"worker {worker.id}: {played} matches committed, {worker.lost} leases lost"), flush=True)
     store.close()
     return 0
 
@@ -447,7 +507,7 @@ def cmd_sprt(args: argparse.Namespace) -> int:
     verdict = {"H1": f"H1 accepted: {bot.name} is at least {args.elo1:g} Elo better",
                "H0": f"H0 accepted: {bot.name} is not {args.elo1:g} Elo better (at most {args.elo0:g})"}
     console.print(plain(verdict.get(test.status(), f"no decision after {test.pairs} pairs")))
-    console.print(plain(f"{report.matches} matches in {report.seconds:.1f} s; results in {args.db}"))
+    console.print(plain(f"{report.matches} matches in {report.seconds:.1f} s; results in {shown_db(args.db)}"))
     store.close()
     return 0
 
@@ -463,7 +523,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
         row = store.db.execute("SELECT log_hash FROM matches WHERE log_path LIKE ?",
                                (f"%{Path(args.log).name}",)).fetchone()
         if row is None or row[0] is None:
-            console.print(Text.assemble(("not verified:", "red"), f" no recorded hash for {args.log} in {args.db}"))
+            console.print(Text.assemble(("not verified:", "red"),
+                                        f" no recorded hash for {args.log} in {shown_db(args.db)}"))
             return 1
         expected = row[0]
     try:
@@ -498,9 +559,16 @@ def cmd_bots(args: argparse.Namespace) -> int:
         except ValueError as exc:
             raise UserError(str(exc)) from None
         print(f"submitted {name}: the contest server launches {args.manifest} and enters it in the ladder")
+        from arena.store.archives import ArchiveError, pack
+
+        try:  # what a worker on another host unpacks and runs (arena.schedule.worker)
+            version = store.put_archive(name, pack(args.manifest))
+            print(f"stored as archive version {version} for the workers")
+        except (ArchiveError, OSError) as exc:
+            print(plain(f"not stored as an archive ({exc}): only workers on this host can run it"))
     elif args.bots_command == "remove":
         if not store.remove_bot(args.name):
-            raise UserError(f"no bot {args.name!r} in {args.db} (`arena bots list` shows them)", 1)
+            raise UserError(f"no bot {args.name!r} in {shown_db(args.db)} (`arena bots list` shows them)", 1)
         print(f"removed {args.name} (its results stay in the database)")
     else:
         print_bots(store, args.game)
@@ -660,6 +728,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     console = make_console()
     config = load_config(args.config)
+    if args.workers is not None:
+        config.workers = args.workers
     if not config.trust_bots and (problem := sandbox_problem()) is not None:
         line = problem.replace("pass --trust-bots", "set trust_bots = true")
         console.print(plain(f"submitted bots will not be launched: {line}", "red"), soft_wrap=True)
@@ -676,7 +746,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     done = contest.store.db.execute(
         "SELECT COUNT(*) FROM matches WHERE tournament_id=? AND status='done'", (contest.tournament_id,)
     ).fetchone()[0]
-    console.print(plain(f"stopped cleanly: {done} matches recorded in {config.db}"))
+    console.print(plain(f"stopped cleanly: {done} matches recorded in {shown_db(config.db)}"))
     return 0
 
 
@@ -696,6 +766,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return cmd_replay(args)
     if args.command == "sprt":
         return cmd_sprt(args)
+    if args.command == "worker":
+        return cmd_worker(args)
     if args.command == "bench":
         from arena.tools.bench import main as bench_main
 

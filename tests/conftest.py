@@ -116,6 +116,60 @@ def store(tmp_path: Path) -> Store:
     s.close()
 
 
+REQUIRE_POSTGRES = os.environ.get("ARENA_REQUIRE_POSTGRES") == "1"
+"""The PostgreSQL tests skip when PostgreSQL (Debian's ``postgresql``) or psycopg is missing,
+unless ``ARENA_REQUIRE_POSTGRES=1`` (set by .ci/run, which installs it): then they fail."""
+
+
+@pytest.fixture(scope="session")
+def pg_cluster():
+    """A throwaway PostgreSQL cluster for the whole session (tests/pg_cluster.py), holding a
+    template database with the arena schema; stopped and removed at the end."""
+    from tests.pg_cluster import start_cluster
+
+    try:
+        import psycopg  # noqa: F401
+
+        cluster = start_cluster()
+    except (ImportError, RuntimeError) as exc:
+        (pytest.fail if REQUIRE_POSTGRES else pytest.skip)(f"no PostgreSQL for this test: {exc}")
+    try:
+        cluster.sql("CREATE DATABASE arena_template")
+        Store(cluster.url("arena_template")).close()
+        yield cluster
+    finally:
+        cluster.destroy()
+
+
+_pg_databases = iter(range(1, 1 << 30))
+
+
+@pytest.fixture
+def pg_url(pg_cluster) -> str:
+    """The URL of a fresh PostgreSQL database with the arena schema (a copy of the template),
+    dropped after the test."""
+    name = f"t{next(_pg_databases)}"
+    pg_cluster.sql(f"CREATE DATABASE {name} TEMPLATE arena_template")
+    yield pg_cluster.url(name)
+    pg_cluster.sql(f"DROP DATABASE {name} WITH (FORCE)")
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def db_target(request, tmp_path: Path) -> str:
+    """A fresh database on each backend in turn: an SQLite file path, then a PostgreSQL URL."""
+    if request.param == "sqlite":
+        return str(tmp_path / "arena.db")
+    return request.getfixturevalue("pg_url")
+
+
+@pytest.fixture
+def any_store(db_target: str) -> Store:
+    """A :class:`Store` on each backend in turn (see ``db_target``)."""
+    s = Store(db_target)
+    yield s
+    s.close()
+
+
 @pytest.fixture
 async def server(store: Store, nursery: trio.Nursery) -> ArenaServer:
     srv = ArenaServer(store, ServerConfig(handshake_timeout_s=1.0))

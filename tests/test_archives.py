@@ -141,8 +141,8 @@ def test_pack_refuses_links(tmp_path: Path) -> None:
         pack(bot / "bot.toml")
 
 
-def test_store_keeps_versions(tmp_path: Path) -> None:
-    store = Store(tmp_path / "a.db")
+def test_store_keeps_versions(tmp_path: Path, db_target: str) -> None:
+    store = Store(db_target)
     bot = tmp_path / "bot"
     bot.mkdir()
     (bot / "bot.toml").write_bytes(MANIFEST_BODY)
@@ -161,4 +161,4 @@ def test_store_keeps_versions(tmp_path: Path) -> None:
         store.put_archive("mybot", b"junk")
     assert [v[0] for v in store.archive_versions("mybot")] == [1, 2]
     store.close()
-    assert Store(tmp_path / "a.db").archive("mybot", 2)[2] == v2  # survives a reopen
+    assert Store(db_target).archive("mybot", 2)[2] == v2  # survives a reopen

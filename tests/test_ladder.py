@@ -47,8 +47,8 @@ def test_units_pair_the_two_halves_of_a_duplicate_pair_within_a_tournament():
     assert ladder_units(rows) == [("a", "b", 1.0, 2), ("c", "a", 0.0, 1), ("a", "b", 0.5, 1)]
 
 
-def _record_all(results, order_seed):
-    store = Store(":memory:")
+def _record_all(results, order_seed, target=":memory:"):
+    store = Store(target)
     order = list(range(len(results)))
     random.Random(order_seed).shuffle(order)
     tid = store.create_tournament("ecarte", "test", 1, {}, ["a", "b", "c", "d"],
@@ -62,7 +62,7 @@ def _record_all(results, order_seed):
     return store.ladder_intervals("ecarte")
 
 
-def test_the_store_refits_after_each_result_and_the_order_does_not_matter():
+def test_the_store_refits_after_each_result_and_the_order_does_not_matter(db_target):
     true = {"a": 150.0, "b": 50.0, "c": 0.0, "d": -200.0}
     rng = random.Random(7)
     results = []
@@ -70,7 +70,7 @@ def test_the_store_refits_after_each_result_and_the_order_does_not_matter():
         a, b = rng.sample(sorted(true), 2)
         p = 1 / (1 + 10 ** ((true[b] - true[a]) / 400))
         results.append((a, b, 0 if rng.random() < p else 1))
-    one, two = _record_all(results, 1), _record_all(results, 2)
+    one, two = _record_all(results, 1), _record_all(results, 2, db_target)  # and on each backend
     assert [r[0] for r in one] == [r[0] for r in two]
     for x, y in zip(one, two):
         assert abs(x[1] - y[1]) < 1e-6 and abs(x[2] - y[2]) < 1e-6 and x[3] == y[3]
@@ -81,12 +81,12 @@ def test_the_store_refits_after_each_result_and_the_order_does_not_matter():
     assert all(10 < r[2] < 1000 for r in one) and sum(r[3] for r in one) == 2 * len(results)
 
 
-def test_rating_pairing_pairs_the_bots_closest_on_the_fitted_ladder(tmp_path):
+def test_rating_pairing_pairs_the_bots_closest_on_the_fitted_ladder(tmp_path, db_target):
     import trio
 
     from arena.schedule.contest import Contest, ContestConfig
 
-    store = Store(":memory:")
+    store = Store(db_target)
     results = [("a", "b", 0)] * 6 + [("b", "c", 0), ("c", "b", 0)] * 3 + [("c", "d", 0)] * 6
     tid = store.create_tournament("ecarte", "test", 1, {}, ["a", "b", "c", "d"],
                                   [Pairing(index=i, bot0=x, bot1=y, seed=i) for i, (x, y, _) in enumerate(results)])
@@ -105,11 +105,11 @@ def test_rating_pairing_pairs_the_bots_closest_on_the_fitted_ladder(tmp_path):
     assert contest.next_pair() == ("b", "c")
 
 
-def test_bots_list_shows_each_ladder_interval(tmp_path):
+def test_bots_list_shows_each_ladder_interval(tmp_path, db_target):
     import subprocess
     import sys
 
-    db = tmp_path / "a.db"
+    db = db_target
     store = Store(db)
     for name in ("a", "b"):
         store.add_bot(name)
@@ -129,12 +129,12 @@ def test_bots_list_shows_each_ladder_interval(tmp_path):
         assert f" {ci[bot]:.0f} " in row
 
 
-def test_the_stores_sql_units_are_those_of_ladder_units():
+def test_the_stores_sql_units_are_those_of_ladder_units(db_target):
     """The store counts the ladder's units in SQL; they must be what ladder_units makes of the
     same rows: pairs (in two tournaments with the same keys), lone halves, unpaired matches."""
     from collections import Counter
 
-    store = Store(":memory:")
+    store = Store(db_target)
     rng = random.Random(3)
     rows = []
     for t in range(2):

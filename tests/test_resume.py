@@ -28,7 +28,9 @@ def copy_bots(dest: Path) -> list[str]:
 
 
 def arena(*args: str) -> list[str]:
-    return [sys.executable, "-m", "arena.cli", "tournament", *TRUST_ARGS, *args]
+    """The in-process tournament (``--workers 0``), whose bots run from their own directories;
+    workers are killed and replaced in tests/test_workers.py."""
+    return [sys.executable, "-m", "arena.cli", "tournament", "--workers", "0", *TRUST_ARGS, *args]
 
 
 def counts(db: Path) -> tuple[int, int]:

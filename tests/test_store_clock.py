@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
-
 import pytest
 
 from arena.match.clock import Clock
@@ -12,21 +10,21 @@ from arena.store.sqlite import Store
 from protocol.messages import TimeControl
 
 
-def test_tokens_are_stored_only_as_salted_hashes(tmp_path):
-    store = Store(tmp_path / "a.db")
+def test_tokens_are_stored_only_as_salted_hashes(any_store):
+    store = any_store
     token = store.add_bot("alice")
     assert store.check_token("alice", token)
     assert not store.check_token("alice", token + "x")
     assert not store.check_token("bob", token)
-    raw = sqlite3.connect(tmp_path / "a.db").execute("SELECT * FROM bots").fetchall()
+    raw = store.db.execute("SELECT * FROM bots").fetchall()
     assert token.encode() not in repr(raw).encode()
     token2 = store.add_bot("carol")
-    salts = [r[0] for r in sqlite3.connect(tmp_path / "a.db").execute("SELECT salt FROM bots")]
+    salts = [bytes(r[0]) for r in store.db.execute("SELECT salt FROM bots")]
     assert len(set(salts)) == 2 and token2 != token
 
 
-def test_a_result_is_recorded_once(tmp_path):
-    store = Store(tmp_path / "a.db")
+def test_a_result_is_recorded_once(db_target):
+    store = Store(db_target)
     tid = store.create_tournament("ecarte", "test", 1, MatchConfig(), ["a", "b"], [("a", "b", 42)])
     row = store.pending_matches(tid)[0]
     res = MatchResult(match_id=row.match_key, winner=1, reason="target", scores=[3, 5], manches=[0, 1])
@@ -37,6 +35,8 @@ def test_a_result_is_recorded_once(tmp_path):
     assert store.results(tid) == [("a", "b", 0.0)]
     done = store.matches(tid)[0]
     assert (done["winner"], done["score0"], done["score1"], done["seed"]) == ("b", 3, 5, 42)
+    store.close()
+    assert Store(db_target).results(tid) == [("a", "b", 0.0)]  # committed: another connection sees it
 
 
 def test_clock_move_time_bank_and_grace():

@@ -176,7 +176,8 @@ def test_sigkill_during_betting_returns_every_stake_and_conserves_money(tmp_path
     assert recovered_books >= 1  # the kills did hit betting windows or matches in play
 
 
-async def test_a_result_committed_just_before_a_crash_is_paid_and_the_unfinished_match_voided(tmp_path: Path):
+async def test_a_result_committed_just_before_a_crash_is_paid_and_the_unfinished_match_voided(tmp_path: Path,
+                                                                                             db_target: str):
     """The two writes of a match's end (its result, then its book's settlement) are not one
     transaction: a crash between them must not leave the ledger disagreeing with the result.
     At restart the book of a match recorded ``done`` is paid by that result, and the book of a
@@ -186,7 +187,7 @@ async def test_a_result_committed_just_before_a_crash_is_paid_and_the_unfinished
     from arena.schedule.contest import Contest, ContestConfig
     from arena.schedule.formats import Pairing
 
-    store = Store(tmp_path / "arena.db")
+    store = Store(db_target)
     tid = store.create_tournament("ecarte", "ladder", 1, {}, [], [])
     played = store.add_match(tid, "ecarte", Pairing(index=0, bot0="a", bot1="b", seed=1))
     cut = store.add_match(tid, "ecarte", Pairing(index=1, bot0="a", bot1="b", seed=2))
@@ -201,7 +202,7 @@ async def test_a_result_committed_just_before_a_crash_is_paid_and_the_unfinished
     store.record_result(played.match_key, MatchResult(match_id=played.match_key, winner=0, reason="target",
                                                       scores=[5, 2], manches=[0, 0]), None)
     # the server dies here: `played` is recorded, its book closed; `cut` is in play
-    cfg = ContestConfig(db=str(tmp_path / "arena.db"), logs=str(tmp_path / "logs"), http_port=0,
+    cfg = ContestConfig(db=db_target, logs=str(tmp_path / "logs"), http_port=0,
                         server=ServerConfig(port=0), max_matches=0)
     contest = Contest(cfg, store)
     async with trio.open_nursery() as nursery:
@@ -218,20 +219,20 @@ async def test_a_result_committed_just_before_a_crash_is_paid_and_the_unfinished
                         f"ann {cut.match_key}": "returned", f"ben {cut.match_key}": "returned"}
 
 
-def test_a_deposit_from_another_process_is_never_overwritten_by_the_server(tmp_path: Path):
+def test_a_deposit_from_another_process_is_never_overwritten_by_the_server(db_target: str):
     """``arena spectators add`` runs in its own process while the server holds its own desk on
     the same database: each change re-reads the ledger in its transaction, so neither the
     deposit nor the server's bets are lost (before, the server's next save overwrote the deposit
     while ``total_deposited`` kept it: money vanished)."""
-    server = BettingDesk(Store(tmp_path / "arena.db"), SpectatorHub())
-    cli = BettingDesk(Store(tmp_path / "arena.db"), SpectatorHub())
+    server = BettingDesk(Store(db_target), SpectatorHub())
+    cli = BettingDesk(Store(db_target), SpectatorHub())
     server.deposit("ann", 500)
     server.open("t1-m0001", ["a", "b"], 1000)
     cli.deposit("ann", 300)  # another process, while the book is open
     cli.deposit("ben", 700)
     server.place("ann", "t1-m0001", 0, 650)  # needs the 300 deposited by the other process
     server.settle("t1-m0001", None, "aborted")
-    ledger = BettingDesk(Store(tmp_path / "arena.db"), SpectatorHub()).ledger
+    ledger = BettingDesk(Store(db_target), SpectatorHub()).ledger
     assert ledger.accounts == {"ann": 800, "ben": 700} and ledger.total_deposited == 1500
 
 

@@ -190,10 +190,11 @@ async def test_history_replay_urls_and_narrow_screens(tmp_path: Path, monkeypatc
     store.close()
 
 
-def test_a_duplicate_twin_in_play_keeps_the_replay_closed_and_pages(tmp_path: Path) -> None:
+def test_a_duplicate_twin_in_play_keeps_the_replay_closed_and_pages(db_target: str) -> None:
     """No replay (so no hidden card) of a match whose duplicate twin is still pending; the
-    history pages and filters."""
-    store = Store(tmp_path / "a.db")
+    history pages and filters, newest first and a match aborted without an end time last (on
+    both backends)."""
+    store = Store(db_target)
     pairs = [Pairing(i, "a" if i % 2 == 0 else "b", "b" if i % 2 == 0 else "a", 7, pair=f"p{i // 2}")
              for i in range(5)]
     tid = store.create_tournament("ecarte", "round-robin", 1, {}, ["a", "b"], pairs)
@@ -214,12 +215,15 @@ def test_a_duplicate_twin_in_play_keeps_the_replay_closed_and_pages(tmp_path: Pa
     with pytest.raises(NotReplayable) as err:
         replay_feed(store, rows[0].match_key)  # pair over, but no log
     assert err.value.status == 404
+    store.db.execute("UPDATE matches SET status='aborted', reason='aborted' WHERE match_key=?", (rows[4].match_key,))
     first = finished_matches(store, "ecarte", page=1, per_page=2)
     second = finished_matches(store, "ecarte", page=2, per_page=2)
-    assert (first["total"], first["pages"], len(first["matches"]), len(second["matches"])) == (3, 2, 2, 1)
-    assert {m["match_id"] for m in first["matches"] + second["matches"]} == {r.match_key for r in rows[:3]}
+    assert (first["total"], first["pages"], len(first["matches"]), len(second["matches"])) == (4, 2, 2, 2)
+    assert {m["match_id"] for m in first["matches"] + second["matches"]} == {r.match_key for r in rows[:3] + rows[4:]}
+    assert second["matches"][-1]["match_id"] == rows[4].match_key and second["matches"][-1]["finished_at"] is None
     assert finished_matches(store, "ecarte", bot="nobody")["total"] == 0
     assert finished_matches(store, "ecarte", page=99, per_page=2)["page"] == 2
+    store.close()
 
 
 def test_a_replay_is_the_live_feed_of_its_log() -> None:

@@ -48,7 +48,8 @@ def finished_matches(store: Store, game: str, bot: str | None = None, page: int 
     page = min(max(1, page), pages)
     rows = store.db.execute(
         f"SELECT match_key, tournament_id, bot0, bot1, winner, reason, score0, score1, deals, finished_at, log_path "
-        f"FROM matches WHERE {where} ORDER BY finished_at DESC, id DESC LIMIT ? OFFSET ?",
+        f"FROM matches WHERE {where} ORDER BY finished_at IS NULL, finished_at DESC, id DESC "
+        "LIMIT ? OFFSET ?",
         [*args, per_page, (page - 1) * per_page],
     ).fetchall()
     matches = [{"match_id": r["match_key"], "tournament": r["tournament_id"], "bots": [r["bot0"], r["bot1"]],

@@ -55,6 +55,7 @@ from arena.schedule.launcher import BotProcess, Limits, SandboxError, load_manif
 from arena.schedule.supervisor import Supervisor, publish
 from arena.schedule.tournament import play_match
 from arena.store.health import STORAGE_ERRORS, StorageHealth
+from arena.store.queue import MatchQueue
 from arena.store.sqlite import Store
 from arena.wagers.desk import BettingDesk
 from protocol.messages import Goodbye, Rules, TimeControl
@@ -107,6 +108,11 @@ class ContestConfig(msgspec.Struct, forbid_unknown_fields=True):
     secure_cookies: bool = False
     """Send the author pages' session cookie only over HTTPS (set it behind a TLS proxy)."""
     uploads: UploadConfig = msgspec.field(default_factory=UploadConfig)
+    workers: int = 0
+    """Worker processes started by the server (:mod:`arena.schedule.worker`); with 1 or more, a
+    unit between two submitted bots is queued and played by a worker (these local ones, or
+    ``arena worker --db`` on other hosts); remote bots' matches stay on this server. 0: every
+    match in this process."""
 
     def match_config(self) -> MatchConfig:
         """How each match of the contest is played."""
@@ -132,6 +138,8 @@ def load_config(path: str | Path) -> ContestConfig:
         raise UserError(f"{path}: [rules] {exc}") from None
     if cfg.concurrency < 1:
         raise UserError(f"{path}: concurrency must be at least 1")
+    if not 0 <= cfg.workers <= 1024:
+        raise UserError(f"{path}: workers must be between 0 and 1024")
     try:
         check_contest_numbers(cfg)
     except ValueError as exc:
@@ -180,6 +188,8 @@ class Contest:
         self.port: int | None = None
         self.http_port: int | None = None
         self._changed = trio.Event()
+        self.queue = MatchQueue(self.store)
+        self.worker_procs: list = []  # subprocess.Popen of the local workers
         self.health = StorageHealth(config.storage_retry_s, self._probe_storage)
         self.health.on_resume.append(self._poke)
         self._outer: trio.Nursery | None = None
@@ -278,9 +288,12 @@ class Contest:
                         self._wagers("betting", self.desk.open, row.match_key, [x, y], int(cfg.betting_s * 1000))
                         await trio.sleep(cfg.betting_s)
                         self._wagers("betting", self.desk.close, row.match_key)
-                    result = await play_match(self.store, self.server, row, cfg.match_config(), logs,
-                                              hub=self.hub, pair=pair, abort_on_cancel=True, health=self.health,
-                                              copies=copies)
+                    if cfg.workers > 0 and {x, y} <= self.launched:  # a worker plays it (arena.schedule.worker)
+                        result = await self._play_queued(row.match_key)
+                    else:
+                        result = await play_match(self.store, self.server, row, cfg.match_config(), logs,
+                                                  hub=self.hub, pair=pair, abort_on_cancel=True, health=self.health,
+                                                  copies=copies)
                 except Exception:  # a bug in one match ends that match, never the server
                     log.exception("match %s failed", row.match_key)
                     await self._abort_if_pending(row.match_key)
@@ -293,9 +306,88 @@ class Contest:
             self.running -= 1
             self._poke()
 
+    async def _play_queued(self, match_key: str) -> MatchResult:
+        """Queue ``match_key`` for the workers and wait for its result (polled); its live events
+        reach the hub through :func:`arena.schedule.worker.pump_events`. Cancelled (a shutdown
+        past its grace): taken out of the queue and recorded as aborted."""
+        from arena.schedule.worker import POLL_S, result_of
+
+        game = self.config.game
+        await self.health.commit("database", self.queue.enqueue, self.tournament_id, match_key)
+        METRICS.matches_in_play.labels(game).inc()
+        try:
+            while True:
+                try:
+                    if self.store.match_row(match_key).status != "pending":
+                        break
+                except STORAGE_ERRORS as exc:
+                    self.health.fail("database", exc)
+                await trio.sleep(POLL_S)
+        except trio.Cancelled:
+            with trio.CancelScope(shield=True):
+                try:
+                    self.queue.cancel(match_key)
+                    if self.store.match_row(match_key).status == "pending":
+                        self.store.record_result(match_key, MatchResult(
+                            match_id=match_key, winner=None, reason="aborted", scores=[0, 0], manches=[0, 0],
+                            detail="server shut down during the match"), None)
+                except STORAGE_ERRORS:  # left pending: the next start marks it aborted
+                    pass
+            raise
+        finally:
+            METRICS.matches_in_play.labels(game).dec()
+        row = self.store.match_by_index(self.tournament_id, self.store.match_row(match_key).idx)
+        result = result_of(row)
+        outcome = "aborted" if result.reason == "aborted" else ("draw" if result.winner is None else "win")
+        METRICS.matches_finished.labels(game, outcome, result.reason).inc()  # counted where /metrics is served
+        return result
+
+    async def _local_workers(self) -> None:
+        """Run ``workers`` local ``arena worker`` processes until cancelled; one that dies has its
+        match released at once and is started again (after 1 s)."""
+        import socket
+        import subprocess
+        import sys
+
+        from arena.schedule.worker import _die_with_parent
+
+        cfg = self.config
+        host = socket.gethostname()
+
+        async def one(n: int) -> None:
+            wid = f"{host}:{os.getpid()}:w{n}"
+            db, env = self.store.child_db()  # never a password on a command line
+            cmd = [sys.executable, "-m", "arena.cli", "worker", "--db", db, "--id", wid, "--quiet"]
+            while True:
+                proc = subprocess.Popen(cmd + (["--trust-bots"] if cfg.trust_bots else []), stdin=subprocess.DEVNULL,
+                                        env={**os.environ, **env},
+                                        preexec_fn=_die_with_parent)  # main thread: see arena.schedule.worker
+                self.worker_procs.append(proc)
+                try:
+                    while proc.poll() is None:
+                        await trio.sleep(0.2)
+                finally:
+                    if proc.poll() is None:
+                        with trio.CancelScope(shield=True):
+                            proc.terminate()  # the worker releases its match and stops its bots
+                            with trio.move_on_after(5):
+                                while proc.poll() is None:
+                                    await trio.sleep(0.05)
+                            if proc.poll() is None:
+                                proc.kill()
+                self.worker_procs.remove(proc)
+                log.warning("worker %s exited with status %s; starting it again", wid, proc.returncode)
+                self.queue.release(wid)
+                await trio.sleep(1.0)
+
+        async with trio.open_nursery() as nursery:
+            for n in range(cfg.workers):
+                nursery.start_soon(one, n)
+
     async def _abort_if_pending(self, match_key: str) -> None:
         """Record ``match_key`` as aborted (retried while storage fails) unless it has a result."""
         def abort() -> None:
+            self.queue.cancel(match_key)
             if self.store.match_row(match_key).status == "pending":
                 self.store.record_result(match_key, MatchResult(match_id=match_key, winner=None, reason="aborted",
                                                                 scores=[0, 0], manches=[0, 0],
@@ -308,7 +400,7 @@ class Contest:
         while not self.stopping.is_set():
             limit_hit = cfg.max_matches is not None and self.matches_started >= cfg.max_matches
             pair = None
-            if not (limit_hit or self.health.paused or self.running >= cfg.concurrency):
+            if not (limit_hit or self.health.paused or self.running >= max(cfg.concurrency, cfg.workers)):
                 try:
                     pair = self.next_pair()
                 except STORAGE_ERRORS as exc:
@@ -333,7 +425,12 @@ class Contest:
         rows = self.store.submissions()
         hide = secrets_of(self.store.path, self.config.logs)
         while not self.stopping.is_set():
-            for name, when in self.store.submission_times().items():
+            try:
+                times = self.store.submission_times()
+            except STORAGE_ERRORS as exc:  # read again next round
+                self.health.fail("database", exc)
+                times = {}
+            for name, when in times.items():
                 if self._submitted.setdefault(name, when) != when:  # submitted again: a fresh start
                     self._submitted[name] = when
                     self.supervisor.reset(name)
@@ -424,6 +521,18 @@ class Contest:
             self.http_port = await _bind("HTTP port of the web page (http_port)", cfg.http_host, cfg.http_port,
                                          outer.start(serve_http, self, cfg.http_host, cfg.http_port))
             outer.start_soon(self._launch_submitted, outer)
+            workers = trio.CancelScope()
+            if cfg.workers > 0:
+                from arena.schedule.worker import pump_events
+
+                self.queue.drop_recorded()  # matches the last run queued and then aborted
+                outer.start_soon(pump_events, self.queue, self.hub)
+
+                async def run_workers() -> None:
+                    with workers:
+                        await self._local_workers()
+
+                outer.start_soon(run_workers)
             task_status.started((self.port, self.http_port))
             async with trio.open_nursery() as matches:
                 sched = trio.CancelScope()
@@ -439,6 +548,7 @@ class Contest:
                     while self.running:
                         await self._changed.wait()
                 matches.cancel_scope.cancel()  # still running: recorded as aborted by play_match
+            workers.cancel()  # each local worker is told to stop (SIGTERM) and waited for
             await self._goodbye()
             try:
                 self.store.finish_tournament(self.tournament_id)

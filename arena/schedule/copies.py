@@ -31,6 +31,7 @@ import trio
 
 from arena.schedule.formats import Pairing
 from arena.schedule.launcher import BotProcess, Limits, Manifest, launch
+from arena.store.postgres import is_url
 
 PAIR_COPIES = 2
 """Copies of each launched bot when duplicate pairs are played (one per half)."""
@@ -86,9 +87,10 @@ async def launch_copy(
 
 def secrets_of(store_path: str, logs_dir: str | Path) -> list[str]:
     """The paths no launched bot may read: our logs directory (created here, so that it can be
-    hidden) and our database."""
+    hidden) and our database file (a PostgreSQL database is no file: the sandbox has no network
+    and no view of its socket)."""
     Path(logs_dir).mkdir(parents=True, exist_ok=True)
     out = [str(Path(logs_dir).resolve())]
-    if store_path != ":memory:":
+    if store_path != ":memory:" and not is_url(store_path):
         out.append(str(Path(store_path).resolve()))
     return out

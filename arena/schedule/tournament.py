@@ -39,7 +39,7 @@ from arena.net.server import ArenaServer, ServerConfig
 from arena.net.spectate import SpectatorHub
 from arena.schedule.admission import admit
 from arena.schedule.copies import PAIR_COPIES, Halves, bot_log, launch_copy, secrets_of
-from arena.schedule.formats import Auction, Format, StaticFormat, Step, derive_seed, make_format
+from arena.schedule.formats import Auction, Format, Pairing, StaticFormat, Step, derive_seed, make_format
 from arena.schedule.formats.chouette import Chouette, Reign, legal_bids
 from arena.schedule.formats.rotation import Rotation
 from arena.schedule.launcher import BotProcess, Limits, Manifest, sandbox_problem
@@ -76,6 +76,9 @@ class TournamentConfig(msgspec.Struct, omit_defaults=True):
     """Processes per bot (:mod:`arena.schedule.copies`); 0: two when matches are played in duplicate pairs, else one."""
     manifests: list[str] = msgspec.field(default_factory=list)
     """Manifest paths of the bots (stored with the tournament, so ``--resume`` can relaunch them)."""
+    archives: dict[str, int] = msgspec.field(default_factory=dict)
+    """Played on workers: the version of each bot's archive in the database (name -> version),
+    which every worker unpacks and runs (:mod:`arena.schedule.worker`)."""
 
 
 class TournamentReport(msgspec.Struct):
@@ -113,6 +116,7 @@ async def run_tournament(
     on_result: OnResult | None = None,
     resume: int | None = None,
     fmt: Format | None = None,
+    workers: Any = None,
 ) -> TournamentReport:
     """Play a whole tournament (or, with ``resume``, the pending matches of tournament
     ``resume``) and return its report.
@@ -123,6 +127,11 @@ async def run_tournament(
     format, duplicate bot names, or a ``resume`` id that does not exist, and its subclass
     :class:`~arena.schedule.launcher.SandboxError` if the bots are to be sandboxed (the default) and
     ``bwrap`` is missing.
+
+    ``workers`` (an :class:`arena.schedule.worker.LocalWorkers`): the matches are played by
+    worker processes, each with its own copies of the bots, unpacked from archives stored in the
+    database; same seeds, logs and ratings as in one process. A chouette (whose auctions ask
+    every bot at once) is always played in one process.
     """
     names = [m.name for m in manifests]
     if len(set(names)) != len(names):
@@ -138,6 +147,10 @@ async def run_tournament(
         fmt = make_format(config.format, names, config.games, config.seed, config.duplicate, config.hero)
     for name in names:  # registered with a token nobody holds: each copy gets its own (arena.schedule.copies)
         store.add_bot(name)
+    if workers is not None and resume is None and not isinstance(fmt, Chouette):
+        if len(config.manifests) != len(manifests):
+            raise UserError("--workers needs each bot's manifest file (TournamentConfig.manifests)")
+        config.archives = workers.store_archives(store, config.manifests)
     if resume is None:
         static = fmt.schedule if isinstance(fmt, StaticFormat) else []
         tid = store.create_tournament(config.match.game, config.format, config.seed, config, names, static)
@@ -149,6 +162,14 @@ async def run_tournament(
         total = len(store.pending_matches(tid)) if isinstance(fmt, StaticFormat) else config.games
         on_start(tid, total)
     t0 = trio.current_time()
+    if workers is not None and not isinstance(fmt, Chouette):
+        async def play_steps(play: Callable[[Step], Any]) -> None:
+            await _play_format(store, None, tid, fmt, msgspec.structs.replace(config, concurrency=workers.count),
+                               Path(), None, None, play=play)
+
+        await workers.play(store, tid, fmt, not isolated, on_result,
+                           play_steps=None if isinstance(fmt, StaticFormat) else play_steps)
+        return _report(store, tid, names, config, fmt, t0)
     server = ArenaServer(store, config.server)
     procs: dict[tuple[str, int], BotProcess] = {}
     logs = Path(config.logs_dir) / f"t{tid}"
@@ -212,6 +233,12 @@ async def run_tournament(
                     proc.stop_now()
             nursery.cancel_scope.cancel()
 
+    return _report(store, tid, names, config, fmt, t0)
+
+
+def _report(store: Store, tid: int, names: list[str], config: TournamentConfig, fmt: Format,
+            t0: float) -> TournamentReport:
+    """Mark the tournament finished and make its report."""
     store.finish_tournament(tid)
     matches = store.matches(tid)
     reasons: dict[str, int] = {}
@@ -287,6 +314,7 @@ async def _play_format(
     ensure_connected: Callable[[str], object],
     on_result: OnResult | None,
     halves: Halves | None = None,
+    play: Callable[[Pairing], Any] | None = None,
 ) -> None:
     """Run the format's steps with at most ``concurrency`` matches at once, each bot in one
     step at a time, until the format is done; ``halves`` picks the copies of the bots that play
@@ -305,6 +333,8 @@ async def _play_format(
             if isinstance(step, Auction):
                 winner_bids = await run_auction(store, server, tid, step, fmt)
                 fmt.record_auction(step, winner_bids)
+            elif play is not None:  # played elsewhere (a worker): ``play`` returns the winner's name
+                fmt.record(step, await play(step))
             else:
                 row = store.add_match(tid, config.match.game, step)
                 copies = halves.assign(step) if halves is not None else (0, 0)
@@ -399,6 +429,7 @@ async def play_match(
     abort_on_cancel: bool = False,
     health: StorageHealth | None = None,
     copies: tuple[int, int] = (0, 0),
+    record_result: Callable[..., None] | None = None,
 ) -> MatchResult:
     """Referee one scheduled match, commit its result, then announce it. ``copies`` are the
     copies of bot0 and bot1 that play it (:mod:`arena.schedule.copies`). A bot not connected loses by
@@ -409,8 +440,13 @@ async def play_match(
     the caller's scheduling and a result the database refuses is retried until it is
     committed (without ``health`` the database error propagates: a tournament can resume).
 
+    ``record_result(match_key, result, log path, log hash)`` replaces
+    :meth:`~arena.store.sqlite.Store.record_result` (a worker commits under its lease,
+    :mod:`arena.schedule.worker`).
+
     Admission control (:mod:`arena.schedule.admission`): the match waits to start while the
     server's event loop is behind, so no bot is charged for the server's own queue."""
+    commit = record_result or store.record_result
     await admit()
     if ensure_connected is not None:
         for name in (row.bot0, row.bot1):
@@ -428,9 +464,9 @@ async def play_match(
         written = bool(log_ref) and log_ref[0].error is None
         args = (row.match_key, result, str(log_path) if written else None, log_ref[0].last_hash if written else None)
         if health is None or not retry:
-            store.record_result(*args)
+            commit(*args)
         else:
-            await health.commit("database", store.record_result, *args)
+            await health.commit("database", commit, *args)
         if on_result:
             on_result(row, result)
 
@@ -451,9 +487,9 @@ async def play_match(
             health.fail("match log", OSError(f"the log of {row.match_key} could not be written"))
         args = (row.match_key, result, str(log_path) if last else None, last)
         if health is None:
-            store.record_result(*args)
+            commit(*args)
         else:
-            await health.commit("database", store.record_result, *args)
+            await health.commit("database", commit, *args)
         if on_result:
             on_result(row, result)
         return result

@@ -1,9 +1,12 @@
 """Storage faults (a full disk, a read-only path) pause the contest; they never stop it.
 
 The contest server writes two things: match logs (:class:`arena.match.log.MatchLog`) and the
-SQLite database (:class:`arena.store.sqlite.Store`). When either write fails with an ``OSError`` or a
+database (:class:`arena.store.sqlite.Store`). When either write fails with an ``OSError`` or a
 ``sqlite3.Error`` (``ENOSPC``, ``EROFS``, "database or disk is full", "attempt to write a
-readonly database", ...):
+readonly database", ...), or on PostgreSQL with
+:class:`arena.store.postgres.DatabaseLost` (a ``ConnectionError``, so an ``OSError``: the
+connection lost, the server stopped or restarting, its disk full; the store reconnects by itself
+at the next write):
 
 * the match concerned ends, at most: a log that cannot be written aborts its match (reason
   ``aborted``, the error in its ``detail``);

@@ -1,6 +1,8 @@
-"""SQLite persistence: bots and their tokens, tournaments, matches.
+"""The store: bots and their tokens, tournaments, matches; every SQL statement, once.
 
-One file (``arena.db`` by default) in WAL mode through the standard ``sqlite3`` module.
+One file (``arena.db`` by default) in WAL mode through the standard ``sqlite3`` module, or, given
+a ``postgresql://`` URL (:func:`open_store`), the same schema on PostgreSQL through
+:mod:`arena.store.postgres`, which translates these statements into its dialect.
 Every match is inserted as ``pending`` when its tournament is scheduled, so an interrupted
 tournament knows exactly what is left; :meth:`Store.record_result` commits a result before
 anyone is told of it (design.md, "Persistence and scale").
@@ -26,6 +28,8 @@ from arena.names import check_name
 from arena.store.archives import ArchiveLimits
 from arena.store.archives import check as check_archive
 from arena.store.archives import sha256 as archive_sha256
+from arena.store.postgres import DatabaseLost, is_url, password_of, redact
+from arena.store.postgres import connect as connect_postgres
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS bots (
@@ -126,7 +130,7 @@ CREATE TABLE IF NOT EXISTS ladder (
 );
 """
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 """The schema version this code writes, kept in ``PRAGMA user_version``: 1 is the schema of the
 first versioned release (the tables above; a database from before versions has 0 and is brought
 to 1 by adding the columns added since); each later version is a step of :data:`MIGRATIONS`."""
@@ -198,6 +202,30 @@ MIGRATIONS: dict[int, list[str]] = {
         )""",
         "CREATE INDEX IF NOT EXISTS uploads_by_bot ON uploads(bot, id)",
     ],
+    5: [
+        # the match queue of the workers (arena.store.queue): a scheduled match to be played by
+        # whichever worker claims it, under a lease that expires unless renewed; times in ms
+        """CREATE TABLE IF NOT EXISTS match_queue (
+            match_key     TEXT PRIMARY KEY REFERENCES matches(match_key),
+            tournament_id INTEGER NOT NULL,
+            idx           INTEGER NOT NULL,
+            half          INTEGER NOT NULL DEFAULT 0,
+            state         TEXT NOT NULL DEFAULT 'queued',
+            worker        TEXT,
+            lease         TEXT,
+            lease_until   BIGINT,
+            attempts      INTEGER NOT NULL DEFAULT 0,
+            queued_at     BIGINT NOT NULL
+        )""",
+        "CREATE INDEX IF NOT EXISTS match_queue_claim ON match_queue(state, tournament_id, idx)",
+        # live events of the matches workers play, for the front server's spectators (arena.store.queue)
+        """CREATE TABLE IF NOT EXISTS match_events (
+            id          INTEGER PRIMARY KEY,
+            match_key   TEXT NOT NULL,
+            body        TEXT NOT NULL,
+            created_at  BIGINT NOT NULL
+        )""",
+    ],
 }
 """Version -> the statements that bring a database of the version before up to it."""
 
@@ -229,10 +257,18 @@ class MatchRow(msgspec.Struct):
 
 
 class Store:
-    """The arena database at ``path`` (``":memory:"`` for tests). Not thread-safe: one
-    ``Store`` per trio run; every method is a short blocking call."""
+    """The arena database at ``path``: an SQLite file (``":memory:"`` for tests) or a
+    ``postgresql://`` URL (see :func:`open_store`). Not thread-safe: one ``Store`` per trio run;
+    every method is a short blocking call. ``db`` is the connection (``sqlite3`` or its
+    PostgreSQL stand-in, :class:`arena.store.postgres.PgConnection`); ``path`` is what to show
+    (a URL without its password)."""
 
     def __init__(self, path: str | Path = "arena.db") -> None:
+        self.dialect = "postgresql" if is_url(path) else "sqlite"
+        """``"sqlite"`` or ``"postgresql"``: the few statements that differ (row locks) ask."""
+        if is_url(path):
+            self._open_postgres(str(path))
+            return
         self.path = str(path)
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
@@ -249,6 +285,36 @@ class Store:
             raise DatabaseError(f"{self.path} is not an arena database (SQLite: {exc}); use another file "
                                 "(a missing one is created)") from None
         self._migrate(version)
+
+    def _open_postgres(self, url: str) -> None:
+        """Open the store on the PostgreSQL database ``url`` (:mod:`arena.store.postgres`):
+        the same schema and versions, made or migrated in one transaction under the writer lock
+        (workers on several hosts may open a new database at the same time).
+        :class:`arena.errors.DatabaseError` if it cannot be reached or used."""
+        self.path = redact(url)
+        self._password = password_of(url)
+        self.db = connect_postgres(url)
+        import psycopg
+
+        try:
+            with self._tx():
+                version = self._check_version()
+                self.db.executescript(SCHEMA)
+                self._migrate(version)
+        except BaseException as exc:
+            self.db.close()
+            if not isinstance(exc, (psycopg.Error, DatabaseLost)):
+                raise
+            raise DatabaseError(f"cannot use {self.path}: {' '.join(str(exc).split())}; check that the role may "
+                                "create tables in the database") from None
+
+    def child_db(self) -> tuple[str, dict[str, str]]:
+        """What a child process (``arena worker``) needs to open this same store: the ``--db``
+        value for its command line, never with a password (command lines are public: ``ps``),
+        and the environment to add, ``PGPASSWORD`` when the URL held one (the environment of a
+        process is readable only by its user)."""
+        password = getattr(self, "_password", None)
+        return self.path, ({"PGPASSWORD": password} if password else {})
 
     def _check_version(self) -> int:
         """The database's schema version; :class:`arena.errors.DatabaseError` if it is newer
@@ -458,7 +524,8 @@ class Store:
         ``(bot0, bot1, seed)`` tuples) as pending, in one transaction; return its id."""
         with self._tx():
             cur = self.db.execute(
-                "INSERT INTO tournaments(game, format, seed, config, bots, created_at) VALUES (?,?,?,?,?,?)",
+                "INSERT INTO tournaments(game, format, seed, config, bots, created_at) VALUES (?,?,?,?,?,?) "
+                "RETURNING id",
                 (
                     game,
                     fmt,
@@ -468,7 +535,7 @@ class Store:
                     time.time(),
                 ),
             )
-            tid = int(cur.lastrowid)
+            tid = int(cur.fetchone()[0])
             for i, m in enumerate(matches):
                 self._insert_match(tid, game, m if not isinstance(m, tuple) else _tuple_pairing(i, m))
         return tid
@@ -696,11 +763,14 @@ class Store:
     def _tx(self) -> _Tx:
         return _Tx(self.db)
 
-    def transaction(self) -> _Tx:
+    def transaction(self, writer: bool = True) -> _Tx:
         """A context manager: everything the store writes inside it is one transaction
         (``BEGIN IMMEDIATE``: other processes wait), committed at the end or rolled back on an
-        exception. Nested uses join the outermost."""
-        return _Tx(self.db)
+        exception. Nested uses join the outermost. ``writer`` False, on PostgreSQL: without the
+        writer lock (:mod:`arena.store.postgres`), for a short transaction that takes the row
+        locks it needs itself (the queue's claim, ``SELECT ... FOR UPDATE SKIP LOCKED``), so that
+        it never waits for another process's commit; SQLite always has its one writer."""
+        return _Tx(self.db, "BEGIN IMMEDIATE" if writer or self.dialect == "sqlite" else "BEGIN")
 
     def abort_unfinished_ladder(self) -> int:
         """Mark ``aborted`` (``server stopped``) the ladder matches a dead contest server left
@@ -898,6 +968,15 @@ class Store:
         return [dict(r) for r in rows]
 
 
+def open_store(target: str | Path) -> Store:
+    """The store at ``target`` (a ``--db`` value or the contest's ``db``): a ``postgresql://``
+    (or ``postgres://``) URL opens it on PostgreSQL, anything else is an SQLite file, created if
+    missing (``":memory:"`` for tests). ``Store(target)`` does the same. Raises
+    :class:`arena.errors.DatabaseError` (one line, exit 4) for a database that is not an arena
+    one, newer than this code, or a PostgreSQL server that cannot be reached."""
+    return Store(target)
+
+
 def _tuple_pairing(i: int, m: tuple) -> Any:
     from arena.schedule.formats import Pairing
 
@@ -908,14 +987,15 @@ class _Tx:
     """``BEGIN IMMEDIATE`` ... ``COMMIT`` (or ``ROLLBACK`` on error). Inside a transaction
     already open on the connection it joins it: the outer one commits or rolls back all."""
 
-    def __init__(self, db: sqlite3.Connection) -> None:
+    def __init__(self, db: sqlite3.Connection, begin: str = "BEGIN IMMEDIATE") -> None:
         self.db = db
+        self.begin = begin
         self.joined = False
 
     def __enter__(self) -> None:
         self.joined = self.db.in_transaction
         if not self.joined:
-            self.db.execute("BEGIN IMMEDIATE")
+            self.db.execute(self.begin)
 
     def __exit__(self, exc_type: object, *rest: object) -> None:
         if not self.joined:

@@ -959,6 +959,13 @@ def main(args: argparse.Namespace) -> int:
     server_s = getattr(args, "server_s", 0.0)
     if getattr(args, "scale", False):
         return _server_bench(console, say, max(server_s, SCALE_SECONDS), concurrent=0, scale=SCALE_MATCHES)
+    if getattr(args, "workers_games", 0) > 0:  # the workers phase (arena.tools.bench_workers)
+        from arena.tools.bench_workers import print_workers, workers_phase
+
+        runs = workers_phase(args.workers_games, args.db, progress=say)
+        print_workers(console, runs, args.db)
+        if args.only_workers:
+            return 0
     report = run_bench(args.deals, args.decisions, progress=say, flood_s=getattr(args, "flood_s", 0.0))
     print_report(console, report)
     if server_s > 0:

@@ -1,0 +1,180 @@
+"""``arena bench``'s workers phase: matches per second of one tournament on 1 and on 2 workers.
+
+The tournament: 8 bots - four minimal C bots (``sample_bots/c_bot``, built by ``make``, under
+four names) and the Python and JavaScript sample bots ``random``, ``greedy``, ``highcard`` and
+``cautious`` - in a round-robin of duplicate pairs, ``games`` matches per pair, the same seed
+each time, played by ``arena tournament --workers N`` for each N in turn
+(:func:`arena.schedule.tournament.run_tournament` with ``workers``: N worker processes, each with
+its own sandboxed copies of the bots). Figures per N:
+
+* **wall**: matches / seconds from the start of play (worker processes starting, bots launching)
+  to the last result;
+* **steady**: matches per second from the commit that ends the first fifth of the tournament to
+  the last one (``finished_at`` in the database), which leaves out the start-up: each worker
+  launches its own copies of every bot (two per slot and bot), as its matches first need them;
+* **CPU per match**: CPU seconds of every process of the run (this one, the workers, the bots)
+  per match, and the load average at the start: the rate can only scale with the cores that
+  other programs leave free;
+
+and the ratio of each to the 1-worker figure (target :data:`WORKERS_TARGET_RATIO` for 2
+workers on a 2-core machine). The same tournament is then played in one process
+(``--workers 0``, ``--concurrency`` the number of cores: the path before workers) for reference.
+Each run uses a fresh SQLite file in a temporary directory, or the ``--db`` URL given (e.g. a
+PostgreSQL server; the tournaments are then added to it). The results tables of the runs are
+compared: they must be identical.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import trio
+
+from arena.store.postgres import shown as shown_db
+
+WORKERS_TARGET_RATIO = 1.7
+"""Target: 2 workers play at least this many times the matches per second of 1 (2 cores)."""
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+OTHER_BOTS = ("random", "greedy", "highcard", "cautious")
+
+
+class WorkersRun(msgspec.Struct):
+    """One tournament of the phase: workers, matches after the start-up (the first fifth of the
+    commits), wall seconds, seconds from the end of the start-up to the last commit, and the
+    results table (bot, Elo, wins, losses, draws) for the comparison."""
+
+    workers: int
+    matches: int
+    wall_s: float
+    steady_s: float
+    table: list[tuple[str, str, int, int, int]]
+    cpu_s: float = 0.0
+    """CPU seconds (user + system) of this process and its children (workers, bots) in the run."""
+    load: float = 0.0
+    """The 1-minute load average when the run started (other programs compete for the cores)."""
+    total: int = 0
+    """Matches of the tournament (``matches``: those after the first fifth of the commits)."""
+
+    @property
+    def wall_rate(self) -> float:
+        """Matches per second, start-up included."""
+        return self.total / self.wall_s if self.wall_s > 0 else 0.0
+
+    @property
+    def steady_rate(self) -> float:
+        """Matches per second from the commit that ends the first fifth to the last commit."""
+        return (self.matches - 1) / self.steady_s if self.steady_s > 0 else 0.0
+
+
+def bench_bots(workdir: Path) -> list[str]:
+    """The manifests of the phase's 8 bots: four copies of the C bot in ``workdir`` (one folder
+    each: an archive holds one bot) and the four sample bots. Raises ``FileNotFoundError`` if
+    ``sample_bots/c_bot`` is not built (``make``)."""
+    binary = ROOT / "sample_bots" / "c_bot"
+    if not binary.exists():
+        raise FileNotFoundError(f"{binary} is not built: run make")
+    out = []
+    for i in range(1, 5):
+        d = workdir / f"c{i}"
+        d.mkdir(parents=True)
+        shutil.copy2(binary, d / "c_bot")
+        (d / "bot.toml").write_text(f'name = "c{i}"\nlanguage = "c"\ncommand = ["./c_bot"]\n')
+        out.append(str(d / "bot.toml"))
+    return out + [str(ROOT / "sample_bots" / f"{name}.toml") for name in OTHER_BOTS]
+
+
+def run_workers(workers: int, games: int, db: str | None, workdir: Path, seed: int = 1) -> WorkersRun:
+    """Play the phase's tournament on ``workers`` workers; ``db``: a database URL or path
+    (default: a fresh SQLite file in ``workdir``)."""
+    from arena.match.referee import MatchConfig
+    from arena.schedule.launcher import load_manifest, sandbox_problem
+    from arena.schedule.tournament import TournamentConfig, run_tournament
+    from arena.schedule.worker import LocalWorkers, open_db
+
+    manifests = bench_bots(workdir / f"bots{workers}")
+    store = open_db(db or str(workdir / f"w{workers}.db"))
+    config = TournamentConfig(games=games, seed=seed, logs_dir=str(workdir / f"logs{workers}"),
+                              trust_bots=sandbox_problem() is not None, manifests=manifests, match=MatchConfig())
+    config.concurrency = os.cpu_count() or 2  # --workers 0: today's default
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    cpu0 = _cpu()
+    t0 = time.perf_counter()
+    report = trio.run(run_tournament, store, [load_manifest(m) for m in manifests], config, None, None, None, None,
+                      LocalWorkers(workers) if workers else None)
+    wall = time.perf_counter() - t0
+    times = sorted(r["finished_at"] for r in store.matches(report.tournament_id) if r["finished_at"] is not None)
+    k = len(times) // 5  # the first fifth of the commits: start-up (bots launched as their matches come)
+    table = sorted((r.name, f"{r.elo:.3f}", r.wins, r.losses, r.draws) for r in report.ratings)
+    store.close()
+    steady = (times[-1] - times[k]) if len(times) > 1 else 0.0
+    return WorkersRun(workers, len(times) - k, wall, steady, table, _cpu() - cpu0, load, report.matches)
+
+
+def _cpu() -> float:
+    """CPU seconds so far of this process and of its waited-for children (and theirs)."""
+    import resource
+
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def workers_phase(games: int = 3, db: str | None = None, counts: tuple[int, ...] = (1, 2, 0),
+                  progress: Any = None) -> list[WorkersRun]:
+    """Run the tournament once per worker count in ``counts``, in one temporary directory
+    (removed after)."""
+    say = progress or (lambda text: None)
+    workdir = Path(tempfile.mkdtemp(prefix="arena-bench-workers-"))
+    try:
+        runs = []
+        for n in counts:
+            say(f"workers: a round-robin of 8 bots (4 C), {games} matches per pair, "
+                + (f"on {n} worker(s)" if n else "in one process (--workers 0)"))
+            runs.append(run_workers(n, games, db, workdir))
+        return runs
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def print_workers(console: Any, runs: list[WorkersRun], db: str | None) -> None:
+    """The phase's table: per worker count, matches/s (wall and steady) and the ratio to the
+    first run (1 worker); 0 workers is today's path, every match in one process."""
+    from rich import box
+    from rich.table import Table
+
+    base = runs[0]
+    table = Table(title=f"workers: one tournament of 8 bots, {base.total} matches, database "
+                        f"{'SQLite (temporary file)' if db is None else shown_db(db)}", box=box.SIMPLE_HEAVY)
+    for col in ("workers", "matches/s (wall)", "matches/s (steady)", "wall s", "ratio wall", "ratio steady",
+                "target", "CPU s/match", "load avg"):
+        table.add_column(col, justify="right")
+    def ratio(value: float, baseline: float, targeted: bool) -> str:
+        x = value / baseline if baseline > 0 else 0.0
+        if not targeted:
+            return f"{x:.2f}"
+        colour = "green" if x >= WORKERS_TARGET_RATIO else "red"
+        return f"[{colour}]{x:.2f}[/{colour}]"
+
+    for r in runs:
+        two = r.workers == 2
+        label = str(r.workers) if r.workers else f"0 (one process, concurrency {os.cpu_count()})"
+        table.add_row(label, f"{r.wall_rate:.2f}", f"{r.steady_rate:.2f}", f"{r.wall_s:.1f}",
+                      ratio(r.wall_rate, base.wall_rate, two), ratio(r.steady_rate, base.steady_rate, two),
+                      f"≥ {WORKERS_TARGET_RATIO}" if two else "", f"{r.cpu_s / max(r.total, 1):.3f}",
+                      f"{r.load:.1f}")
+    console.print(table)
+    if db is not None:  # one database: tournaments t1, t2, ... whose match ids (so the bots' random choices) differ
+        console.print(f"results tables not compared: the runs are successive tournaments of one database; "
+                      f"tests/test_workers_postgres.py compares PostgreSQL with SQLite; {os.cpu_count()} cores")
+        return
+    same = all(r.table == base.table for r in runs)
+    console.print(f"results tables (Elo, wins, losses, draws per bot): {'identical' if same else 'DIFFERENT'} "
+                  f"across {', '.join(str(r.workers) for r in runs)} workers; {os.cpu_count()} cores. CPU s/match "
+                  "counts every process of the run (referee, workers, bots): equal CPU per match with a lower rate "
+                  "means the cores were busy with other programs (see the load average), not that workers wait")
