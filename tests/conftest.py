@@ -12,6 +12,7 @@ from typing import Any
 import msgspec
 import pytest
 import trio
+import trio.testing
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
@@ -132,4 +133,37 @@ async def connect_bot(server: ArenaServer, name: str) -> Client:
     with trio.fail_after(5):
         while name not in server.bots:
             await trio.sleep(0.005)
+    return client
+
+
+class _Peer:
+    """What :meth:`ArenaServer._handle` asks of a TCP socket: the client's address."""
+
+    def __init__(self, addr: str) -> None:
+        self.addr = addr
+
+    def getpeername(self) -> tuple[str, int]:
+        return (self.addr, 40000)
+
+
+def memory_client(server: ArenaServer, nursery: trio.Nursery, addr: str = "127.0.0.1") -> Client:
+    """A client of ``server`` over an in-memory stream instead of TCP, served by the server's
+    own connection handler (caps per address included) as if it came from ``addr``. With
+    ``autojump_clock`` a test of time-outs then runs in virtual time, without sockets: every
+    wait is bounded by trio's clock alone, never by how fast this machine is.
+    The server need not be listening (no :meth:`ArenaServer.serve`)."""
+    client_end, server_end = trio.testing.memory_stream_pair()
+    server_end.socket = _Peer(addr)  # type: ignore[attr-defined]
+    nursery.start_soon(server._handle, server_end)
+    return Client(client_end)
+
+
+async def memory_bot(server: ArenaServer, nursery: trio.Nursery, name: str) -> Client:
+    """A bot welcomed by ``server`` over an in-memory stream (:func:`memory_client`). It holds a
+    launched copy's token (:meth:`ArenaServer.copy_token`), so its hello needs no scrypt check
+    in a worker thread (a thread's wait is real time, which an autojump clock would skip)."""
+    client = memory_client(server, nursery)
+    welcome = await client.hello(name, server.copy_token(name, 0))
+    assert welcome is not None and welcome["type"] == "welcome", welcome
+    assert await server.wait_for(name, 5) is not None
     return client

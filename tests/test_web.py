@@ -269,6 +269,7 @@ async def read_feed(url: str, feed: list[dict[str, Any]], task_status=trio.TASK_
                     feed.append(json.loads(line[6:]))
 
 
+@pytest.mark.slow  # a whole contest in a real browser: about 20 s (make test-slow, which CI runs)
 async def test_the_page_follows_matches_live_and_never_shows_a_card_early(tmp_path):
     store = Store(tmp_path / "arena.db")
     config = ContestConfig(db=str(tmp_path / "arena.db"), logs=str(tmp_path / "logs"), http_port=0,
