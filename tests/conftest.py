@@ -146,13 +146,16 @@ class _Peer:
         return (self.addr, 40000)
 
 
-def memory_client(server: ArenaServer, nursery: trio.Nursery, addr: str = "127.0.0.1") -> Client:
+def memory_client(server: ArenaServer, nursery: trio.Nursery, addr: str = "127.0.0.1",
+                  pair: Callable[[], tuple[Any, Any]] = trio.testing.memory_stream_pair) -> Client:
     """A client of ``server`` over an in-memory stream instead of TCP, served by the server's
     own connection handler (caps per address included) as if it came from ``addr``. With
     ``autojump_clock`` a test of time-outs then runs in virtual time, without sockets: every
     wait is bounded by trio's clock alone, never by how fast this machine is.
-    The server need not be listening (no :meth:`ArenaServer.serve`)."""
-    client_end, server_end = trio.testing.memory_stream_pair()
+    The server need not be listening (no :meth:`ArenaServer.serve`). ``pair``:
+    ``trio.testing.lockstep_stream_pair`` for a client whose unread data blocks the server's
+    writes at once (no buffer at all), as a full TCP window eventually does."""
+    client_end, server_end = pair()
     server_end.socket = _Peer(addr)  # type: ignore[attr-defined]
     nursery.start_soon(server._handle, server_end)
     return Client(client_end)
