@@ -179,6 +179,7 @@ async def test_a_storage_fault_pauses_the_contest_which_resumes_and_loses_nothin
     async with trio.open_nursery() as nursery:
         await nursery.start(contest.run)
         await _until(lambda: _counts(db).get("done", 0) >= 2)
+        log_errors = METRICS.storage_errors.labels("match log")._value.get()
         if fault == "read-only" and mounted:
             _read_only(where / "logs")
         elif fault == "read-only":
@@ -196,7 +197,11 @@ async def test_a_storage_fault_pauses_the_contest_which_resumes_and_loses_nothin
         assert contest.health.state()["paused"] and contest.health.reason
         assert METRICS.storage_paused._value.get() == 1
         started = contest.matches_started
-        await trio.sleep(1.0)  # paused: no new match is scheduled
+        # paused: no new match is scheduled while the fault lasts: the match in play has found it
+        # cannot write its log, and the probe has failed since (events, not a time, so that a
+        # loaded machine can neither cut the wait short nor make it race)
+        await _until(lambda: METRICS.storage_errors.labels("match log")._value.get() > log_errors
+                     and contest.health.reason.startswith("still failing"))
         assert contest.matches_started == started
         if fault == "read-only" and mounted:
             _writable(where / "logs")
@@ -250,8 +255,8 @@ async def test_a_result_the_database_refuses_is_retried_until_committed(tmp_path
         assert contest.health.paused and "database or disk is full" in contest.health.reason
         assert store.match_row(key).status == "pending"
         started = contest.matches_started
-        await trio.sleep(0.6)  # several retries, all refused; nothing new scheduled
-        assert len(refused) >= 2 and contest.matches_started == started
+        await _until(lambda: len(refused) >= 3)  # several retries, all refused; nothing new scheduled
+        assert contest.matches_started == started
         full["on"] = False
         await _until(lambda: not contest.health.paused)
         assert store.match_row(key).status == "done"  # the same result, committed once
