@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -170,3 +172,28 @@ async def memory_bot(server: ArenaServer, nursery: trio.Nursery, name: str) -> C
     assert welcome is not None and welcome["type"] == "welcome", welcome
     assert await server.wait_for(name, 5) is not None
     return client
+
+
+@contextlib.contextmanager
+def wall_clock_limit(seconds: float) -> Iterator[trio.CancelScope]:
+    """Cancel the block after ``seconds`` of *real* time (then the test fails on
+    ``trio.Cancelled``/``TooSlowError``), for a test that runs real I/O on a frozen
+    ``mock_clock``: trio's own time-outs never fire there, so only this bounds a hang. The bound
+    is generous: it only ever ends a test that would otherwise never end."""
+    token = trio.lowlevel.current_trio_token()
+    scope = trio.CancelScope()
+
+    def expire() -> None:
+        with contextlib.suppress(trio.RunFinishedError):
+            token.run_sync_soon(scope.cancel)
+
+    timer = threading.Timer(seconds, expire)
+    timer.daemon = True
+    timer.start()
+    try:
+        with scope:
+            yield scope
+    finally:
+        timer.cancel()
+    if scope.cancelled_caught:
+        raise trio.TooSlowError(f"still running after {seconds} s of real time")
