@@ -355,7 +355,13 @@ def arena_errors(caplog: pytest.LogCaptureFixture) -> list[str]:
 # ---------------------------------------------------------------------------- per-mode scenarios
 
 
-@pytest.mark.parametrize("mode", list(CASES))
+SLOW_MODES = MEASURED
+"""The floods and the 10 MB line are load studies (memory peaks, 20,000 lines a second): make
+test-slow. make test checks their rules without the load: the error cap and the blank-line
+yield over memory streams, the line cap in test_framing."""
+
+
+@pytest.mark.parametrize("mode", [pytest.param(m, marks=pytest.mark.slow) if m in SLOW_MODES else m for m in CASES])
 async def test_hostile_bot(mode: str, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     case = CASES[mode]
     seat = list(CASES).index(mode) % 2  # the hostile bot sits at seat 0 or 1, by turns
@@ -573,6 +579,28 @@ async def test_a_flood_of_blank_lines_does_not_starve_other_tasks() -> None:
         done.set()
     assert conn.close_reason == "disconnected" and conn.errors_sent == 0
     assert ticks > 1000, ticks  # without yielding: a handful, one per chunk read
+
+
+@pytest.mark.parametrize("line, first_code", [(b"junk ~~~\n", "bad_json"),
+                                              (b'{"type":"action","id":7,"action":"7c"}\n', "unknown_request")])
+async def test_a_flood_of_faulty_lines_is_cut_off_after_the_error_cap(line: bytes, first_code: str) -> None:
+    """The rule behind the flood_junk and flood_actions modes, without the flood's load: each
+    faulty line gets its error until :data:`MAX_ERRORS_PER_CONNECTION`, then one fatal
+    ``too_many_errors`` and the connection is closed (no error for the 50 lines after it)."""
+    from arena.match.seat import MAX_ERRORS_PER_CONNECTION, Connection
+    from protocol.framing import LineReader
+
+    ours, theirs = trio.testing.memory_stream_pair()
+    conn = Connection(ours, LineReader(ours), "flooder")
+    client = Client(theirs)
+    await theirs.send_all(line * (MAX_ERRORS_PER_CONNECTION + 50))
+    await conn.run_reader()
+    errors = []
+    while (msg := await client.recv()) is not None:
+        errors.append(msg)
+    assert [e["code"] for e in errors] == [first_code] * MAX_ERRORS_PER_CONNECTION + ["too_many_errors"]
+    assert errors[-1]["fatal"] and conn.close_reason == "too_many_errors"
+    assert conn.errors_sent == MAX_ERRORS_PER_CONNECTION
 
 
 def test_every_mode_of_the_script_is_covered() -> None:
