@@ -115,7 +115,8 @@ def test_sigkill_then_resume_finishes_with_the_same_seeds(tmp_path):
 
 
 def test_ctrl_c_stops_the_arena_and_every_bot(tmp_path):
-    db, bots = start_and_interrupt(tmp_path, signal.SIGINT)
+    # 400 games a pair: the tournament cannot finish before the signal, however slow the poll
+    db, bots = start_and_interrupt(tmp_path, signal.SIGINT, games=400)
     wait_until(lambda: not bot_processes(str(tmp_path / "bots")), 30, "bots to be stopped")
     done, total = counts(db)
     assert done < total  # interrupted; resumable later
