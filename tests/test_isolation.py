@@ -64,7 +64,7 @@ async def attack_a_running_bot(tmp_path: Path, sandbox: bool) -> tuple[dict, boo
     async with trio.open_nursery() as n:
         v = await launch(n, victim, {"ARENA_TOKEN": VICTIM_TOKEN, "ARENA_HOST": "127.0.0.1", "ARENA_PORT": str(port)},
                          tmp_path / "victim.log", sandbox=sandbox, hide=hide, others=[attacker_dir])
-        with trio.fail_after(10):
+        with trio.fail_after(60):
             while not any("victim.py" in Path(f"/proc/{p}/cmdline").read_text(errors="replace")
                           for p in group_pids(v.process.pid) if Path(f"/proc/{p}/cmdline").exists()):
                 await trio.sleep(0.02)

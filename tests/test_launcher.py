@@ -145,7 +145,7 @@ async def test_sandbox_leaves_no_process_behind_even_one_that_escapes_its_group(
     async with trio.open_nursery() as n:
         proc = await launch(n, m, {"ARENA_HOST": "127.0.0.1", "ARENA_PORT": "9"}, tmp_path / "out.log",
                             sandbox=True)
-        with trio.fail_after(10):
+        with trio.fail_after(60):
             while "forked" not in (tmp_path / "out.log").read_text():
                 await trio.sleep(0.02)
         assert marker in subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
@@ -172,7 +172,7 @@ async def test_a_bot_gets_a_grace_period_to_exit_before_sigterm(tmp_path, exit_g
     m = manifest(tmp_path, "slowexit", code)
     async with trio.open_nursery() as n:
         proc = await launch(n, m, {}, tmp_path / "out.log")
-        with trio.fail_after(10):
+        with trio.fail_after(60):
             while "ready" not in (tmp_path / "out.log").read_text():
                 await trio.sleep(0.02)
         async with trio.open_nursery() as stopping:

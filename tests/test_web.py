@@ -104,7 +104,7 @@ def board_numbers(board: dict[str, dict[str, str]]) -> dict[str, tuple[int, int,
 
 
 def api_board(base: str) -> dict[str, tuple[int, int, int, int]]:
-    with urllib.request.urlopen(base + "/api/leaderboard", timeout=5) as r:
+    with urllib.request.urlopen(base + "/api/leaderboard", timeout=30) as r:
         rows = json.load(r)["leaderboard"]
     return {row["bot"]: (row["games"], row["wins"], row["losses"], row["draws"]) for row in rows}
 

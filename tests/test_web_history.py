@@ -34,7 +34,7 @@ MATCHES = 6
 
 def get_json(url: str) -> tuple[int, Any]:
     try:
-        with urllib.request.urlopen(url, timeout=5) as r:
+        with urllib.request.urlopen(url, timeout=30) as r:
             return r.status, json.load(r)
     except urllib.error.HTTPError as exc:
         return exc.code, json.load(exc)
