@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 BOTS_DIR = Path(__file__).resolve().parent.parent / "sample_bots"
-TIMEOUT = 10.0  # seconds for any single wait
+TIMEOUT = 60.0  # seconds for any single wait: it bounds a hang, a loaded machine is slow
 MATCH_ID = "t1-m0001"
 TOKEN = "s3cret-token"
 RANKS = "789TAJQK"  # Écarté order, low to high
