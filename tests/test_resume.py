@@ -71,6 +71,7 @@ def start_and_interrupt(tmp: Path, sig: int, games: int = 12) -> tuple[Path, lis
         arena("--bots", *bots, "--games", str(games), "--seed", "8", "--db", str(db), "--logs", str(tmp / "logs"),
               "--quiet"),
         cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # a background shell ignores it
     )
     try:
         wait_until(lambda: db.exists() and counts(db)[0] >= 10, 60, "ten results")

@@ -196,8 +196,11 @@ async def test_a_storage_fault_pauses_the_contest_which_resumes_and_loses_nothin
         assert contest.health.state()["paused"] and contest.health.reason
         assert METRICS.storage_paused._value.get() == 1
         started = contest.matches_started
-        # paused: no new match is scheduled while the probe keeps failing (two probes waited
-        # for as events, not a time: a loaded machine can neither cut the wait short nor race it)
+        # the match in play meets the fault when it writes its log: it ends aborted (read-only:
+        # recorded at once; full: its result waits for the full database). Then, paused, no new
+        # match is scheduled while the probe keeps failing. Events, not a time: a loaded machine
+        # can neither cut the wait short nor race it.
+        await _until(lambda: contest.health.waiting >= 1 or _counts(db).get("aborted", 0) >= 1)
         probes = [0]
         real_probe = contest.health.probe
         assert real_probe is not None
