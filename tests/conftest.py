@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import msgspec
 import pytest
 import trio
+import trio.testing
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
@@ -67,8 +70,8 @@ class Client:
     async def send(self, obj: Any) -> None:
         await self.send_raw(msgspec.json.encode(obj) + b"\n")
 
-    async def recv(self, timeout: float = 5.0) -> dict[str, Any] | None:
-        """Next message, or None at EOF."""
+    async def recv(self, timeout: float = 30.0) -> dict[str, Any] | None:
+        """Next message, or None at EOF. ``timeout`` only bounds a hang (a loaded machine is slow)."""
         with trio.fail_after(timeout):
             while b"\n" not in self.buf:
                 try:
@@ -83,7 +86,7 @@ class Client:
         self.received.append(msg)
         return msg
 
-    async def recv_type(self, *types: str, timeout: float = 5.0) -> dict[str, Any] | None:
+    async def recv_type(self, *types: str, timeout: float = 30.0) -> dict[str, Any] | None:
         """Skip messages until one of ``types`` (or EOF -> None)."""
         while True:
             msg = await self.recv(timeout)
@@ -94,7 +97,7 @@ class Client:
         await self.send({"type": "hello", "name": name, "token": token, "protocol": 1})
         return await self.recv()
 
-    async def play(self, policy: Callable[[dict[str, Any]], Any] | None = None, timeout: float = 10.0) -> dict:
+    async def play(self, policy: Callable[[dict[str, Any]], Any] | None = None, timeout: float = 60.0) -> dict:
         """Answer requests with ``policy(request)`` (default: first legal) until match_end."""
         while True:
             msg = await self.recv(timeout)
@@ -172,7 +175,7 @@ def any_store(db_target: str) -> Store:
 
 @pytest.fixture
 async def server(store: Store, nursery: trio.Nursery) -> ArenaServer:
-    srv = ArenaServer(store, ServerConfig(handshake_timeout_s=1.0))
+    srv = ArenaServer(store, ServerConfig(handshake_timeout_s=30.0))  # a bound, not a race: see test_server
     await nursery.start(srv.serve)
     return srv
 
@@ -183,7 +186,68 @@ async def connect_bot(server: ArenaServer, name: str) -> Client:
     client = await Client.connect(server.port)
     welcome = await client.hello(name, token)
     assert welcome is not None and welcome["type"] == "welcome", welcome
-    with trio.fail_after(5):
+    with trio.fail_after(30):  # bounds a hang only
         while name not in server.bots:
             await trio.sleep(0.005)
     return client
+
+
+class _Peer:
+    """What :meth:`ArenaServer._handle` asks of a TCP socket: the client's address."""
+
+    def __init__(self, addr: str) -> None:
+        self.addr = addr
+
+    def getpeername(self) -> tuple[str, int]:
+        return (self.addr, 40000)
+
+
+def memory_client(server: ArenaServer, nursery: trio.Nursery, addr: str = "127.0.0.1",
+                  pair: Callable[[], tuple[Any, Any]] = trio.testing.memory_stream_pair) -> Client:
+    """A client of ``server`` over an in-memory stream instead of TCP, served by the server's
+    own connection handler (caps per address included) as if it came from ``addr``. With
+    ``autojump_clock`` a test of time-outs then runs in virtual time, without sockets: every
+    wait is bounded by trio's clock alone, never by how fast this machine is.
+    The server need not be listening (no :meth:`ArenaServer.serve`). ``pair``:
+    ``trio.testing.lockstep_stream_pair`` for a client whose unread data blocks the server's
+    writes at once (no buffer at all), as a full TCP window eventually does."""
+    client_end, server_end = pair()
+    server_end.socket = _Peer(addr)  # type: ignore[attr-defined]
+    nursery.start_soon(server._handle, server_end)
+    return Client(client_end)
+
+
+async def memory_bot(server: ArenaServer, nursery: trio.Nursery, name: str) -> Client:
+    """A bot welcomed by ``server`` over an in-memory stream (:func:`memory_client`). It holds a
+    launched copy's token (:meth:`ArenaServer.copy_token`), so its hello needs no scrypt check
+    in a worker thread (a thread's wait is real time, which an autojump clock would skip)."""
+    client = memory_client(server, nursery)
+    welcome = await client.hello(name, server.copy_token(name, 0))
+    assert welcome is not None and welcome["type"] == "welcome", welcome
+    assert await server.wait_for(name, 5) is not None
+    return client
+
+
+@contextlib.contextmanager
+def wall_clock_limit(seconds: float) -> Iterator[trio.CancelScope]:
+    """Cancel the block after ``seconds`` of *real* time (then the test fails on
+    ``trio.Cancelled``/``TooSlowError``), for a test that runs real I/O on a frozen
+    ``mock_clock``: trio's own time-outs never fire there, so only this bounds a hang. The bound
+    is generous: it only ever ends a test that would otherwise never end."""
+    token = trio.lowlevel.current_trio_token()
+    scope = trio.CancelScope()
+
+    def expire() -> None:
+        with contextlib.suppress(trio.RunFinishedError):
+            token.run_sync_soon(scope.cancel)
+
+    timer = threading.Timer(seconds, expire)
+    timer.daemon = True
+    timer.start()
+    try:
+        with scope:
+            yield scope
+    finally:
+        timer.cancel()
+    if scope.cancelled_caught:
+        raise trio.TooSlowError(f"still running after {seconds} s of real time")

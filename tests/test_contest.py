@@ -107,7 +107,7 @@ def test_sigterm_finishes_or_aborts_matches_and_loses_nothing(tmp_path):
             except sqlite3.OperationalError:
                 pass
         proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=30)
+        out, err = proc.communicate(timeout=90)
     finally:
         if proc.poll() is None:
             proc.kill()

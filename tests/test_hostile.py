@@ -49,8 +49,9 @@ SAMPLES = ROOT / "sample_bots"
 
 H, P, C, D, N = "hostile", "peer", "random", "greedy", "newcomer"
 
-FAST = TimeControl(move_ms=250, bank_ms=0, grace_ms=50)
-"""For the modes where the deadline matters: a timeout costs 0.3 s, not 2 s."""
+FAST = TimeControl(move_ms=600, bank_ms=0, grace_ms=100)
+"""For the modes where the deadline matters: a timeout costs 0.7 s, not 2 s, and the healthy peer
+(same time control) still has far more than it needs on a loaded machine."""
 
 
 class Case(NamedTuple):
@@ -258,9 +259,9 @@ async def _scenario(tmp: Path, mode: str, case: Case, hostile_seat: int, store: 
                        "ARENA_TOKEN": tokens[m.name], "ARENA_BOT_SEED": "1"}  # fmt: skip
                 procs.append(await launch(nursery, m, env, logs / "bots" / f"{m.name}.log"))
             for name in (P, C, D) if mode == "nohello" else (H, P, C, D):
-                assert await server.wait_for(name, 10) is not None, f"{name} did not connect"
+                assert await server.wait_for(name, 60) is not None, f"{name} did not connect"
             if mode == "nohello":  # refused after handshake_timeout_s; the bot then exits
-                with trio.fail_after(5):
+                with trio.fail_after(60):  # bounds a hang only
                     await procs[0].process.wait()
             # every handshake is done (their scrypt checks are behind us): measure from here
             reset_hwm()
@@ -283,13 +284,13 @@ async def _scenario(tmp: Path, mode: str, case: Case, hostile_seat: int, store: 
                 finally:
                     hostile_done.set()
 
-            with trio.fail_after(30):
+            with trio.fail_after(120):  # bounds a hang only
                 async with trio.open_nursery() as matches:
                     matches.start_soon(healthy_loop)
                     matches.start_soon(hostile_match)
 
             # let the hostile bot read what it is owed (it may be asleep) before judging it
-            with trio.fail_after(5):
+            with trio.fail_after(60):  # bounds a hang only
                 if mode in CLOSES and mode != "close":
                     await procs[0].process.wait()  # the server hung up (or it crashed): it exits
                 elif mode != "close":
@@ -301,12 +302,12 @@ async def _scenario(tmp: Path, mode: str, case: Case, hostile_seat: int, store: 
             client = await Client.connect(port)
             welcome = await client.hello(N, tokens[N])
             assert welcome is not None and welcome["type"] == "welcome", welcome
-            assert await server.wait_for(N, 5) is not None
-            with trio.fail_after(20):
+            assert await server.wait_for(N, 60) is not None
+            with trio.fail_after(120):
                 async with trio.open_nursery() as last:
 
                     async def newcomer_plays() -> None:
-                        got["newcomer_end"] = await client.play()
+                        got["newcomer_end"] = await client.play(timeout=60)
 
                     last.start_soon(newcomer_plays)
                     got["newcomer"] = await play_match(store, server, newcomer_row, MatchConfig(), logs)
@@ -354,7 +355,13 @@ def arena_errors(caplog: pytest.LogCaptureFixture) -> list[str]:
 # ---------------------------------------------------------------------------- per-mode scenarios
 
 
-@pytest.mark.parametrize("mode", list(CASES))
+SLOW_MODES = MEASURED
+"""The floods and the 10 MB line are load studies (memory peaks, 20,000 lines a second): make
+test-slow. make test checks their rules without the load: the error cap and the blank-line
+yield over memory streams, the line cap in test_framing."""
+
+
+@pytest.mark.parametrize("mode", [pytest.param(m, marks=pytest.mark.slow) if m in SLOW_MODES else m for m in CASES])
 async def test_hostile_bot(mode: str, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     case = CASES[mode]
     seat = list(CASES).index(mode) % 2  # the hostile bot sits at seat 0 or 1, by turns
@@ -453,7 +460,8 @@ async def test_hostile_bot(mode: str, tmp_path: Path, caplog: pytest.LogCaptureF
     if mode == "flood_blank":
         sent_lines = sum(int(n.split()[2]) for n in notes if n.startswith("flood sent"))
         assert sent_lines >= 1000, notes
-    assert out.max_lag_s < 1.0, out.max_lag_s
+    # (the event loop's lag is printed, not asserted: it measures the machine's load as much as the
+    # server; that a flood never starves the loop is test_a_flood_of_blank_lines_does_not_starve_...)
 
 
 def check_late_answers_ignored(log: list[dict], seat: int, sent: list[dict], received: list[dict]) -> None:
@@ -501,12 +509,12 @@ async def test_forked_descendants_die_with_the_process_group(tmp_path: Path, cap
     store = Store(tmp_path / "arena.db")
     cfg = TournamentConfig(games=1, seed=4, concurrency=2, logs_dir=str(tmp_path / "logs"), trust_bots=True,
                            server=ServerConfig(handshake_timeout_s=1.0), connect_timeout_s=10)  # fmt: skip
-    with trio.fail_after(40):
+    with trio.fail_after(120):  # bounds a hang only
         report = await run_tournament(store, manifests, cfg, on_result=on_result)
     pids = [int(p) for p in pidfile.read_text().split()]
     assert len(pids) == 2 and alive_during == [True, True]
     for pid in pids:
-        with trio.move_on_after(3):
+        with trio.move_on_after(30):  # bounds a hang only
             while not gone(pid):
                 await trio.sleep(0.05)
         assert gone(pid), f"descendant {pid} of the bot outlived the tournament"
@@ -530,7 +538,7 @@ async def test_a_bot_crashing_in_every_match_of_a_tournament(tmp_path: Path, cap
     store = Store(tmp_path / "arena.db")
     cfg = TournamentConfig(games=1, seed=4, concurrency=2, logs_dir=str(tmp_path / "logs"), trust_bots=True,
                            server=ServerConfig(handshake_timeout_s=1.0), connect_timeout_s=10)  # fmt: skip
-    with trio.fail_after(40):
+    with trio.fail_after(120):  # bounds a hang only
         report = await run_tournament(store, manifests, cfg)
     rows = store.matches(report.tournament_id)
     assert len(rows) == 6
@@ -571,6 +579,28 @@ async def test_a_flood_of_blank_lines_does_not_starve_other_tasks() -> None:
         done.set()
     assert conn.close_reason == "disconnected" and conn.errors_sent == 0
     assert ticks > 1000, ticks  # without yielding: a handful, one per chunk read
+
+
+@pytest.mark.parametrize("line, first_code", [(b"junk ~~~\n", "bad_json"),
+                                              (b'{"type":"action","id":7,"action":"7c"}\n', "unknown_request")])
+async def test_a_flood_of_faulty_lines_is_cut_off_after_the_error_cap(line: bytes, first_code: str) -> None:
+    """The rule behind the flood_junk and flood_actions modes, without the flood's load: each
+    faulty line gets its error until :data:`MAX_ERRORS_PER_CONNECTION`, then one fatal
+    ``too_many_errors`` and the connection is closed (no error for the 50 lines after it)."""
+    from arena.match.seat import MAX_ERRORS_PER_CONNECTION, Connection
+    from protocol.framing import LineReader
+
+    ours, theirs = trio.testing.memory_stream_pair()
+    conn = Connection(ours, LineReader(ours), "flooder")
+    client = Client(theirs)
+    await theirs.send_all(line * (MAX_ERRORS_PER_CONNECTION + 50))
+    await conn.run_reader()
+    errors = []
+    while (msg := await client.recv()) is not None:
+        errors.append(msg)
+    assert [e["code"] for e in errors] == [first_code] * MAX_ERRORS_PER_CONNECTION + ["too_many_errors"]
+    assert errors[-1]["fatal"] and conn.close_reason == "too_many_errors"
+    assert conn.errors_sent == MAX_ERRORS_PER_CONNECTION
 
 
 def test_every_mode_of_the_script_is_covered() -> None:

@@ -64,7 +64,7 @@ async def attack_a_running_bot(tmp_path: Path, sandbox: bool) -> tuple[dict, boo
     async with trio.open_nursery() as n:
         v = await launch(n, victim, {"ARENA_TOKEN": VICTIM_TOKEN, "ARENA_HOST": "127.0.0.1", "ARENA_PORT": str(port)},
                          tmp_path / "victim.log", sandbox=sandbox, hide=hide, others=[attacker_dir])
-        with trio.fail_after(10):
+        with trio.fail_after(60):
             while not any("victim.py" in Path(f"/proc/{p}/cmdline").read_text(errors="replace")
                           for p in group_pids(v.process.pid) if Path(f"/proc/{p}/cmdline").exists()):
                 await trio.sleep(0.02)
@@ -75,12 +75,19 @@ async def attack_a_running_bot(tmp_path: Path, sandbox: bool) -> tuple[dict, boo
         a = await launch(n, attacker, env, tmp_path / "attacker.log", sandbox=sandbox, hide=hide, others=[victim_dir])
         with trio.fail_after(20):
             await a.process.wait()
-        await trio.sleep(0.1)  # a SIGKILL is delivered at once; let ps see the victim gone
+        with trio.fail_after(30):  # its output is relayed to the log by another task: bounds a hang only
+            while not probes(tmp_path / "attacker.log"):
+                await trio.sleep(0.02)
+        (report,) = probes(tmp_path / "attacker.log")
+        if report["killed"]:  # its SIGKILL is delivered at once: wait for the exit (bounds a hang only)
+            with trio.move_on_after(30):
+                await v.process.wait()
+        else:  # nothing to wait for: a victim that was never hit has no exit to report
+            await trio.sleep(0.1)
         alive = v.running
         v.stop_now()
         n.cancel_scope.cancel()
     await listener.aclose()
-    (report,) = probes(tmp_path / "attacker.log")
     return report, alive
 
 

@@ -170,10 +170,10 @@ def test_arena_serve_with_hostile_names_in_its_database_and_its_contest_name(tmp
             refusal = trio.run(hello, port, name, role)
             assert refusal["type"] == "error" and refusal["code"] == "bad_name" and refusal["fatal"], refusal
         time.sleep(1.5)  # the launcher looks at the submissions at once, then every second
-        watcher = arena("watch", "--port", str(port), "--once", "--name", "[/]", timeout=30)
+        watcher = arena("watch", "--port", str(port), "--once", "--name", "[/]", timeout=90)
         assert watcher.returncode == 1 and "bad_name" in watcher.stdout and "Traceback" not in watcher.stderr
         proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=30)
+        out, err = proc.communicate(timeout=90)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -186,7 +186,7 @@ def test_arena_serve_with_hostile_names_in_its_database_and_its_contest_name(tmp
 async def hello(port: int, name: str, role: str, token: str = "x") -> dict:
     c = await Client.connect(port)
     await c.send({"type": "hello", "name": name, "token": token, "role": role, "protocol": 1})
-    msg = await c.recv(timeout=10)
+    msg = await c.recv(timeout=30)
     await c.aclose()
     return msg
 

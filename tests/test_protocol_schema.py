@@ -27,6 +27,7 @@ import pytest
 from arena.games import GAMES
 from protocol.messages import ClientMessage, GameEvent, GameView, Request, Rules, ServerMessage
 from protocol.schema import schema_text
+from tests.conftest import wall_clock_limit
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "protocol.md"
@@ -363,10 +364,13 @@ def test_abridging_only_cuts_legal_lists():
 
 
 @pytest.mark.parametrize("index", range(len(doc_transcripts(doc_text()))))
-async def test_the_annotated_transcript_is_a_real_capture(index):
+async def test_the_annotated_transcript_is_a_real_capture(index, mock_clock):
+    """Over real TCP, but on trio's frozen mock clock: the scripted bots are charged no time, so
+    the transcript (its ``bank_ms``, who times out) is the same on a loaded machine."""
     t = doc_transcripts(doc_text())[index]
     tool = load_transcript_tool()
-    captured = [line[3:] for line in (await tool.capture(t.seed, tool.config_for(t.game)))[t.seat]]
+    with wall_clock_limit(120):
+        captured = [line[3:] for line in (await tool.capture(t.seed, tool.config_for(t.game)))[t.seat]]
     hint = (
         f"regenerate with `python tools/transcript.py --game {t.game} --seed {t.seed} --seat {t.seat} --all"
         + (f" --abridge {t.abridge}`" if t.abridge else "`")

@@ -73,12 +73,13 @@ def start_and_interrupt(tmp: Path, sig: int, games: int = 12) -> tuple[Path, lis
         arena("--bots", *bots, "--games", str(games), "--seed", "8", "--db", str(db), "--logs", str(tmp / "logs"),
               "--quiet"),
         cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # a background shell ignores it
     )
     try:
         wait_until(lambda: db.exists() and counts(db)[0] >= 10, 60, "ten results")
         assert bot_processes(str(tmp / "bots")), "bots should be running"
         proc.send_signal(sig)
-        proc.wait(timeout=20)
+        proc.wait(timeout=90)  # bounds a hang only: the bots' exit graces add up on a loaded machine
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -89,7 +90,7 @@ def start_and_interrupt(tmp: Path, sig: int, games: int = 12) -> tuple[Path, lis
 def test_sigkill_then_resume_finishes_with_the_same_seeds(tmp_path):
     db, bots = start_and_interrupt(tmp_path / "crash", signal.SIGKILL)
     # the arena died without cleaning up: its bots die with it (parent-death signal)
-    wait_until(lambda: not bot_processes(str(tmp_path / "crash" / "bots")), 10, "orphan bots to die")
+    wait_until(lambda: not bot_processes(str(tmp_path / "crash" / "bots")), 30, "orphan bots to die")
     done, total = counts(db)
     assert 10 <= done < total
     t0 = time.monotonic()
@@ -117,8 +118,9 @@ def test_sigkill_then_resume_finishes_with_the_same_seeds(tmp_path):
 
 
 def test_ctrl_c_stops_the_arena_and_every_bot(tmp_path):
-    db, bots = start_and_interrupt(tmp_path, signal.SIGINT)
-    wait_until(lambda: not bot_processes(str(tmp_path / "bots")), 10, "bots to be stopped")
+    # 400 games a pair: the tournament cannot finish before the signal, however slow the poll
+    db, bots = start_and_interrupt(tmp_path, signal.SIGINT, games=400)
+    wait_until(lambda: not bot_processes(str(tmp_path / "bots")), 30, "bots to be stopped")
     done, total = counts(db)
     assert done < total  # interrupted; resumable later
     assert os.path.exists(db)

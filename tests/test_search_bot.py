@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 BOTS_DIR = Path(__file__).resolve().parent.parent / "sample_bots"
-TIMEOUT = 10.0  # seconds for any single wait
+TIMEOUT = 60.0  # seconds for any single wait: it bounds a hang, a loaded machine is slow
 MATCH_ID = "t1-m0001"
 TOKEN = "s3cret-token"
 RANKS = "789TAJQK"  # Écarté order, low to high
@@ -197,16 +197,43 @@ def test_root_values_match_naive_minimax():
             assert values[sb.card_index(b)] == expected
 
 
-def test_solver_is_fast():
+def test_solver_solves_each_position_once():
+    """What makes the solver fast enough to run hundreds of times per decision, checked without
+    a clock (CI is a busy machine): every position is memoised, so an endgame of five tricks
+    costs a few hundred positions (naive minimax visits up to 5!^2 lines) and solving the same
+    deals again costs no new position and gives the same answers."""
     pack = list(range(32))
     rng = random.Random(5)
     solver = sb.Solver()
-    start = time.perf_counter()
+    deals = []
     for _ in range(200):
         cards = rng.sample(pack, 10)
-        solver.lead_tricks(sum(1 << c for c in cards[:5]), sum(1 << c for c in cards[5:]), rng.randrange(4))
-    per_solve = (time.perf_counter() - start) / 200
-    assert per_solve < 0.01  # about 0.3 ms on a laptop; generous for slow CI
+        deals.append((sum(1 << c for c in cards[:5]), sum(1 << c for c in cards[5:]), rng.randrange(4)))
+    first = [solver.lead_tricks(*d) for d in deals]
+    positions = sum(len(m) for m in solver.memos)
+    assert 200 <= positions <= 200 * 350, positions
+    assert [solver.lead_tricks(*d) for d in deals] == first
+    assert sum(len(m) for m in solver.memos) == positions
+
+
+class TickingClock:
+    """Stands in for the search bot's ``time`` module: ``monotonic()`` advances ``step`` seconds
+    at every call, so a search's length is a count of clock reads, the same on any machine."""
+
+    def __init__(self, step: float = 0.001) -> None:
+        self.now = 1000.0
+        self.step = step
+
+    def monotonic(self) -> float:
+        self.now += self.step
+        return self.now
+
+
+@pytest.fixture
+def ticking_clock(monkeypatch):
+    clock = TickingClock()
+    monkeypatch.setattr(sb, "time", clock)
+    return clock
 
 
 # --------------------------------------------------------------------------- scoring
@@ -415,7 +442,9 @@ def test_falls_back_to_the_first_legal_action():
     assert bot.decide(MATCH_ID, "discard", [["7c"]], {}, 2000) == ["7c"]
 
 
-def test_deterministic_for_a_seed():
+def test_deterministic_for_a_seed(ticking_clock):
+    """Same seed, same decisions: on the ticking clock each run samples as many hands (on a real
+    clock the count depends on the machine's load, hence the search's result)."""
     hand = ["Jh", "7h", "Ks", "8c", "9d"]
     runs = []
     for _ in range(2):
@@ -429,6 +458,26 @@ def test_deterministic_for_a_seed():
             ]
         )
     assert runs[0] == runs[1]
+
+
+@pytest.mark.parametrize("time_ms, budget_s", [(150, 0.02), (1000, 0.4), (2000, 0.8)])
+def test_the_search_stops_at_its_budget(ticking_clock, time_ms, budget_s):
+    """Each decision searches for about 40% of ``time_ms`` (at least 20 ms, leaving 100 ms spare),
+    then answers: on the ticking clock (1 ms a read) it stops within two reads of its budget,
+    or sooner once it has its full count of samples."""
+    hand = ["Jh", "7h", "Ks", "8c", "9d"]
+    bot = fresh_bot()
+    events = [deal_start_event(dealer=1), {"kind": "hand", "seat": 0, "cards": hand}]
+    for decision, legal, st in (("propose", ["propose", "play"], view(hand)),
+                                ("play", list(hand), view(hand, stock=21))):
+        action = decide(bot, decision, legal, st, events, time_ms=time_ms)
+        events = ()
+        assert action in legal
+        count, _, longest = bot.timing[decision]
+        samples = {"propose": sb.SearchBot.TALK_SAMPLES, "play": sb.SearchBot.PLAY_SAMPLES}[decision]
+        assert count == 1 and longest <= budget_s + 0.0025, (decision, longest)
+        searched = min(budget_s, (samples - sb.SearchBot.MIN_SAMPLES) * 0.001)
+        assert longest >= searched - 0.0025, (decision, longest)  # it did search
 
 
 # --------------------------------------------------------------------------- as a real process
@@ -543,11 +592,11 @@ def subsets(hand, smallest: int, largest: int) -> list[list[str]]:
 
 
 def ask(server: FakeServer, req: dict, *events: dict):
-    """Send the events and the request in one write; check the answer is legal and in time."""
-    start = time.monotonic()
+    """Send the events and the request in one write; check the answer is legal. (That it comes in
+    time is checked without a clock by test_the_search_stops_at_its_budget: over a real process on
+    a loaded machine it would be a race.)"""
     server.send(*events, req)
     answer = server.recv()
-    elapsed_ms = (time.monotonic() - start) * 1000
     assert answer["type"] == "action" and answer["id"] == req["id"]
     action = answer["action"]
     if req["decision"] == "discard":
@@ -555,7 +604,6 @@ def ask(server: FakeServer, req: dict, *events: dict):
         assert sorted(action) in [sorted(opt) for opt in req["legal"]]
     else:
         assert action in req["legal"]
-    assert elapsed_ms < req["time_ms"], (req["decision"], elapsed_ms)
     return action
 
 

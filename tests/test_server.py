@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
 import trio
+import trio.testing
 
-from tests.conftest import Client, connect_bot
+from arena.net.server import ArenaServer, ServerConfig
+from tests.conftest import Client, connect_bot, memory_bot, memory_client
 
 
 async def test_hello_with_right_token_is_welcomed(server):
@@ -38,10 +41,14 @@ async def test_second_connection_with_same_name_is_refused(server):
     await first.aclose()
 
 
-async def test_no_hello_times_out(server):
-    client = await Client.connect(server.port)
-    msg = await client.recv(timeout=3)  # handshake_timeout_s is 1 s in the fixture
-    assert msg["code"] == "handshake_timeout"
+async def test_no_hello_times_out(store, nursery, autojump_clock):
+    """In virtual time over a memory stream: silent until the handshake time-out, then refused."""
+    srv = ArenaServer(store, ServerConfig(handshake_timeout_s=1.0))
+    client = memory_client(srv, nursery)
+    start = trio.current_time()
+    msg = await client.recv(timeout=3)
+    assert msg["code"] == "handshake_timeout" and msg["fatal"]
+    assert trio.current_time() - start == pytest.approx(1.0)  # not before the time-out, and at it
     assert await client.recv() is None
 
 
@@ -93,33 +100,34 @@ async def test_a_bad_client_never_stops_the_server(server):
     await good.aclose()
 
 
-async def test_connections_per_address_are_capped(store, nursery):
-    from arena.net.server import ArenaServer, ServerConfig
-
+async def test_connections_per_address_are_capped(store, nursery, autojump_clock):
     srv = ArenaServer(store, ServerConfig(max_conns_per_addr=3, bot_reserve=0, handshake_timeout_s=5))
-    await nursery.start(srv.serve)
-    held = [await Client.connect(srv.port) for _ in range(3)]
-    await trio.sleep(0.1)
-    extra = await Client.connect(srv.port)
+    held = [memory_client(srv, nursery) for _ in range(3)]
+    await trio.testing.wait_all_tasks_blocked()  # the server has counted them
+    assert srv.open_connections == 3
+    elsewhere = memory_client(srv, nursery, addr="127.0.0.9")  # another address has its own count
+    extra = memory_client(srv, nursery)
     msg = await extra.recv()
     assert msg["code"] == "too_many_connections" and msg["fatal"]
     await held[0].aclose()
-    await trio.sleep(0.1)
-    again = await connect_bot(srv, "carol")  # a slot freed up
+    await trio.testing.wait_all_tasks_blocked()
+    assert srv.open_connections == 3  # held[1:], and the other address's
+    again = await memory_bot(srv, nursery, "carol")  # a slot freed up
     assert "carol" in srv.bots
-    for c in held[1:] + [again]:
+    for c in held[1:] + [again, elsewhere]:
         await c.aclose()
 
 
-async def test_a_bot_cannot_answer_another_seats_request(server, store, tmp_path):
+async def test_a_bot_cannot_answer_another_seats_request(store, nursery, tmp_path, autojump_clock):
     """Request ids belong to a connection: whatever id alice sends, it is matched against her
     own pending request only. Answering while bob is to act is charged to alice
     (``not_your_turn``) and never applied to bob's decision."""
     from arena.match.log import MatchLog, read_log
     from arena.match.referee import MatchConfig, Referee
 
-    a = await connect_bot(server, "alice")
-    b = await connect_bot(server, "bob")
+    server = ArenaServer(store, ServerConfig())
+    a = await memory_bot(server, nursery, "alice")
+    b = await memory_bot(server, nursery, "bob")
     bob_ids = []
 
     async def bob():
@@ -129,7 +137,7 @@ async def test_a_bot_cannot_answer_another_seats_request(server, store, tmp_path
                 return
             if msg["type"] == "request":
                 bob_ids.append(msg["id"])
-                await trio.sleep(0.1)  # let alice try to answer for him first
+                await trio.sleep(0.1)  # virtual time: alice tries to answer for him first
                 await b.send({"type": "action", "id": msg["id"], "action": msg["legal"][-1]})
 
     async def alice():

@@ -79,7 +79,7 @@ def page_problems(base: str) -> list[str] | None:
 
 
 def get(url: str) -> bytes:
-    with urllib.request.urlopen(url, timeout=5) as r:
+    with urllib.request.urlopen(url, timeout=30) as r:
         return r.read()
 
 

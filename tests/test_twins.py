@@ -124,14 +124,19 @@ def opponent_hand(logs: Path, match_id: str, deal: int, seat: int) -> list[str]:
 
 
 PAIRS = 30
+QUICK_PAIRS = 12
+"""make test plays 12 pairs: enough for the memoriser to meet every pack twice and be caught if
+it ever guessed right; the 30-pair study and its control run in make test-slow."""
 
 
 @needs_bwrap
-async def test_a_memorising_bot_gains_nothing_from_duplicate_twins(tmp_path):
+@pytest.mark.parametrize("pairs", [pytest.param(QUICK_PAIRS, id="quick"),
+                                   pytest.param(PAIRS, id="full", marks=pytest.mark.slow)])
+async def test_a_memorising_bot_gains_nothing_from_duplicate_twins(tmp_path, pairs):
     """Sandboxed as two copies (the default) no guess of the bot is ever its opponent's hand
     (checked against the logs), and its second-half score equals its first-half score within
     noise (three standard errors of the paired difference: a false alarm once in 370)."""
-    s = await study(tmp_path, PAIRS)
+    s = await study(tmp_path, pairs)
     print(s.summary())
     assert s.correct == 0
     assert abs(s.gain) <= 1.5 * s.noise, s.summary()

@@ -252,7 +252,7 @@ async def test_a_clean_shutdown_during_a_betting_window_returns_the_stakes_at_on
     async with trio.open_nursery() as nursery:
         await nursery.start(contest.run)
         bots = [await connect_bot(contest.server, name) for name in ("alice", "bob")]
-        with trio.fail_after(10):
+        with trio.fail_after(60):
             while not contest.desk.ledger.books:
                 await trio.sleep(0.02)
         key = contest.desk.ledger.books[0].match_id

@@ -34,7 +34,7 @@ MATCHES = 6
 
 def get_json(url: str) -> tuple[int, Any]:
     try:
-        with urllib.request.urlopen(url, timeout=5) as r:
+        with urllib.request.urlopen(url, timeout=30) as r:
             return r.status, json.load(r)
     except urllib.error.HTTPError as exc:
         return exc.code, json.load(exc)
@@ -125,6 +125,7 @@ def drive(base: str, ids: list[str], bots: list[str]) -> dict[str, Any]:
     return out
 
 
+@pytest.mark.slow  # a contest and a real browser on three screens: about 10 s (make test-slow)
 async def test_history_replay_urls_and_narrow_screens(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import arena.net.web
 
