@@ -585,22 +585,23 @@ async def test_a_flood_of_blank_lines_does_not_starve_other_tasks() -> None:
                                               (b'{"type":"action","id":7,"action":"7c"}\n', "unknown_request")])
 async def test_a_flood_of_faulty_lines_is_cut_off_after_the_error_cap(line: bytes, first_code: str) -> None:
     """The rule behind the flood_junk and flood_actions modes, without the flood's load: each
-    faulty line gets its error until :data:`MAX_ERRORS_PER_CONNECTION`, then one fatal
+    faulty line gets its error until ``Limits.max_errors``, then one fatal
     ``too_many_errors`` and the connection is closed (no error for the 50 lines after it)."""
-    from arena.match.seat import MAX_ERRORS_PER_CONNECTION, Connection
+    from arena.match.limits import LIMITS
+    from arena.match.seat import Connection
     from protocol.framing import LineReader
 
     ours, theirs = trio.testing.memory_stream_pair()
     conn = Connection(ours, LineReader(ours), "flooder")
     client = Client(theirs)
-    await theirs.send_all(line * (MAX_ERRORS_PER_CONNECTION + 50))
+    await theirs.send_all(line * (LIMITS.max_errors + 50))
     await conn.run_reader()
     errors = []
     while (msg := await client.recv()) is not None:
         errors.append(msg)
-    assert [e["code"] for e in errors] == [first_code] * MAX_ERRORS_PER_CONNECTION + ["too_many_errors"]
+    assert [e["code"] for e in errors] == [first_code] * LIMITS.max_errors + ["too_many_errors"]
     assert errors[-1]["fatal"] and conn.close_reason == "too_many_errors"
-    assert conn.errors_sent == MAX_ERRORS_PER_CONNECTION
+    assert conn.errors_sent == LIMITS.max_errors
 
 
 def test_every_mode_of_the_script_is_covered() -> None:
