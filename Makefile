@@ -60,7 +60,7 @@ test: $(TESTS)
 test-slow: $(TESTS)
 	@if command -v $(CC) >/dev/null 2>&1; then $(MAKE) -s $(C_BOT); fi
 	$(BIN)/python -m pytest -q -m slow
-	ARENA_EXAMPLES=1 $(BIN)/python -m pytest -q tests/test_ecarte_properties.py tests/test_piquet_properties.py \
+	ARENA_EXAMPLES=1 $(BIN)/python -m pytest -q -n 2 tests/test_ecarte_properties.py tests/test_piquet_properties.py \
 		tests/test_compact_legal.py tests/test_hidden_information.py tests/test_framing.py tests/test_wagers.py
 
 ## make bench: engine deals/s and referee decisions/s next to a raw loopback ping-pong; the server's
