@@ -28,7 +28,7 @@ from arena.schedule.gate import UploadConfig
 from arena.store.archives import pack
 from protocol.messages import TimeControl
 from tests.conftest import needs_bwrap
-from tests.test_web import CHROMIUM, chromium
+from tests.test_web import CHROMIUM, sync_api
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "sample_bots"
@@ -63,55 +63,61 @@ def http(base: str, path: str, token: str | None = None) -> tuple[int, str]:
 def drive_browser(base: str, token: str, archive: Path, foreign_form: str) -> dict[str, Any]:
     """The browser part (sync Playwright in a worker thread)."""
     out: dict[str, Any] = {"errors": []}
-    with chromium(out) as browser:
-        if browser is None:
+    with sync_api.sync_playwright() as p:
+        try:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"], timeout=30_000)
+        except Exception as exc:  # noqa: BLE001 - an unusable browser is an environment problem
+            out["skip"] = f"chromium did not start: {exc}"
             return out
-        context = browser.new_context(viewport={"width": 1100, "height": 900})
-        page = context.new_page()
-        page.set_default_timeout(15_000)
-        page.on("pageerror", lambda e: out["errors"].append(str(e)))
-        page.goto(base + "/author/")  # not logged in: to the login form
-        out["login_url"] = page.url
-        page.fill("input[name=token]", token.split(":")[0] + ":wrong")
-        page.click("#login-button")
-        out["bad_login"] = page.text_content("#error")
-        page.fill("input[name=token]", token)
-        page.click("#login-button")
-        page.wait_for_selector("section.bot")
-        out["bots"] = page.eval_on_selector_all("section.bot", "s => s.map(x => x.dataset.bot)")
-        out["ratings"] = page.eval_on_selector_all("section.bot .rating", "s => s.map(x => x.textContent)")
-        out["replays"] = page.eval_on_selector_all("a.replay", "a => a.map(x => x.getAttribute('href'))")
-        out["cookies"] = [c for c in context.cookies() if c["name"] == "arena_author"]
-        page.screenshot(path="/tmp/arena_author_page.png", full_page=True)
-        # a replay link opens the match in the spectators' page
-        page.click("a.replay >> nth=0")
-        page.wait_for_function("document.getElementById('live') && document.getElementById('live').dataset.match")
-        out["replay_match"] = page.get_attribute("#live", "data-match")
-        # the bot's captured output, its own
-        page.goto(base + "/author/")
-        page.click("section.bot[data-bot=alicec] a.output")
-        out["output"] = page.text_content("body")
-        # an upload through the form
-        page.goto(base + "/author/")
-        page.set_input_files("input[name=archive]", str(archive))
-        page.click("#upload-button")
-        page.wait_for_selector("#upload-status")
-        out["form_upload_url"] = page.url
-        for _ in range(60):
-            status = page.text_content("#upload-status")
-            if status not in ("queued", "checking"):
-                break
-            page.wait_for_timeout(500)
-            page.reload()
-        out["form_upload_status"] = page.text_content("#upload-status")
-        out["form_upload_checks"] = page.locator("#doctor-report tr").count()
-        # a forged form on another site: the SameSite=Strict cookie is not sent and there is no CSRF token
-        evil = context.new_page()
-        evil.set_content(foreign_form)
-        with evil.expect_navigation():
-            evil.click("#go")
-        out["forged"] = evil.text_content("body")
-        out["forged_url"] = evil.url
+        try:
+            context = browser.new_context(viewport={"width": 1100, "height": 900})
+            page = context.new_page()
+            page.set_default_timeout(15_000)
+            page.on("pageerror", lambda e: out["errors"].append(str(e)))
+            page.goto(base + "/author/")  # not logged in: to the login form
+            out["login_url"] = page.url
+            page.fill("input[name=token]", token.split(":")[0] + ":wrong")
+            page.click("#login-button")
+            out["bad_login"] = page.text_content("#error")
+            page.fill("input[name=token]", token)
+            page.click("#login-button")
+            page.wait_for_selector("section.bot")
+            out["bots"] = page.eval_on_selector_all("section.bot", "s => s.map(x => x.dataset.bot)")
+            out["ratings"] = page.eval_on_selector_all("section.bot .rating", "s => s.map(x => x.textContent)")
+            out["replays"] = page.eval_on_selector_all("a.replay", "a => a.map(x => x.getAttribute('href'))")
+            out["cookies"] = [c for c in context.cookies() if c["name"] == "arena_author"]
+            page.screenshot(path="/tmp/arena_author_page.png", full_page=True)
+            # a replay link opens the match in the spectators' page
+            page.click("a.replay >> nth=0")
+            page.wait_for_function("document.getElementById('live') && document.getElementById('live').dataset.match")
+            out["replay_match"] = page.get_attribute("#live", "data-match")
+            # the bot's captured output, its own
+            page.goto(base + "/author/")
+            page.click("section.bot[data-bot=alicec] a.output")
+            out["output"] = page.text_content("body")
+            # an upload through the form
+            page.goto(base + "/author/")
+            page.set_input_files("input[name=archive]", str(archive))
+            page.click("#upload-button")
+            page.wait_for_selector("#upload-status")
+            out["form_upload_url"] = page.url
+            for _ in range(60):
+                status = page.text_content("#upload-status")
+                if status not in ("queued", "checking"):
+                    break
+                page.wait_for_timeout(500)
+                page.reload()
+            out["form_upload_status"] = page.text_content("#upload-status")
+            out["form_upload_checks"] = page.locator("#doctor-report tr").count()
+            # a forged form on another site: the SameSite=Strict cookie is not sent and there is no CSRF token
+            evil = context.new_page()
+            evil.set_content(foreign_form)
+            with evil.expect_navigation():
+                evil.click("#go")
+            out["forged"] = evil.text_content("body")
+            out["forged_url"] = evil.url
+        finally:
+            browser.close()
     return out
 
 

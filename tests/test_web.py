@@ -21,8 +21,6 @@ import shutil
 import time
 import urllib.request
 from collections import defaultdict
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -46,24 +44,6 @@ def _chromium() -> str | None:
 
 
 CHROMIUM = _chromium()
-
-
-@contextmanager
-def chromium(out: dict[str, Any]) -> Iterator[Any]:
-    """Headless Chromium for one drive of a page (sync Playwright), closed afterwards; ``None``,
-    with ``out["skip"]`` saying why, when the browser cannot start on this machine (an
-    environment problem, not a failure of the page)."""
-    with sync_api.sync_playwright() as p:
-        try:
-            browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"], timeout=30_000)
-        except Exception as exc:  # noqa: BLE001 - an unusable browser is an environment problem
-            out["skip"] = f"chromium did not start: {exc}"
-            yield None
-            return
-        try:
-            yield browser
-        finally:
-            browser.close()
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium browser (Debian: apt-get install chromium)")
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -133,82 +113,88 @@ def drive_browser(base: str, submit_bots, deadline: float) -> dict[str, Any]:
     """The browser part (sync Playwright, in a worker thread): open the page, let the bots in,
     watch, click, wait for the end. Returns the snapshots and what was seen."""
     out: dict[str, Any] = {"snaps": [], "errors": [], "clicked": None, "screenshot": False}
-    with chromium(out) as browser:
-        if browser is None:
+    with sync_api.sync_playwright() as p:
+        try:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"], timeout=30_000)
+        except Exception as exc:  # noqa: BLE001 - an unusable browser is an environment problem
+            out["skip"] = f"chromium did not start: {exc}"
             return out
-        page = browser.new_page(viewport={"width": 1400, "height": 1050})
-        page.set_default_timeout(10_000)
-        page.on("pageerror", lambda e: out["errors"].append(str(e)))
-        page.goto(base + "/")
-        page.wait_for_function("window.arena && window.arena.connected")
-        assert page.locator("#leaderboard").is_visible()
-        trio.from_thread.run_sync(submit_bots)  # matches start only now: page and test feed are aligned
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1050})
+            page.set_default_timeout(10_000)
+            page.on("pageerror", lambda e: out["errors"].append(str(e)))
+            page.goto(base + "/")
+            page.wait_for_function("window.arena && window.arena.connected")
+            assert page.locator("#leaderboard").is_visible()
+            trio.from_thread.run_sync(submit_bots)  # matches start only now: page and test feed are aligned
 
-        snaps = out["snaps"]
+            snaps = out["snaps"]
 
-        def snap() -> dict[str, Any]:
-            s = page.evaluate(SNAPSHOT_JS)
-            snaps.append(s)
-            return s
+            def snap() -> dict[str, Any]:
+                s = page.evaluate(SNAPSHOT_JS)
+                snaps.append(s)
+                return s
 
-        deals_seen: dict[str, set[int]] = defaultdict(set)
-        scores_seen: dict[str, set[str]] = defaultdict(set)
-        progressed = played = lb_grew = False
-        first_board: dict[str, int] = {}
-        while time.monotonic() < deadline:
-            s = snap()
-            if s["match"]:
-                deals_seen[s["match"]].add(s["deal"])
-                scores_seen[s["match"]].add(s["scores"])
-                progressed = progressed or any(
-                    len(deals_seen[m]) >= 2 and len(scores_seen[m]) >= 2 for m in deals_seen)
-                played = played or bool(s["trick"]) or any(
-                    b["cards"] for b in s["seatBoxes"] if b["kind"] == "hand:current")
-            for bot, row in s["board"].items():
-                first_board.setdefault(bot, int(row["games"]))
-                lb_grew = lb_grew or int(row["games"]) > first_board[bot]
-            if not out["screenshot"] and s["trick"] and s["logLines"] >= 8 and any(
-                    b["revealed"] for b in s["seatBoxes"]):
+            deals_seen: dict[str, set[int]] = defaultdict(set)
+            scores_seen: dict[str, set[str]] = defaultdict(set)
+            progressed = played = lb_grew = False
+            first_board: dict[str, int] = {}
+            while time.monotonic() < deadline:
+                s = snap()
+                if s["match"]:
+                    deals_seen[s["match"]].add(s["deal"])
+                    scores_seen[s["match"]].add(s["scores"])
+                    progressed = progressed or any(
+                        len(deals_seen[m]) >= 2 and len(scores_seen[m]) >= 2 for m in deals_seen)
+                    played = played or bool(s["trick"]) or any(
+                        b["cards"] for b in s["seatBoxes"] if b["kind"] == "hand:current")
+                for bot, row in s["board"].items():
+                    first_board.setdefault(bot, int(row["games"]))
+                    lb_grew = lb_grew or int(row["games"]) > first_board[bot]
+                if not out["screenshot"] and s["trick"] and s["logLines"] >= 8 and any(
+                        b["revealed"] for b in s["seatBoxes"]):
+                    page.screenshot(path=str(SCREENSHOT), full_page=True)
+                    out["screenshot"] = True
+                if out["clicked"] is None and len(s["matches"]) >= 2:
+                    # Click a match other than the one shown: the live view switches to it.
+                    page.uncheck("#follow")
+                    target = next(m for m in s["matches"] if m != s["match"])
+                    page.locator(f'li[data-match="{target}"]').first.click()
+                    page.wait_for_function(f'document.getElementById("live").dataset.match === "{target}"')
+                    out["clicked"] = target
+                    clicked = snap()
+                    assert clicked["match"] == target
+                    page.check("#follow")
+                if progressed and played and lb_grew and out["clicked"] and out["screenshot"] and len(snaps) >= 40:
+                    break
+                time.sleep(0.01)
+            out.update(progressed=progressed, played=played, lb_grew=lb_grew)
+
+            # The end: every match played, and the page's leaderboard refetched after the last one.
+            final_api: dict[str, tuple[int, int, int, int]] = {}
+            while time.monotonic() < deadline:
+                s = snap()
+                final_api = api_board(base)
+                if sum(v[0] for v in final_api.values()) == 2 * MAX_MATCHES and board_numbers(s["board"]) == final_api:
+                    break
+                time.sleep(0.1)
+            out["final_api"], out["final_page"] = final_api, board_numbers(snaps[-1]["board"])
+
+            # Review a finished match at a human pace: the replay starts again from deal 1.
+            page.uncheck("#follow")
+            page.locator("#finished li").first.click()
+            page.select_option("#pace", "250")
+            page.click("#replay")
+            page.wait_for_function('document.getElementById("live").dataset.deal === "1"')
+            lines = page.locator("#live-log li").count()
+            assert lines < 10, f"the replay did not start again from the beginning ({lines} log lines)"
+            page.wait_for_function(f'document.querySelectorAll("#live-log li").length > {lines}')
+            out["replayed"] = True
+            if not out["screenshot"]:
                 page.screenshot(path=str(SCREENSHOT), full_page=True)
                 out["screenshot"] = True
-            if out["clicked"] is None and len(s["matches"]) >= 2:
-                # Click a match other than the one shown: the live view switches to it.
-                page.uncheck("#follow")
-                target = next(m for m in s["matches"] if m != s["match"])
-                page.locator(f'li[data-match="{target}"]').first.click()
-                page.wait_for_function(f'document.getElementById("live").dataset.match === "{target}"')
-                out["clicked"] = target
-                clicked = snap()
-                assert clicked["match"] == target
-                page.check("#follow")
-            if progressed and played and lb_grew and out["clicked"] and out["screenshot"] and len(snaps) >= 40:
-                break
-            time.sleep(0.01)
-        out.update(progressed=progressed, played=played, lb_grew=lb_grew)
-
-        # The end: every match played, and the page's leaderboard refetched after the last one.
-        final_api: dict[str, tuple[int, int, int, int]] = {}
-        while time.monotonic() < deadline:
-            s = snap()
-            final_api = api_board(base)
-            if sum(v[0] for v in final_api.values()) == 2 * MAX_MATCHES and board_numbers(s["board"]) == final_api:
-                break
-            time.sleep(0.1)
-        out["final_api"], out["final_page"] = final_api, board_numbers(snaps[-1]["board"])
-
-        # Review a finished match at a human pace: the replay starts again from deal 1.
-        page.uncheck("#follow")
-        page.locator("#finished li").first.click()
-        page.select_option("#pace", "250")
-        page.click("#replay")
-        page.wait_for_function('document.getElementById("live").dataset.deal === "1"')
-        lines = page.locator("#live-log li").count()
-        assert lines < 10, f"the replay did not start again from the beginning ({lines} log lines)"
-        page.wait_for_function(f'document.querySelectorAll("#live-log li").length > {lines}')
-        out["replayed"] = True
-        if not out["screenshot"]:
-            page.screenshot(path=str(SCREENSHOT), full_page=True)
-            out["screenshot"] = True
+        finally:
+            browser.close()
     return out
 
 
@@ -297,7 +283,7 @@ async def test_the_page_follows_matches_live_and_never_shows_a_card_early(tmp_pa
         for name, manifest in BOTS.items():
             store.submit_bot(name, str(ROOT / "sample_bots" / manifest))
 
-    with trio.fail_after(300):  # bounds a hang only (the browser drive has the same 300 s)
+    with trio.fail_after(100):
         async with trio.open_nursery() as nursery:
             _, http_port = await nursery.start(contest.run)
             base = f"http://127.0.0.1:{http_port}"

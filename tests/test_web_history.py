@@ -23,7 +23,7 @@ from arena.schedule.contest import Contest, ContestConfig
 from arena.schedule.formats import Pairing
 from arena.store.sqlite import Store
 from protocol.messages import TimeControl
-from tests.test_web import CHROMIUM, ROOT, cards_in, chromium
+from tests.test_web import CHROMIUM, ROOT, cards_in, sync_api
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium browser (Debian: apt-get install chromium)")
 
@@ -64,58 +64,64 @@ def check_feed_against_log(messages: list[dict[str, Any]], log: list[dict[str, A
 
 def drive(base: str, ids: list[str], bots: list[str]) -> dict[str, Any]:
     out: dict[str, Any] = {"errors": []}
-    with chromium(out) as browser:
-        if browser is None:
+    with sync_api.sync_playwright() as p:
+        try:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"], timeout=30_000)
+        except Exception as exc:  # noqa: BLE001 - an unusable browser is an environment problem
+            out["skip"] = f"chromium did not start: {exc}"
             return out
-        page = browser.new_page(viewport={"width": 1280, "height": 900})
-        page.set_default_timeout(10_000)
-        page.on("pageerror", lambda e: out["errors"].append(str(e)))
-        # 1. late arrival: the history has every match, the contest says it is over
-        page.goto(base + "/")
-        page.wait_for_function(f"document.querySelectorAll('#history a').length === {len(ids)}")
-        out["history"] = page.eval_on_selector_all("#history a", "as => as.map(a => a.dataset.match)")
-        page.wait_for_function("!document.getElementById('contest-state').hidden")
-        out["over_text"] = page.text_content("#contest-state")
-        out["live_empty"] = page.text_content("#live-empty")
-        out["intervals"] = page.eval_on_selector_all("#leaderboard td[data-col=interval]",
-                                                     "t => t.map(x => x.offsetWidth > 0 ? x.textContent : null)")
-        page.screenshot(path=str(SHOTS["wide"]), full_page=True)
-        # 2. a bot's matches from the leaderboard
-        bot = bots[0]
-        page.click(f'#leaderboard a.botlink:text-is("{bot}")')
-        page.wait_for_function("!document.getElementById('history-filter').hidden")
-        out["filter_url"] = page.url
-        out["filtered"] = page.eval_on_selector_all(
-            "#history a", "as => as.map(a => [...a.querySelectorAll('.vs > span')].map(s => s.textContent))")
-        # 3. a match's replay at its own URL, in the table view
-        target = out["history"][-1]
-        page.click(f'#history a[data-match="{target}"]')
-        page.wait_for_function(f'document.getElementById("live").dataset.match === "{target}"')
-        out["replay_url"] = page.url
-        out["heading"] = page.text_content("#live-heading")
-        out["replay_over"] = page.get_attribute("#live", "data-over")
-        out["replay_cards"] = page.eval_on_selector_all("#live [data-card]", "cs => cs.map(c => c.dataset.card)")
-        out["revealed_boxes"] = page.eval_on_selector_all("#live [data-revealed='1']", "bs => bs.length")
-        out["log_lines"] = page.locator("#live-log li").count()
-        page.screenshot(path=str(SHOTS["replay"]), full_page=True)
-        # paced replay from the first deal, as for a live match
-        page.select_option("#pace", "250")
-        page.click("#replay")
-        page.wait_for_function('document.getElementById("live").dataset.deal === "1"')
-        out["paced_from_start"] = page.locator("#live-log li").count()
-        # 4. the URL alone opens it, on a 420 px screen
-        narrow = browser.new_page(viewport={"width": 420, "height": 900})
-        narrow.on("pageerror", lambda e: out["errors"].append(str(e)))
-        narrow.goto(base + f"/match/{ids[0]}")
-        narrow.wait_for_function(f'document.getElementById("live").dataset.match === "{ids[0]}"')
-        narrow.wait_for_function(f"document.querySelectorAll('#history a').length === {len(ids)}")
-        out["narrow_width"] = narrow.evaluate("document.documentElement.scrollWidth")
-        narrow.screenshot(path=str(SHOTS["narrow_top"]))
-        narrow.screenshot(path=str(SHOTS["narrow"]), full_page=True)
-        # 5. an unknown match says so
-        narrow.goto(base + "/match/t99-m0001")
-        narrow.wait_for_function("!document.getElementById('notice').hidden")
-        out["unknown"] = narrow.text_content("#notice")
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.set_default_timeout(10_000)
+            page.on("pageerror", lambda e: out["errors"].append(str(e)))
+            # 1. late arrival: the history has every match, the contest says it is over
+            page.goto(base + "/")
+            page.wait_for_function(f"document.querySelectorAll('#history a').length === {len(ids)}")
+            out["history"] = page.eval_on_selector_all("#history a", "as => as.map(a => a.dataset.match)")
+            page.wait_for_function("!document.getElementById('contest-state').hidden")
+            out["over_text"] = page.text_content("#contest-state")
+            out["live_empty"] = page.text_content("#live-empty")
+            out["intervals"] = page.eval_on_selector_all("#leaderboard td[data-col=interval]",
+                                                         "t => t.map(x => x.offsetWidth > 0 ? x.textContent : null)")
+            page.screenshot(path=str(SHOTS["wide"]), full_page=True)
+            # 2. a bot's matches from the leaderboard
+            bot = bots[0]
+            page.click(f'#leaderboard a.botlink:text-is("{bot}")')
+            page.wait_for_function("!document.getElementById('history-filter').hidden")
+            out["filter_url"] = page.url
+            out["filtered"] = page.eval_on_selector_all(
+                "#history a", "as => as.map(a => [...a.querySelectorAll('.vs > span')].map(s => s.textContent))")
+            # 3. a match's replay at its own URL, in the table view
+            target = out["history"][-1]
+            page.click(f'#history a[data-match="{target}"]')
+            page.wait_for_function(f'document.getElementById("live").dataset.match === "{target}"')
+            out["replay_url"] = page.url
+            out["heading"] = page.text_content("#live-heading")
+            out["replay_over"] = page.get_attribute("#live", "data-over")
+            out["replay_cards"] = page.eval_on_selector_all("#live [data-card]", "cs => cs.map(c => c.dataset.card)")
+            out["revealed_boxes"] = page.eval_on_selector_all("#live [data-revealed='1']", "bs => bs.length")
+            out["log_lines"] = page.locator("#live-log li").count()
+            page.screenshot(path=str(SHOTS["replay"]), full_page=True)
+            # paced replay from the first deal, as for a live match
+            page.select_option("#pace", "250")
+            page.click("#replay")
+            page.wait_for_function('document.getElementById("live").dataset.deal === "1"')
+            out["paced_from_start"] = page.locator("#live-log li").count()
+            # 4. the URL alone opens it, on a 420 px screen
+            narrow = browser.new_page(viewport={"width": 420, "height": 900})
+            narrow.on("pageerror", lambda e: out["errors"].append(str(e)))
+            narrow.goto(base + f"/match/{ids[0]}")
+            narrow.wait_for_function(f'document.getElementById("live").dataset.match === "{ids[0]}"')
+            narrow.wait_for_function(f"document.querySelectorAll('#history a').length === {len(ids)}")
+            out["narrow_width"] = narrow.evaluate("document.documentElement.scrollWidth")
+            narrow.screenshot(path=str(SHOTS["narrow_top"]))
+            narrow.screenshot(path=str(SHOTS["narrow"]), full_page=True)
+            # 5. an unknown match says so
+            narrow.goto(base + "/match/t99-m0001")
+            narrow.wait_for_function("!document.getElementById('notice').hidden")
+            out["unknown"] = narrow.text_content("#notice")
+        finally:
+            browser.close()
     return out
 
 

@@ -51,7 +51,7 @@ from arena.store.sqlite import Store
 from arena.wagers.ledger import WagerError
 from protocol import PROTOCOL_VERSION
 from protocol.framing import LineReader, ProtocolError, decode_client, encode
-from protocol.messages import Error, Goodbye, Hello, ListMatches, Matches, PlaceBet, Subscribe, Unsubscribe, Welcome
+from protocol.messages import Error, Hello, ListMatches, Matches, PlaceBet, Subscribe, Unsubscribe, Welcome
 
 log = logging.getLogger("arena.net.server")
 
@@ -204,18 +204,6 @@ class ArenaServer:
                     return conn
                 await self._changed.wait()
         return None
-
-    async def dismiss(self, reason: str, close_reason: str | None = None) -> None:
-        """Tell every connected bot and bot copy ``goodbye`` (``reason``; at most 1 s each, a
-        bot already gone is fine) and close its connection (``close_reason``, default
-        ``reason``). Used when a tournament, a worker or the contest server stops."""
-        for conn in [*self.bots.values(), *self.copies.values()]:
-            with trio.move_on_after(1):
-                try:
-                    await conn.send(Goodbye(reason=reason))
-                except Exception:  # noqa: BLE001 - a bot already gone is fine
-                    pass
-            await conn.aclose(close_reason or reason)
 
     async def _refuse(self, stream: trio.SocketStream, code: str, message: str) -> None:
         METRICS.protocol_errors.labels(code).inc()

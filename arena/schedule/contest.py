@@ -51,7 +51,7 @@ from arena.net.spectate import SpectatorHub
 from arena.schedule.copies import PAIR_COPIES, bot_log, launch_copy, secrets_of
 from arena.schedule.formats import Pairing, derive_seed
 from arena.schedule.gate import DoctorGate, UploadConfig
-from arena.schedule.launcher import BotProcess, Limits, SandboxError, load_manifest, stop_all
+from arena.schedule.launcher import BotProcess, Limits, SandboxError, load_manifest
 from arena.schedule.supervisor import Supervisor, publish
 from arena.schedule.tournament import play_match
 from arena.store.health import STORAGE_ERRORS, StorageHealth
@@ -572,7 +572,17 @@ class Contest:
         self.hub.announce(Goodbye(reason="server shutting down"))
         with trio.CancelScope(shield=True):
             await trio.sleep(0.05)  # let spectator writers flush the goodbye
-            await self.server.dismiss("server shutting down", "shutdown")
-            await stop_all(self.procs.values(), 5)
+            for conn in [*self.server.bots.values(), *self.server.copies.values()]:
+                with trio.move_on_after(1):
+                    try:
+                        await conn.send(Goodbye(reason="server shutting down"))
+                    except Exception:  # noqa: BLE001 - already gone
+                        pass
+                await conn.aclose("shutdown")
+            with trio.move_on_after(5):
+                for proc in self.procs.values():
+                    await proc.stop()
+            for proc in self.procs.values():
+                proc.stop_now()
             self.supervisor.stopped()
             publish(self.store, self.supervisor, set())

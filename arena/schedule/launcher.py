@@ -56,7 +56,7 @@ import shutil
 import signal
 import subprocess
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import msgspec
@@ -460,14 +460,3 @@ async def launch(
         assert process.stdout is not None
         nursery.start_soon(_relay, process.stdout, log_path, limits.log_bytes)
     return BotProcess(manifest, process, log_path)
-
-
-async def stop_all(procs: Iterable[BotProcess], grace_s: float) -> None:
-    """Stop launched bots: each gets :meth:`BotProcess.stop` (SIGTERM, then SIGKILL) within
-    ``grace_s`` seconds in all; whatever is still running then is killed at once."""
-    procs = list(procs)
-    with trio.move_on_after(grace_s):
-        for proc in procs:
-            await proc.stop()
-    for proc in procs:
-        proc.stop_now()

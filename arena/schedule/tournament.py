@@ -42,13 +42,13 @@ from arena.schedule.copies import PAIR_COPIES, Halves, bot_log, launch_copy, sec
 from arena.schedule.formats import Auction, Format, Pairing, StaticFormat, Step, derive_seed, make_format
 from arena.schedule.formats.chouette import Chouette, Reign, legal_bids
 from arena.schedule.formats.rotation import Rotation
-from arena.schedule.launcher import BotProcess, Limits, Manifest, sandbox_problem, stop_all
+from arena.schedule.launcher import BotProcess, Limits, Manifest, sandbox_problem
 from arena.stats.deal_pairs import fit_twin_deals
 from arena.stats.ladder import ladder_units
 from arena.stats.rating import Fit, Rating, fit_units
 from arena.store.health import STORAGE_ERRORS, StorageHealth
 from arena.store.sqlite import MatchRow, Store
-from protocol.messages import AuctionView
+from protocol.messages import AuctionView, Goodbye
 
 
 class TournamentConfig(msgspec.Struct, omit_defaults=True):
@@ -219,8 +219,18 @@ async def run_tournament(
             await _play_format(store, server, tid, fmt, config, logs, ensure_connected, on_result, halves)
         finally:
             with trio.CancelScope(shield=True):
-                await server.dismiss("tournament over")
-                await stop_all(procs.values(), 3)
+                for conn in [*server.bots.values(), *server.copies.values()]:
+                    with trio.move_on_after(1):
+                        try:
+                            await conn.send(Goodbye(reason="tournament over"))
+                        except Exception:  # noqa: BLE001 - a bot already gone is fine
+                            pass
+                    await conn.aclose("tournament over")
+                with trio.move_on_after(3):
+                    for proc in procs.values():
+                        await proc.stop()
+                for proc in procs.values():
+                    proc.stop_now()
             nursery.cancel_scope.cancel()
 
     return _report(store, tid, names, config, fmt, t0)

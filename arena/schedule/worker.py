@@ -53,11 +53,12 @@ from arena.match.referee import MatchConfig, MatchResult
 from arena.net.server import ArenaServer, ServerConfig
 from arena.schedule.copies import PAIR_COPIES, bot_log, launch_copy
 from arena.schedule.formats import Format, Pairing, StaticFormat, derive_seed
-from arena.schedule.launcher import BotProcess, Limits, Manifest, load_manifest, sandbox_problem, stop_all
+from arena.schedule.launcher import BotProcess, Limits, Manifest, load_manifest, sandbox_problem
 from arena.store.archives import unpack
 from arena.store.health import STORAGE_ERRORS, StorageHealth
 from arena.store.queue import LEASE_S, Claim, LeaseLost, MatchQueue
 from arena.store.sqlite import MatchRow, Store, open_store
+from protocol.messages import Goodbye
 
 STORAGE_RETRY_S = 1.0
 """While the database fails (a PostgreSQL restart), how often a worker tries a claim or a
@@ -574,8 +575,18 @@ class Worker:
 
     async def stop_bots(self) -> None:
         """Goodbye to every connected copy, then stop the processes."""
-        await self.server.dismiss("worker stopping")
-        await stop_all(self.procs.values(), 3)
+        for conn in [*self.server.bots.values(), *self.server.copies.values()]:
+            with trio.move_on_after(1):
+                try:
+                    await conn.send(Goodbye(reason="worker stopping"))
+                except Exception:  # noqa: BLE001 - a bot already gone is fine
+                    pass
+            await conn.aclose("worker stopping")
+        with trio.move_on_after(3):
+            for proc in self.procs.values():
+                await proc.stop()
+        for proc in self.procs.values():
+            proc.stop_now()
 
 
 def _pair_key(store: Store, row: MatchRow) -> str | None:
