@@ -149,8 +149,9 @@ def build_parser() -> argparse.ArgumentParser:
                          "(default 30)")
     wk.add_argument("--trust-bots", action="store_true",
                     help="UNSAFE: run bots unsandboxed when their tournament allows it (trusted code only)")
-    wk.add_argument("--slots", type=option_int("slots"), default=2,
-                    help="matches played at once, each with its own copies of the bots (default 2)")
+    wk.add_argument("--slots", type=option_int("slots"), default=1,  # arena.schedule.worker.SLOTS
+                    help="matches played at once, each with its own copies of the bots (default 1: one "
+                         "bot on the clock per worker, so one per core with the default --workers)")
     wk.add_argument("--quiet", action="store_true", help="no line per match")
 
     sp = sub.add_parser("sprt", help="sequential test of one bot against another over duplicate pairs")

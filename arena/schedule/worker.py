@@ -67,9 +67,12 @@ POLL_S = 0.2
 """How often an idle worker looks for a claimable match, and the front for results (seconds)."""
 OnDone = Callable[[MatchRow, MatchResult], None]
 """``on_result(row, result)``: told of each recorded match."""
-SLOTS = 2
-"""Matches a worker plays at once by default, each with its own copies of the bots: a match
-waits on its bots most of the time, so one match alone leaves the worker's core idle."""
+SLOTS = 1
+"""Matches a worker plays at once by default, each with its own copies of the bots. One worker
+per core (the default of ``--workers``) and one match per worker play as many matches at once as
+the machine has cores, so the bot on the clock in each match has a core to itself (cutechess-cli's
+advice for its ``-concurrency``) and a second worker adds a core's worth of matches. More slots
+only pay for bots that wait rather than compute."""
 USER_STATUSES = (2, 3, 4)
 """Exit statuses of a worker that met a mistake of the user's (arena.errors): reported, not retried."""
 EVENT_FLUSH_S = 0.1
@@ -692,9 +695,7 @@ async def play_on_workers(store: Store, tid: int, fmt: Format, workers: int, tru
     respawns = 3 * workers
 
     def poll() -> None:
-        for r in store.matches(tid):
-            if r["status"] == "pending" or r["match_key"] in seen:
-                continue
+        for r in store.recorded_since(tid, seen):
             seen.add(r["match_key"])
             if on_result is not None:
                 on_result(store.match_row(r["match_key"]), result_of(r))

@@ -752,6 +752,20 @@ class Store:
         rows = self.db.execute("SELECT * FROM matches WHERE tournament_id=? ORDER BY idx", (tournament_id,))
         return [dict(r) for r in rows]
 
+    def recorded_since(self, tournament_id: int, known: set[str]) -> list[dict[str, Any]]:
+        """The matches of a tournament recorded (done or aborted) whose keys are not in ``known``,
+        as dicts in schedule order: a front that follows its workers reads each result once, not
+        the whole tournament at every look (only the keys of the recorded matches are scanned)."""
+        keys = [r[0] for r in self.db.execute(
+            "SELECT match_key FROM matches WHERE tournament_id=? AND status<>'pending' ORDER BY idx",
+            (tournament_id,))]
+        out = []
+        for key in keys:
+            if key not in known:
+                row = self.db.execute("SELECT * FROM matches WHERE match_key=?", (key,)).fetchone()
+                out.append(dict(row))
+        return out
+
     def results(self, tournament_id: int) -> list[tuple[str, str, float]]:
         """Finished matches as ``(bot0, bot1, score of bot0)`` with 1 win, 0 loss, 0.5 draw."""
         rows = self.db.execute(
