@@ -155,3 +155,37 @@ def test_the_stores_sql_units_are_those_of_ladder_units(db_target):
             rows.append((tid, p.bot0, p.bot1, w, p.pair))
     assert store.ladder_unit_counts("ecarte") == dict(Counter(ladder_units(rows)))
     assert any(g == 2 for _, _, _, g in store.ladder_unit_counts("ecarte"))
+
+
+def test_the_units_kept_by_each_result_are_those_counted_over_every_match(db_target):
+    """``ladder_units`` is kept up to date by each result, in any order (workers commit the
+    second half of a pair before the first): it must always equal the recount over every
+    finished match, and a database migrated from schema 5 gets it filled from its matches."""
+    store = Store(db_target)
+    rng = random.Random(11)
+    for t in range(2):
+        plan = []
+        for k in range(10):
+            a, b = rng.sample("abcd", 2)
+            plan += [Pairing(index=len(plan), bot0=a, bot1=b, seed=k, pair=f"{a}|{b}|{k}"),
+                     Pairing(index=len(plan) + 1, bot0=b, bot1=a, seed=k, pair=f"{a}|{b}|{k}")]
+        plan += [Pairing(index=len(plan), bot0="b", bot1="d", seed=99)]
+        tid = store.create_tournament("ecarte", "test", t, {}, list("abcd"), plan)
+        order = list(plan)
+        rng.shuffle(order)
+        for p in order:
+            if rng.random() < 0.15:
+                continue  # left pending
+            key = f"t{tid}-m{p.index + 1:04d}"
+            reason = "aborted" if rng.random() < 0.1 else "target"
+            store.record_result(key, MatchResult(match_id=key, winner=rng.choice((0, 1, None)), reason=reason,
+                                                 scores=[0, 0], manches=[0, 0]), None)
+            assert store.ladder_units("ecarte") == store.ladder_unit_counts("ecarte")
+    kept = store.ladder_units("ecarte")
+    assert any(g == 2 for _, _, _, g in kept) and any(g == 1 for _, _, _, g in kept)
+    store.db.execute("DROP TABLE ladder_units")  # as a database of schema 5 was
+    store.db.execute("PRAGMA user_version=5")
+    store.close()
+    store = Store(db_target)
+    assert store.ladder_units("ecarte") == kept
+    store.close()

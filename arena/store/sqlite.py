@@ -130,10 +130,13 @@ CREATE TABLE IF NOT EXISTS ladder (
 );
 """
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 """The schema version this code writes, kept in ``PRAGMA user_version``: 1 is the schema of the
 first versioned release (the tables above; a database from before versions has 0 and is brought
 to 1 by adding the columns added since); each later version is a step of :data:`MIGRATIONS`."""
+
+_PTS = "CASE {} WHEN 0 THEN 1.0 WHEN 1 THEN 0.0 ELSE 0.5 END"
+"""SQL: seat 0's points of a finished match from its ``winner_seat`` (1, 0, or ½ for a draw)."""
 
 MIGRATIONS: dict[int, list[str]] = {
     2: [
@@ -226,6 +229,31 @@ MIGRATIONS: dict[int, list[str]] = {
             created_at  BIGINT NOT NULL
         )""",
     ],
+    6: [
+        # the persistent ladder's units (arena.stats.ladder), kept up to date by each result
+        # (Store.record_result) instead of being counted again over every match at each commit;
+        # filled here from the matches already finished (what Store.ladder_unit_counts counts)
+        """CREATE TABLE IF NOT EXISTS ladder_units (
+            game        TEXT NOT NULL,
+            a           TEXT NOT NULL,
+            b           TEXT NOT NULL,
+            points      REAL NOT NULL,
+            games       INTEGER NOT NULL,
+            n           INTEGER NOT NULL,
+            PRIMARY KEY (game, a, b, points, games)
+        )""",
+        "INSERT INTO ladder_units(game, a, b, points, games, n) SELECT game, bot0, bot1, "
+        + _PTS.format("m.winner_seat")
+        + ", 1, COUNT(*) FROM matches m WHERE status='done' AND (pair_key IS NULL OR NOT EXISTS (SELECT 1 "
+        "FROM matches t WHERE t.tournament_id=m.tournament_id AND t.pair_key=m.pair_key AND t.id<>m.id "
+        "AND t.status='done')) GROUP BY 1, 2, 3, 4",
+        "INSERT INTO ladder_units(game, a, b, points, games, n) SELECT f.game, f.bot0, f.bot1, "
+        + _PTS.format("f.winner_seat")
+        + " + CASE WHEN s.bot0=f.bot0 THEN " + _PTS.format("s.winner_seat")
+        + " ELSE 1.0 - " + _PTS.format("s.winner_seat")
+        + " END, 2, COUNT(*) FROM matches f JOIN matches s ON s.tournament_id=f.tournament_id "
+        "AND s.pair_key=f.pair_key AND s.id>f.id WHERE f.status='done' AND s.status='done' GROUP BY 1, 2, 3, 4",
+    ],
 }
 """Version -> the statements that bring a database of the version before up to it."""
 
@@ -235,6 +263,11 @@ SCRYPT = {"n": 2**14, "r": 8, "p": 1}
 
 WITHDRAWN = "SELECT o.bot FROM bot_owners o JOIN authors a ON a.id=o.author_id WHERE a.status<>'active'"
 """The bots of suspended authors: they neither connect nor are launched (a subquery)."""
+
+
+def _points(winner_seat: int | None) -> float:
+    """Seat 0's points of a finished match: 1 a win, 0 a loss, ½ a draw."""
+    return 1.0 if winner_seat == 0 else 0.0 if winner_seat == 1 else 0.5
 
 
 def hash_token(token: str, salt: bytes) -> bytes:
@@ -616,7 +649,7 @@ class Store:
         from arena.stats.ladder import refit
 
         start = {r[0]: r[1] for r in self.db.execute("SELECT bot, elo FROM ladder WHERE game=?", (game,))}
-        fitted = refit(self.ladder_unit_counts(game), start=start)
+        fitted = refit(self.ladder_units(game), start=start)
         now = time.time()
         for r in fitted.ratings:
             self.db.execute(
@@ -625,6 +658,40 @@ class Store:
                 "updated_at=excluded.updated_at",
                 (game, r.name, r.elo, r.ci95, r.games, now),
             )
+
+    def ladder_units(self, game: str) -> dict[tuple[str, str, float, int], int]:
+        """The ladder's units of ``game`` as kept by each result (table ``ladder_units``):
+        ``{(a, b, points of a, games): count}``, the same as :meth:`ladder_unit_counts` counts
+        over every finished match, read in one small query (its size grows with the pairs of bots
+        and their outcomes, not with the matches)."""
+        rows = self.db.execute(
+            "SELECT a, b, points, games, n FROM ladder_units WHERE game=? AND n>0 ORDER BY a, b, points, games",
+            (game,))
+        return {(a, b, float(s), g): n for a, b, s, g, n in rows}
+
+    def _count_ladder_unit(self, game: str, a: str, b: str, points: float, games: int, delta: int) -> None:
+        self.db.execute(
+            "INSERT INTO ladder_units(game, a, b, points, games, n) VALUES (?,?,?,?,?,?) "
+            "ON CONFLICT(game, a, b, points, games) DO UPDATE SET n=ladder_units.n+excluded.n",
+            (game, a, b, points, games, delta))
+
+    def _count_result_unit(self, match_key: str) -> None:
+        """Count the just finished match ``match_key`` in ``ladder_units``, inside the caller's
+        transaction: a unit of one game, or, when it completes a duplicate pair, the pair's unit of
+        two games in place of its other half's lone one (:func:`arena.stats.ladder.ladder_units`)."""
+        m = self.db.execute("SELECT id, tournament_id, pair_key, game, bot0, bot1, winner_seat FROM matches "
+                            "WHERE match_key=?", (match_key,)).fetchone()
+        twin = None if m["pair_key"] is None else self.db.execute(
+            "SELECT id, bot0, bot1, winner_seat FROM matches WHERE tournament_id=? AND pair_key=? AND id<>? "
+            "AND status='done'", (m["tournament_id"], m["pair_key"], m["id"])).fetchone()
+        if twin is None:
+            self._count_ladder_unit(m["game"], m["bot0"], m["bot1"], _points(m["winner_seat"]), 1, 1)
+            return
+        self._count_ladder_unit(m["game"], twin["bot0"], twin["bot1"], _points(twin["winner_seat"]), 1, -1)
+        first, second = (twin, m) if twin["id"] < m["id"] else (m, twin)
+        s1 = _points(second["winner_seat"])
+        self._count_ladder_unit(m["game"], first["bot0"], first["bot1"], _points(first["winner_seat"])
+                                + (s1 if second["bot0"] == first["bot0"] else 1.0 - s1), 2, 1)
 
     def ladder_unit_counts(self, game: str) -> dict[tuple[str, str, float, int], int]:
         """The ladder's units of ``game`` counted in SQL: ``{(a, b, points of a, games): count}``,
@@ -732,6 +799,7 @@ class Store:
                 ),
             )
             if result.reason != "aborted":  # the persistent ladder is refitted in the same commit
+                self._count_result_unit(match_key)
                 self._ladder_refit(row["game"])
 
     def finish_tournament(self, tournament_id: int) -> None:
