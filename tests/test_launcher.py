@@ -182,3 +182,44 @@ async def test_a_bot_gets_a_grace_period_to_exit_before_sigterm(tmp_path, exit_g
         n.cancel_scope.cancel()
     assert (tmp_path / "done.txt").exists() == exits_on_its_own
     assert (proc.process.returncode == 0) == exits_on_its_own
+
+
+@needs_bwrap
+async def test_a_sandboxed_bots_stdin_and_stdout_are_one_tcp_socket_the_arena_reads_directly(tmp_path):
+    """No relay between a sandboxed bot and the referee: ``attach`` gets the arena's end of a
+    loopback TCP connection (so the kernel stamps arrivals for the fair clock) whose far end is
+    the bot's stdin and stdout; what the bot writes is read there, and its reply to what it reads."""
+    import socket
+
+    from arena.match import fairclock
+
+    code = (
+        "import os, socket, stat, sys\n"
+        "a, b = os.fstat(0), os.fstat(1)\n"
+        "print('socket' if stat.S_ISSOCK(a.st_mode) else 'other', (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino),\n"
+        "      file=sys.stderr)\n"
+        "sys.stdout.write('ping\\n'); sys.stdout.flush()\n"
+        "sys.stdout.write(sys.stdin.readline().upper()); sys.stdout.flush()\n"
+    )
+    attached: list[socket.socket] = []
+    async with trio.open_nursery() as n:
+        proc = await launch(n, manifest(tmp_path, "direct", code), {}, tmp_path / "out.log", None, True,
+                            attach=attached.append)
+        assert len(attached) == 1
+        ours = attached[0]
+        assert ours.family == socket.AF_INET and ours.type == socket.SOCK_STREAM
+        assert fairclock.enable_stamps(ours)
+        stream = trio.SocketStream(trio.socket.from_stdlib_socket(ours))
+        got = b""
+        with trio.fail_after(20):  # bounds a hang only
+            while not got.endswith(b"\n"):
+                got += await stream.receive_some(100)
+            assert got == b"ping\n"
+            await stream.send_all(b"pong\n")
+            got = b""
+            while not got.endswith(b"\n"):
+                got += await stream.receive_some(100)
+            assert got == b"PONG\n"
+            await proc.process.wait()
+        await stream.aclose()
+    assert "socket True" in (tmp_path / "out.log").read_text()

@@ -20,8 +20,10 @@ Caps, so that no anonymous client can exhaust the process's file descriptors or 
 * at most ``max_spectators`` spectators; a spectator that neither sends a line (an empty line
   will do) nor is sent anything for ``spectator_idle_s`` seconds is disconnected with
   ``idle_timeout``;
-* bots the server launches itself reach it through :meth:`ArenaServer.attach_local` (a socket
-  pair inside the process, no listener, no caps, no rate limits);
+* bots the server launches itself under the sandbox reach it through
+  :meth:`ArenaServer.attach_socket` (a loopback TCP connection whose far end is the bot's stdin
+  and stdout: no listener, no caps, no rate limits); :meth:`ArenaServer.attach_local` is the
+  same for a stream inside the process;
 * at start the soft ``RLIMIT_NOFILE`` is raised to the hard limit (:func:`raise_fd_limit`).
 
 Every failure is answered with an ``error`` whose code is listed in docs/protocol.md, and
@@ -34,6 +36,7 @@ import hmac
 import logging
 import resource
 import secrets
+import socket
 from collections import Counter
 from typing import Any
 
@@ -167,6 +170,17 @@ class ArenaServer:
         server_end, client_end = trio.SocketStream(ours), trio.SocketStream(theirs)
         self._nursery.start_soon(self._local, server_end)
         return client_end
+
+    def attach_socket(self, sock: socket.socket) -> None:
+        """Serve ``sock``, the arena's end of a connected loopback TCP pair whose other end is a
+        launched bot's stdin and stdout (:func:`arena.schedule.launcher.launch`): served like a
+        TCP client, with the kernel's arrival stamps of the fair clock, but outside every cap and
+        rate limit, and for bots only. No relay runs between the two: the bot writes straight
+        into the socket the referee reads. ``RuntimeError`` if the server is not serving."""
+        if self._nursery is None:
+            raise RuntimeError("the server is not serving")
+        sock.setblocking(False)
+        self._nursery.start_soon(self._local, trio.SocketStream(trio.socket.from_stdlib_socket(sock)))
 
     async def _local(self, stream: trio.SocketStream) -> None:
         try:

@@ -480,8 +480,7 @@ class Contest:
                     try:
                         self.procs[key] = await launch_copy(
                             nursery, self.server, m, copy, env, log, self.config.limits,
-                            bool(sandbox) or self.config.sandbox or not self.config.trust_bots, hide, others,
-                            connect=self.server.attach_local)
+                            bool(sandbox) or self.config.sandbox or not self.config.trust_bots, hide, others)
                         self.supervisor.launched(name)
                         self._log_start[key] = log.stat().st_size  # this launch's output starts here
                     except (OSError, SandboxError) as exc:

@@ -75,14 +75,15 @@ async def launch_copy(
     sandbox: bool,
     hide: Sequence[str | Path] = (),
     others: Sequence[str | Path] = (),
-    connect=None,
 ) -> BotProcess:
     """Launch copy ``copy`` of the bot of ``manifest`` with a fresh copy token (``env`` gives
     ``ARENA_HOST``, ``ARENA_PORT``, ``ARENA_BOT_SEED``; ``ARENA_NAME`` and ``ARENA_TOKEN`` are
-    set here); ``connect``: how a sandboxed copy's relay reaches the server
-    (:meth:`arena.net.server.ArenaServer.attach_local`). Raises what :func:`arena.schedule.launcher.launch` raises."""
+    set here). A sandboxed copy's stdin and stdout are a socket ``server`` serves directly
+    (:meth:`arena.net.server.ArenaServer.attach_socket`). Raises what
+    :func:`arena.schedule.launcher.launch` raises."""
     full = {**env, "ARENA_NAME": manifest.name, "ARENA_TOKEN": server.copy_token(manifest.name, copy)}
-    return await launch(nursery, manifest, full, log_path, limits, sandbox, hide, others, connect=connect)
+    return await launch(nursery, manifest, full, log_path, limits, sandbox, hide, others,
+                        attach=server.attach_socket)
 
 
 def secrets_of(store_path: str, logs_dir: str | Path) -> list[str]:

@@ -35,9 +35,10 @@ visible at all: where one lies inside a directory the bot needs, it is covered (
 directory, ``/dev/null`` over a file); a bot directory inside one of them is refused
 (:class:`SandboxError`). Its environment holds only ``PATH``, ``HOME=/tmp``, ``LANG`` and the
 ``ARENA_*`` variables. Without a network it speaks the very same protocol over stdin/stdout
-(``ARENA_TRANSPORT=stdio``): the launcher opens the TCP connection to the server on its behalf
-and relays bytes both ways, so the server cannot tell the transports apart. Its stderr goes to
-the capped log.
+(``ARENA_TRANSPORT=stdio``): the launcher opens a loopback TCP connection to the server on its
+behalf and makes the far end the bot's stdin and stdout (:func:`loopback_pair`), so the server
+cannot tell the transports apart and no relay copies the bytes (without an ``attach`` the
+launcher relays them over a TCP connection of its own). Its stderr goes to the capped log.
 
 Without the sandbox (the organiser's explicit ``--trust-bots``, unsafe) a bot runs as an
 ordinary process of the arena's user: it can read other bots' tokens in ``/proc``, signal them,
@@ -54,10 +55,12 @@ import os
 import resource
 import shutil
 import signal
+import socket
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import trio
@@ -391,6 +394,26 @@ async def _pump(source: trio.abc.ReceiveStream, sink: trio.abc.SendStream) -> No
                 pass
 
 
+def loopback_pair() -> tuple[socket.socket, socket.socket]:
+    """A connected pair of TCP sockets on 127.0.0.1: ``(the arena's end, the bot's end)``. A
+    sandboxed bot (no network of its own) gets its end as stdin and stdout; TCP rather than a
+    Unix socket pair, because the kernel stamps TCP arrivals for the fair clock
+    (:mod:`arena.match.fairclock`) and a TCP peer cannot pass file descriptors."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        theirs = socket.create_connection(listener.getsockname())
+        try:
+            ours, _ = listener.accept()
+        except BaseException:
+            theirs.close()
+            raise
+    for sock in (ours, theirs):
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    theirs.setblocking(True)
+    return ours, theirs
+
+
 async def _relay_tcp(process: _Process, host: str, port: int, connect=None) -> None:
     """Connect to the server for a sandboxed bot and relay its stdin/stdout both ways.
     ``connect`` (an async callable returning a stream, e.g. ``ArenaServer.attach_local``)
@@ -417,12 +440,16 @@ async def launch(
     hide: Sequence[str | Path] = (),
     others: Sequence[str | Path] = (),
     connect=None,
+    attach: Callable[[socket.socket], None] | None = None,
 ) -> BotProcess:
     """Start the bot of ``manifest`` with extra environment ``env`` (``ARENA_HOST`` and
     ``ARENA_PORT`` say where the server is); its output goes to ``log_path`` (appended,
     capped, rotated: :mod:`arena.schedule.botlog`). Relay tasks run in ``nursery``. With ``sandbox`` the
     bot runs under bubblewrap, ``hide`` and ``others`` out of its sight
     (:func:`sandbox_command`), and speaks over stdin/stdout (see the module docstring);
+    ``attach`` (e.g. :meth:`arena.net.server.ArenaServer.attach_socket`), if given, is handed
+    the arena's end of a loopback TCP pair whose other end is the sandboxed bot's stdin and
+    stdout: no relay in between, and the kernel stamps its answers as a TCP bot's; else
     ``connect`` is how the stdio relay reaches the server (see :func:`_relay_tcp`). Raises
     ``OSError`` if the command cannot be started, :class:`SandboxError` if ``sandbox`` is asked
     and ``bwrap`` is missing or a hidden path cannot be hidden."""
@@ -439,23 +466,36 @@ async def launch(
     else:
         full_env = {**os.environ, **env}
     log_path.touch()
-    # forked here, in the main thread, so that PR_SET_PDEATHSIG tracks the arena's lifetime
-    popen = subprocess.Popen(
-        command,
-        cwd=manifest.directory,
-        env=full_env,
-        stdin=subprocess.PIPE if sandbox else subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE if sandbox else subprocess.STDOUT,
-        start_new_session=True,
-        preexec_fn=_limit(limits),
-    )
+    ours, theirs = loopback_pair() if sandbox and attach is not None else (None, None)
+    stdio: Any = subprocess.PIPE if sandbox else subprocess.DEVNULL
+    try:
+        # forked here, in the main thread, so that PR_SET_PDEATHSIG tracks the arena's lifetime
+        popen = subprocess.Popen(
+            command,
+            cwd=manifest.directory,
+            env=full_env,
+            stdin=theirs.fileno() if theirs is not None else stdio,
+            stdout=theirs.fileno() if theirs is not None else subprocess.PIPE,
+            stderr=subprocess.PIPE if sandbox else subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=_limit(limits),
+        )
+    except BaseException:
+        for sock in (ours, theirs):
+            if sock is not None:
+                sock.close()
+        raise
+    if theirs is not None:
+        theirs.close()  # the bot holds it now: its exit is the connection's end
     process = _Process(popen)
     await trio.lowlevel.checkpoint()
     if sandbox:
         assert process.stderr is not None
         nursery.start_soon(_relay, process.stderr, log_path, limits.log_bytes)
-        nursery.start_soon(_relay_tcp, process, env["ARENA_HOST"], int(env["ARENA_PORT"]), connect)
+        if ours is not None and attach is not None:
+            attach(ours)
+        else:
+            nursery.start_soon(_relay_tcp, process, env["ARENA_HOST"], int(env["ARENA_PORT"]), connect)
     else:
         assert process.stdout is not None
         nursery.start_soon(_relay, process.stdout, log_path, limits.log_bytes)

@@ -190,8 +190,7 @@ async def run_tournament(
             try:
                 procs[(m.name, copy)] = await launch_copy(
                     nursery, server, m, copy, env, bot_log(logs, store.bot_id(m.name), copy), config.limits,
-                    isolated, hide, others, connect=server.attach_local,
-                )
+                    isolated, hide, others)
             except OSError as exc:  # a missing or non-executable program
                 raise Unavailable(f"bot {m.name}: cannot start {' '.join(m.command)!r} in {m.directory} "
                                   f"({exc.strerror or exc}): fix `command` in its manifest") from None

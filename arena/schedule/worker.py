@@ -398,8 +398,7 @@ class Worker:
                       self.store.bot_id(name), copy)
         try:
             self.procs[key] = await launch_copy(nursery, self.server, m, copy, env, log, setup.limits,
-                                                setup.isolated or name in setup.sandboxed, hide, others,
-                                                connect=self.server.attach_local)
+                                                setup.isolated or name in setup.sandboxed, hide, others)
         except OSError as exc:
             raise Unavailable(f"bot {name}: cannot start {' '.join(m.command)!r} in {m.directory} "
                               f"({exc.strerror or exc}): fix `command` in its manifest") from None
