@@ -433,7 +433,10 @@ class Worker:
                     result = None
                 renewing.cancel_scope.cancel()
         for folder in private:
-            shutil.rmtree(folder, ignore_errors=True)
+            try:
+                folder.rmdir()  # the usual case: its log was moved into place by the commit
+            except OSError:  # a lost lease's log, or never made
+                shutil.rmtree(folder, ignore_errors=True)
         if result is None:
             self.lost += 1
         else:
