@@ -167,3 +167,12 @@ def test_a_match_recorded_outside_the_queue_is_never_claimed(setup):
     store, queue, clock, tid = setup
     store.record_result(f"t{tid}-m0001", result(f"t{tid}-m0001"), None)  # played in one process (--workers 0)
     assert queue.claim("w").row.idx == 1
+
+
+def test_upcoming_names_the_bots_and_halves_of_the_next_queued_matches(setup):
+    """What a worker launches ahead: the queued matches in schedule order, leased ones left out."""
+    store, queue, clock, tid = setup
+    assert queue.upcoming(tid, 2) == [("a", "b", 0), ("b", "a", 1)]
+    queue.claim("w1")
+    assert queue.upcoming(tid, 5) == [("b", "a", 1), ("a", "c", 0)]
+    assert queue.upcoming(tid + 1, 5) == []

@@ -488,7 +488,7 @@ async def launch(
     if theirs is not None:
         theirs.close()  # the bot holds it now: its exit is the connection's end
     process = _Process(popen)
-    await trio.lowlevel.checkpoint()
+    await trio.lowlevel.cancel_shielded_checkpoint()  # never cancelled here: the caller must get the process to stop it
     if sandbox:
         assert process.stderr is not None
         nursery.start_soon(_relay, process.stderr, log_path, limits.log_bytes)

@@ -75,6 +75,10 @@ advice for its ``-concurrency``) and a second worker adds a core's worth of matc
 only pay for bots that wait rather than compute."""
 USER_STATUSES = (2, 3, 4)
 """Exit statuses of a worker that met a mistake of the user's (arena.errors): reported, not retried."""
+AHEAD = 2
+"""Queued matches whose bots a worker launches ahead, while it plays (static tournaments): a
+launch (a sandbox, an interpreter starting, the handshake) takes about 0.1 s that the next
+match would otherwise wait."""
 EVENT_FLUSH_S = 0.1
 """How often a worker writes the live events it has buffered (seconds)."""
 
@@ -312,6 +316,10 @@ class Worker:
         self.setups: dict[int, Setup] = {}
         self.unpacked: dict[tuple[str, int | None], tuple[Manifest, int | None]] = {}
         self.launched_version: dict[tuple[str, int], int | None] = {}
+        self._launching: dict[tuple[str, int], trio.Event] = {}
+        """Copies being launched now (set when done): a second :meth:`ensure` waits for it."""
+        self._ahead: set[trio.CancelScope] = set()
+        """The launches ahead under way (:meth:`_launch_ahead`), cancelled by :meth:`stop_bots`."""
         self.forwarder = EventForwarder(self.queue)
         self.health = StorageHealth(retry_s=STORAGE_RETRY_S)
         """Storage faults (a PostgreSQL server restarting, a full disk): a result is retried
@@ -378,6 +386,8 @@ class Worker:
         """Copy ``copy`` of bot ``name`` launched and connected (launched once, relaunched once
         if its process died; a bot that does not connect in time loses its match by forfeit)."""
         key = (name, copy)
+        while (launching := self._launching.get(key)) is not None:  # launched ahead, or by another slot
+            await launching.wait()
         proc = self.procs.get(key)
         if self.server.connection(name, copy) is not None and proc is not None and proc.running:
             return
@@ -396,13 +406,50 @@ class Worker:
         Path(setup.logs_dir).mkdir(parents=True, exist_ok=True)
         log = bot_log(Path(setup.logs_dir) / f"t{self.current}" / "workers" / str(os.getpid()),
                       self.store.bot_id(name), copy)
+        done = self._launching[key] = trio.Event()
         try:
-            self.procs[key] = await launch_copy(nursery, self.server, m, copy, env, log, setup.limits,
-                                                setup.isolated or name in setup.sandboxed, hide, others)
-        except OSError as exc:
-            raise Unavailable(f"bot {name}: cannot start {' '.join(m.command)!r} in {m.directory} "
-                              f"({exc.strerror or exc}): fix `command` in its manifest") from None
-        await self.server.wait_for(name, setup.connect_timeout_s, copy)
+            try:
+                self.procs[key] = await launch_copy(nursery, self.server, m, copy, env, log, setup.limits,
+                                                    setup.isolated or name in setup.sandboxed, hide, others)
+            except OSError as exc:
+                raise Unavailable(f"bot {name}: cannot start {' '.join(m.command)!r} in {m.directory} "
+                                  f"({exc.strerror or exc}): fix `command` in its manifest") from None
+            await self.server.wait_for(name, setup.connect_timeout_s, copy)
+        finally:
+            del self._launching[key]
+            done.set()
+
+    async def _ensure_ahead(self, nursery: trio.Nursery, setup: Setup, name: str, copy: int) -> None:
+        """:meth:`ensure` in the background: a failure is left to the match that needs the
+        copy (its own :meth:`ensure` launches again and reports it)."""
+        with trio.CancelScope() as scope:
+            self._ahead.add(scope)
+            try:
+                await self.ensure(nursery, setup, name, copy)
+            except Exception:  # noqa: BLE001 - reported by the match's own ensure
+                pass
+            finally:
+                self._ahead.discard(scope)
+
+    def _launch_ahead(self, nursery: trio.Nursery, setup: Setup, claim: Claim, slot: int) -> None:
+        """Start launching, in the background, the copies this slot will need: the other bot of
+        ``claim`` (while :meth:`ensure` launches the first) and the bots of the next
+        :data:`AHEAD` queued matches of a static tournament (a contest's bots change as they are
+        submitted: launched when needed)."""
+        row = claim.row
+        wanted = [(row.bot1, slot * setup.copies + claim.half % setup.copies)]
+        if not setup.ladder:
+            try:
+                for bot0, bot1, half in self.queue.upcoming(row.tournament_id, AHEAD):
+                    copy = slot * setup.copies + half % setup.copies
+                    wanted += [(bot0, copy), (bot1, copy)]
+            except STORAGE_ERRORS:  # the database is away: launched when needed
+                pass
+        for name, copy in wanted:
+            key = (name, copy)
+            if key not in self._launching and (key not in self.procs or not self.procs[key].running) \
+                    and key not in self.relaunched:
+                nursery.start_soon(self._ensure_ahead, nursery, setup, name, copy)
 
     # ------------------------------------------------------------------ matches
 
@@ -468,6 +515,7 @@ class Worker:
             setup = self.setup(row.tournament_id)
             for name in (row.bot0, row.bot1):
                 await self._refresh(name, tuple(range(slot * setup.copies, (slot + 1) * setup.copies)))
+        self._launch_ahead(nursery, setup, claim, slot)
         for name, copy in zip((row.bot0, row.bot1), copies, strict=True):
             await self.ensure(nursery, setup, name, copy)
         final_dir = Path(setup.logs_dir) / f"t{row.tournament_id}"
@@ -579,7 +627,12 @@ class Worker:
         return self.played
 
     async def stop_bots(self) -> None:
-        """Goodbye to every connected copy, then stop the processes."""
+        """Goodbye to every connected copy, then stop the processes (launches ahead first
+        cancelled: a copy they started is stopped with the others)."""
+        for scope in list(self._ahead):
+            scope.cancel()
+        while self._launching:  # a cancelled launch ends at once; a match's own is not under way here
+            await next(iter(self._launching.values())).wait()
         for conn in [*self.server.bots.values(), *self.server.copies.values()]:
             with trio.move_on_after(1):
                 try:

@@ -153,6 +153,15 @@ class MatchQueue:
             "SELECT state, COUNT(*) FROM match_queue WHERE tournament_id=? GROUP BY state", (tournament_id,))
         return {r[0]: r[1] for r in rows}
 
+    def upcoming(self, tournament_id: int, limit: int) -> list[tuple[str, str, int]]:
+        """``(bot0, bot1, half)`` of the first ``limit`` queued matches of the tournament in
+        schedule order: what a worker's next claims will most likely need (it launches their
+        bots ahead)."""
+        rows = self.store.db.execute(
+            "SELECT m.bot0, m.bot1, q.half FROM match_queue q JOIN matches m ON m.match_key=q.match_key "
+            "WHERE q.state='queued' AND q.tournament_id=? ORDER BY q.idx LIMIT ?", (tournament_id, limit))
+        return [(r[0], r[1], r[2]) for r in rows]
+
     def state(self, match_key: str) -> tuple[str, str | None, int | None, int] | None:
         """``(state, worker, lease expiry in ms, attempts)`` of a queued match, or None."""
         row = self.store.db.execute(
