@@ -146,7 +146,7 @@ async def run_tournament(
     if fmt is None:
         fmt = make_format(config.format, names, config.games, config.seed, config.duplicate, config.hero)
     for name in names:  # registered with a token nobody holds: each copy gets its own (arena.schedule.copies)
-        store.add_bot(name)
+        store.add_launched_bot(name)
     if workers is not None and resume is None and not isinstance(fmt, Chouette):
         if len(config.manifests) != len(manifests):
             raise UserError("--workers needs each bot's manifest file (TournamentConfig.manifests)")

@@ -272,7 +272,7 @@ def _points(winner_seat: int | None) -> float:
 
 def hash_token(token: str, salt: bytes) -> bytes:
     """scrypt hash of ``token`` with ``salt`` (32-byte digest)."""
-    return hashlib.scrypt(token.encode(), salt=salt, dklen=32, **SCRYPT)
+    return hashlib.scrypt(token.encode(), salt=salt, dklen=32, **SCRYPT)  # add_launched_bot: 32 random bytes
 
 
 class MatchRow(msgspec.Struct):
@@ -394,6 +394,19 @@ class Store:
         name outside the rule of :mod:`arena.names`."""
         return self._set_secret("bots", "bot", name, token)
 
+    def add_launched_bot(self, name: str) -> None:
+        """Register ``name`` (or lock it out) with no token anyone holds, for a bot the arena
+        launches (each copy gets a token in memory at launch: :mod:`arena.schedule.copies`): a
+        random salt and hash that no token's scrypt matches, so nothing is hashed (scrypt costs
+        tens of ms per bot, a tournament of hundreds of bots seconds). Raises
+        :class:`arena.names.BadName` as :meth:`add_bot`."""
+        check_name(name, "bot")
+        self.db.execute(
+            "INSERT INTO bots(name, salt, token_hash, created_at) VALUES (?,?,?,?) "
+            "ON CONFLICT(name) DO UPDATE SET salt=excluded.salt, token_hash=excluded.token_hash",
+            (name, secrets.token_bytes(16), secrets.token_bytes(32), time.time()),
+        )
+
     def _set_secret(self, table: str, what: str, name: str, token: str | None) -> str:
         """Store a salted scrypt hash of ``token`` (a fresh one if None) for ``name`` in
         ``table`` (``bots`` or ``spectators``); return the token."""
@@ -466,7 +479,7 @@ class Store:
     def submit_bot(self, name: str, manifest: str, sandbox: bool = False) -> None:
         """Register ``name`` as a bot the contest server launches from ``manifest`` (an
         absolute path). Its token is made afresh at each launch."""
-        self.add_bot(name)
+        self.add_launched_bot(name)
         self.db.execute(
             "INSERT INTO submissions(name, manifest, sandbox, created_at) VALUES (?,?,?,?) "
             "ON CONFLICT(name) DO UPDATE SET manifest=excluded.manifest, sandbox=excluded.sandbox, "
