@@ -471,6 +471,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
                     on_result=None if args.quiet else said, slots=args.slots)
     if not args.quiet:
         print(plain(f"worker {worker.id}: playing the matches queued in {shown_db(args.db)}"), flush=True)
+    tune_for_server()  # start-up is over: a server's garbage collection (arena/gc_policy.py), in each worker too
     played = trio.run(worker.run, True)
     if not args.quiet:
         print(plain(f"worker {worker.id}: {played} matches committed, {worker.lost} leases lost"), flush=True)

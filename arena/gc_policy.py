@@ -1,4 +1,4 @@
-"""The garbage collector of a long-running server process (``arena serve``, ``arena tournament``,
+"""The garbage collector of a long-running server process (``arena serve``, ``arena tournament``, ``arena worker``,
 ``arena bench``).
 
 CPython's cyclic collector walks every tracked container of a generation each time that
