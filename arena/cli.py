@@ -207,9 +207,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="seconds per phase of the instant C bots' figures (one match, 100 at once); 0 skips them")
     b.add_argument("--scale", action="store_true",
                    help="only the fair-clock study: 1,000 then 2,000 concurrent matches of instant C bots")
-    b.add_argument("--workers-games", type=_at_least(0), default=3, metavar="N",
+    b.add_argument("--workers-games", type=_at_least(0), default=10, metavar="N",
                    help="workers phase: matches per pair of the 8-bot tournament played on 1, then 2 workers, then "
-                        "in one process (default 3; 0 skips it)")
+                        "in one process (default 10: 280 matches, of which each worker's start-up is a small "
+                        "part; 0 skips it)")
     b.add_argument("--db", help="workers phase: the database (e.g. postgresql://...; default a temporary SQLite file)")
     b.add_argument("--only-workers", action="store_true", help="run only the workers phase")
 

@@ -125,7 +125,7 @@ def _cpu() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
-def workers_phase(games: int = 3, db: str | None = None, counts: tuple[int, ...] = (1, 2, 0),
+def workers_phase(games: int = 10, db: str | None = None, counts: tuple[int, ...] = (1, 2, 0),
                   progress: Any = None) -> list[WorkersRun]:
     """Run the tournament once per worker count in ``counts``, in one temporary directory
     (removed after)."""
