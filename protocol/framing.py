@@ -67,6 +67,11 @@ def encode_event(event: msgspec.Struct) -> msgspec.Raw:
     return msgspec.Raw(_encoder.encode(event))
 
 
+append_json = _encoder.encode_into
+"""``append_json(msg, buf, -1)`` appends ``msg`` as JSON to ``buf``, without the newline (the
+caller adds it): :func:`encode_into` one Python call shorter, for loops run per decision."""
+
+
 def encode_into(msg: msgspec.Struct, buf: bytearray) -> None:
     """Append one message as a JSON line to ``buf`` (no intermediate copy)."""
     _encoder.encode_into(msg, buf, -1)
