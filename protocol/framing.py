@@ -176,19 +176,23 @@ class LineReader:
         """The next complete line already buffered (without ``\\n``, trailing ``\\r`` removed), or
         None if more bytes are needed (hand them to :meth:`feed`). Raises :class:`ProtocolError`
         ``line_too_long`` (fatal). For readers that receive the bytes themselves."""
-        nl = self._buf.find(b"\n", self._scan)
-        if nl >= 0:
-            line = bytes(self._buf[:nl])
-            del self._buf[: nl + 1]
+        buf = self._buf
+        if not buf:  # the usual case once a read's lines are taken
             self._scan = 0
-            if len(line) > self.max_line:
+            return None
+        nl = buf.find(b"\n", self._scan)
+        if nl >= 0:
+            line = bytes(buf[:nl])
+            del buf[: nl + 1]
+            self._scan = 0
+            if nl > self.max_line:
                 raise ProtocolError("line_too_long", f"line longer than {self.max_line} bytes", fatal=True)
             if line.endswith(b"\r"):
                 line = line[:-1]
             return line
-        self._scan = len(self._buf)
-        if len(self._buf) > self.max_line:
-            self._buf.clear()
+        self._scan = len(buf)
+        if self._scan > self.max_line:
+            buf.clear()
             raise ProtocolError("line_too_long", f"line longer than {self.max_line} bytes", fatal=True)
         return None
 

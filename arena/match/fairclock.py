@@ -38,6 +38,9 @@ SO_TIMESTAMPNS: int | None = getattr(socket, "SO_TIMESTAMPNS", 35 if sys.platfor
 ANCILLARY_BYTES = socket.CMSG_SPACE(16)
 """Room for one ``struct timespec`` of ancillary data."""
 _TIMESPEC = struct.Struct("qq")
+_unpack_timespec = _TIMESPEC.unpack_from
+_SOL_SOCKET = socket.SOL_SOCKET
+_wall = time.time
 
 
 def enable_stamps(sock: socket.socket) -> bool:
@@ -55,9 +58,10 @@ def arrival(ancdata: list[tuple[int, int, bytes]], now: float) -> float | None:
     """The kernel's receive stamp in ``ancdata`` (from ``recvmsg``) on the loop's clock
     (``now`` = ``trio.current_time()``, seconds), never later than ``now``; None without a stamp."""
     for level, kind, data in ancdata:
-        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(data) >= 16:
-            sec, nsec = _TIMESPEC.unpack_from(data)
-            return now - max(0.0, time.time() - (sec + nsec * 1e-9))
+        if kind == SO_TIMESTAMPNS and level == _SOL_SOCKET and len(data) >= 16:
+            sec, nsec = _unpack_timespec(data)
+            late = _wall() - (sec + nsec * 1e-9)
+            return now - late if late > 0.0 else now
     return None
 
 
