@@ -34,6 +34,7 @@ name a bot exist only for bots that timed out, answered illegally, or that the s
 from __future__ import annotations
 
 from bisect import bisect_left
+from time import monotonic as _monotonic
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
@@ -58,14 +59,16 @@ class DecisionLatency(Histogram):
 class DecisionTally:
     """One match's decisions for ``arena_decisions_total`` (``counter``, the game's child) and
     the decision-latency histogram (``histogram``), counted here and added to them in batches:
-    every :data:`FLUSH_EVERY` decisions and at :meth:`flush` (the referee's, at the match's
-    end). A prometheus ``inc`` takes a lock; three of them per decision cost more than the
-    rest of the bookkeeping. A scrape sees at most ``FLUSH_EVERY - 1`` decisions of each
-    match in play late; the figures after the match are those of one ``observe`` each."""
+    every :data:`FLUSH_EVERY` decisions, at the first decision :data:`FLUSH_S` seconds after
+    the last batch, and at :meth:`flush` (the referee's, at the match's end). A prometheus
+    ``inc`` takes a lock; three of them per decision cost more than the rest of the
+    bookkeeping. A scrape sees the decisions of a match in play at most a batch late; the
+    figures after the match are those of one ``observe`` each."""
 
-    __slots__ = ("_counter", "_histogram", "_bounds", "_counts", "_n", "_total")
+    __slots__ = ("_counter", "_histogram", "_bounds", "_counts", "_n", "_total", "_due")
 
     FLUSH_EVERY = 256
+    FLUSH_S = 1.0
 
     def __init__(self, counter: Counter, histogram: DecisionLatency) -> None:
         self._counter = counter
@@ -74,13 +77,14 @@ class DecisionTally:
         self._counts = [0] * len(self._bounds)
         self._n = 0
         self._total = 0.0
+        self._due = _monotonic() + self.FLUSH_S
 
     def add(self, seconds: float) -> None:
         """One decision that was charged ``seconds`` (finite, not negative)."""
         self._counts[bisect_left(self._bounds, seconds)] += 1
         self._total += seconds
         self._n += 1
-        if self._n >= self.FLUSH_EVERY:
+        if self._n >= self.FLUSH_EVERY or _monotonic() >= self._due:
             self.flush()
 
     def flush(self) -> None:
@@ -97,6 +101,7 @@ class DecisionTally:
                 counts[i] = 0
         self._n = 0
         self._total = 0.0
+        self._due = _monotonic() + self.FLUSH_S
 
 
 class Metrics:

@@ -57,9 +57,12 @@ def test_decision_latency_buckets_as_prometheus_does() -> None:
     assert ours.registry.get_sample_value("arena_decision_latency_seconds_count") == len(amounts) - 1  # NaN: no bucket
 
 
-def test_the_referees_tally_adds_what_one_observe_per_decision_would() -> None:
+def test_the_referees_tally_adds_what_one_observe_per_decision_would(monkeypatch: pytest.MonkeyPatch) -> None:
+    import arena.metrics
     from arena.metrics import LATENCY_BUCKETS, DecisionTally
 
+    now = [100.0]
+    monkeypatch.setattr(arena.metrics, "_monotonic", lambda: now[0])  # a clock that moves when told
     one_by_one = Metrics(CollectorRegistry())
     batched = Metrics(CollectorRegistry())
     tally = DecisionTally(batched.decisions.labels("ecarte"), batched.latency)
@@ -79,3 +82,8 @@ def test_the_referees_tally_adds_what_one_observe_per_decision_would() -> None:
     assert batched.registry.get_sample_value(count) == len(amounts)
     assert batched.registry.get_sample_value("arena_decisions_total", {"game": "ecarte"}) == len(amounts)
     assert batched.registry.get_sample_value("arena_decision_latency_seconds_sum") == pytest.approx(sum(amounts))
+    # slow bots: a decision a second after the last batch is added at once, with those before it
+    tally.add(0.3)
+    now[0] += DecisionTally.FLUSH_S
+    tally.add(0.4)
+    assert batched.registry.get_sample_value(count) == len(amounts) + 2
