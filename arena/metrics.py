@@ -34,6 +34,7 @@ name a bot exist only for bots that timed out, answered illegally, or that the s
 from __future__ import annotations
 
 from bisect import bisect_left
+from time import monotonic as _monotonic
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
@@ -53,6 +54,54 @@ class DecisionLatency(Histogram):
             return
         self._sum.inc(amount)
         self._buckets[bisect_left(self._upper_bounds, amount)].inc(1)
+
+
+class DecisionTally:
+    """One match's decisions for ``arena_decisions_total`` (``counter``, the game's child) and
+    the decision-latency histogram (``histogram``), counted here and added to them in batches:
+    every :data:`FLUSH_EVERY` decisions, at the first decision :data:`FLUSH_S` seconds after
+    the last batch, and at :meth:`flush` (the referee's, at the match's end). A prometheus
+    ``inc`` takes a lock; three of them per decision cost more than the rest of the
+    bookkeeping. A scrape sees the decisions of a match in play at most a batch late; the
+    figures after the match are those of one ``observe`` each."""
+
+    __slots__ = ("_counter", "_histogram", "_bounds", "_counts", "_n", "_total", "_due")
+
+    FLUSH_EVERY = 256
+    FLUSH_S = 1.0
+
+    def __init__(self, counter: Counter, histogram: DecisionLatency) -> None:
+        self._counter = counter
+        self._histogram = histogram
+        self._bounds = histogram._upper_bounds
+        self._counts = [0] * len(self._bounds)
+        self._n = 0
+        self._total = 0.0
+        self._due = _monotonic() + self.FLUSH_S
+
+    def add(self, seconds: float) -> None:
+        """One decision that was charged ``seconds`` (finite, not negative)."""
+        self._counts[bisect_left(self._bounds, seconds)] += 1
+        self._total += seconds
+        self._n += 1
+        if self._n >= self.FLUSH_EVERY or _monotonic() >= self._due:
+            self.flush()
+
+    def flush(self) -> None:
+        """Add what was counted since the last flush to the metrics."""
+        if not self._n:
+            return
+        self._counter.inc(self._n)
+        histogram = self._histogram
+        histogram._sum.inc(self._total)
+        counts = self._counts
+        for i, n in enumerate(counts):
+            if n:
+                histogram._buckets[i].inc(n)
+                counts[i] = 0
+        self._n = 0
+        self._total = 0.0
+        self._due = _monotonic() + self.FLUSH_S
 
 
 class Metrics:

@@ -55,3 +55,35 @@ def test_decision_latency_buckets_as_prometheus_does() -> None:
         got = ours.registry.get_sample_value("arena_decision_latency_seconds_bucket", {"le": bound})
         assert got == registry.get_sample_value("plain_seconds_bucket", {"le": bound}), bound
     assert ours.registry.get_sample_value("arena_decision_latency_seconds_count") == len(amounts) - 1  # NaN: no bucket
+
+
+def test_the_referees_tally_adds_what_one_observe_per_decision_would(monkeypatch: pytest.MonkeyPatch) -> None:
+    import arena.metrics
+    from arena.metrics import LATENCY_BUCKETS, DecisionTally
+
+    now = [100.0]
+    monkeypatch.setattr(arena.metrics, "_monotonic", lambda: now[0])  # a clock that moves when told
+    one_by_one = Metrics(CollectorRegistry())
+    batched = Metrics(CollectorRegistry())
+    tally = DecisionTally(batched.decisions.labels("ecarte"), batched.latency)
+    amounts = [0.0, 0.0005, 0.00051, 0.001, 0.003, 0.05, 0.0500001, 1.999, 2.0, 5.0, 7.5] * 50  # 550: two batches
+    for x in amounts:
+        one_by_one.decisions.labels("ecarte").inc()
+        one_by_one.latency.observe(x)
+        tally.add(x)
+    count = "arena_decision_latency_seconds_count"
+    assert batched.registry.get_sample_value(count) == 2 * DecisionTally.FLUSH_EVERY  # the rest waits for flush
+    tally.flush()
+    tally.flush()  # nothing more to add
+    for bound in [*map(str, LATENCY_BUCKETS), "+Inf"]:
+        labels = {"le": bound}
+        assert (batched.registry.get_sample_value("arena_decision_latency_seconds_bucket", labels)
+                == one_by_one.registry.get_sample_value("arena_decision_latency_seconds_bucket", labels)), bound
+    assert batched.registry.get_sample_value(count) == len(amounts)
+    assert batched.registry.get_sample_value("arena_decisions_total", {"game": "ecarte"}) == len(amounts)
+    assert batched.registry.get_sample_value("arena_decision_latency_seconds_sum") == pytest.approx(sum(amounts))
+    # slow bots: a decision a second after the last batch is added at once, with those before it
+    tally.add(0.3)
+    now[0] += DecisionTally.FLUSH_S
+    tally.add(0.4)
+    assert batched.registry.get_sample_value(count) == len(amounts) + 2

@@ -6,6 +6,8 @@ check that the driver feeds the core the right inputs at the right (virtual) tim
 from __future__ import annotations
 
 import json
+import os
+import socket
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -199,3 +201,111 @@ async def test_the_reader_keeps_one_cancel_scope_across_answered_decisions(autoj
         r = await Referee("m2", 5, MatchConfig(), (conns2[0], conns2[1]), MatchLog(None)).run()
         nursery.cancel_scope.cancel()
     assert r.reason == "target" and len(b0.of("request")) > 10 and len(scopes) == 1
+
+
+class CountingStream(trio.abc.Stream):
+    """A stream that records each ``send_all`` (one write) before passing it on."""
+
+    def __init__(self, inner: trio.abc.Stream) -> None:
+        self.inner = inner
+        self.writes: list[bytes] = []
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        self.writes.append(bytes(data))
+        await self.inner.send_all(data)
+
+    async def wait_send_all_might_not_block(self) -> None:
+        await self.inner.wait_send_all_might_not_block()
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes | bytearray:
+        return await self.inner.receive_some(max_bytes)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+async def test_each_decision_is_one_write_to_the_seat_asked(autojump_clock):
+    """Everything one decision produces for a seat (the events it may see, then the request)
+    goes out in one write: a seat gets match_start, one write per request, and match_end."""
+    streams: list[CountingStream] = []
+    conns: list[Connection] = []
+    bots: list[Bot] = []
+    for name in ("alice", "bob"):
+        ours, theirs = trio.testing.memory_stream_pair()
+        counted = CountingStream(ours)
+        streams.append(counted)
+        conns.append(Connection(counted, LineReader(counted), name))
+        bots.append(Bot(theirs))
+    async with trio.open_nursery() as nursery:
+        for conn, bot in zip(conns, bots):
+            nursery.start_soon(conn.run_reader)
+            nursery.start_soon(bot.play, first_legal)
+        result = await Referee("m3", 7, MatchConfig(), (conns[0], conns[1]), MatchLog(None)).run()
+        await trio.sleep(1)
+        nursery.cancel_scope.cancel()
+    assert result.reason == "target" and result.decisions > 10
+    for stream, bot in zip(streams, bots):
+        kinds = [[json.loads(line)["type"] for line in write.splitlines()] for write in stream.writes]
+        assert kinds[0] == ["match_start"] and kinds[-1][-1] == "match_end"
+        asks = kinds[1:-1]
+        assert len(asks) == len(bot.of("request"))  # one write per request, nothing in between
+        assert all(k[-1] == "request" and set(k[:-1]) <= {"event"} for k in asks)
+        assert set(kinds[-1][:-1]) <= {"event"}
+    assert sum(len(b.of("request")) for b in bots) == result.decisions
+
+
+class CountingSocket(socket.socket):
+    """A real socket that records each ``send`` (one system call) it is asked for."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.sends: list[bytes] = []
+
+    def send(self, data: Any, *flags: int) -> int:
+        n = super().send(data, *flags)
+        self.sends.append(bytes(data[:n]))
+        return n
+
+
+def counted_stream(sock: socket.socket) -> tuple[trio.SocketStream, CountingSocket]:
+    """A trio stream on ``sock`` whose stdlib socket, the one :class:`Connection` writes to
+    directly, is a :class:`CountingSocket` (a second handle on the same socket: trio wraps only
+    a plain ``socket.socket``)."""
+    counted = CountingSocket(fileno=os.dup(sock.fileno()))
+    stream = trio.SocketStream(trio.socket.from_stdlib_socket(sock))
+    stream.socket._sock = counted  # type: ignore[attr-defined]
+    return stream, counted
+
+
+async def test_on_a_socket_each_decision_is_one_send_call():
+    """The direct path: a decision's bytes for a seat are one ``send`` on its socket (no lock,
+    no task switch); a partial write would add the rest's calls (socket pairs, no timing)."""
+    counters: list[CountingSocket] = []
+    conns: list[Connection] = []
+    bots: list[Bot] = []
+    for name in ("alice", "bob"):
+        a, b = socket.socketpair()
+        stream, counted = counted_stream(a)
+        counters.append(counted)
+        conns.append(Connection(stream, LineReader(stream), name))
+        bots.append(Bot(trio.SocketStream(trio.socket.from_stdlib_socket(b))))
+    try:
+        with trio.fail_after(120):  # a hang bound, not a timing
+            async with trio.open_nursery() as nursery:
+                for conn, bot in zip(conns, bots):
+                    nursery.start_soon(conn.run_reader)
+                    nursery.start_soon(bot.play, first_legal)
+                result = await Referee("m4", 7, MatchConfig(), (conns[0], conns[1]), MatchLog(None)).run()
+                for bot in bots:
+                    while not bot.of("match_end"):
+                        await trio.sleep(0.01)
+                nursery.cancel_scope.cancel()
+    finally:
+        for counted in counters:
+            counted.close()
+    assert result.reason == "target" and result.decisions > 10
+    for counted, conn, bot in zip(counters, conns, bots):
+        assert conn._raw is counted  # the direct path was taken
+        sends = counted.sends
+        assert len(sends) == len(bot.of("request")) + 2  # match_start, one per request, match_end
+        assert all(data.endswith(b"\n") for data in sends)

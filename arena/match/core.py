@@ -53,7 +53,7 @@ from arena.games.base import BOTH, IllegalAction, Seen, offer
 from arena.match.clock import Clock
 from arena.match.limits import LIMITS, Limits
 from arena.match.log import LogAction, LogEvent, LogIncident
-from protocol.framing import ProtocolError, decode_client, encode, encode_into
+from protocol.framing import ProtocolError, append_json, decode_client, encode, encode_into
 from protocol.messages import (
     ActionMsg,
     Error,
@@ -496,12 +496,17 @@ class MatchCore:
         match_id = self.match_id
         seq = self._seq
         outbox = self._outbox
+        log = out.log
+        log_seq = self._log_seq
         for event, seen_by in events:
-            self._log_seq += 1
-            out.log.append(LogEvent(self._log_seq, list(seen_by), seen_by != BOTH, event))
+            log_seq += 1
+            log.append(LogEvent(log_seq, list(seen_by), seen_by != BOTH, event))
             for s in seen_by:
-                seq[s] += 1
-                encode_into(EventMsg(match_id=match_id, seq=seq[s], event=event), outbox[s])
+                n = seq[s] = seq[s] + 1
+                buf = outbox[s]
+                append_json(EventMsg(match_id=match_id, seq=n, event=event), buf, -1)
+                buf += b"\n"
+        self._log_seq = log_seq
         out.events.extend(events)
 
     def _ask(self, out: Output) -> None:
@@ -526,8 +531,9 @@ class MatchCore:
         rid = self._ids[s]()
         buf = self._outbox[s]
         start = len(buf)
-        encode_into(Request(id=rid, match_id=self.match_id, decision=decision, legal=offer(engine, self.compact[s]),
-                            state=engine.view(s), time_ms=clock.time_ms, bank_ms=clock.bank_ms), buf)
+        append_json(Request(id=rid, match_id=self.match_id, decision=decision, legal=offer(engine, self.compact[s]),
+                            state=engine.view(s), time_ms=clock.time_ms, bank_ms=clock.bank_ms), buf, -1)
+        buf += b"\n"
         self.pending[s] = _Pending(rid, decision, len(buf) - start, clock.deadline_ms)
         out.sends.append((s, bytes(buf)))
         buf.clear()

@@ -28,6 +28,7 @@ import socket
 import struct
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 import trio
@@ -37,6 +38,9 @@ SO_TIMESTAMPNS: int | None = getattr(socket, "SO_TIMESTAMPNS", 35 if sys.platfor
 ANCILLARY_BYTES = socket.CMSG_SPACE(16)
 """Room for one ``struct timespec`` of ancillary data."""
 _TIMESPEC = struct.Struct("qq")
+_unpack_timespec = _TIMESPEC.unpack_from
+_SOL_SOCKET = socket.SOL_SOCKET
+_wall = time.time
 
 
 def enable_stamps(sock: socket.socket) -> bool:
@@ -54,9 +58,10 @@ def arrival(ancdata: list[tuple[int, int, bytes]], now: float) -> float | None:
     """The kernel's receive stamp in ``ancdata`` (from ``recvmsg``) on the loop's clock
     (``now`` = ``trio.current_time()``, seconds), never later than ``now``; None without a stamp."""
     for level, kind, data in ancdata:
-        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(data) >= 16:
-            sec, nsec = _TIMESPEC.unpack_from(data)
-            return now - max(0.0, time.time() - (sec + nsec * 1e-9))
+        if kind == SO_TIMESTAMPNS and level == _SOL_SOCKET and len(data) >= 16:
+            sec, nsec = _unpack_timespec(data)
+            late = _wall() - (sec + nsec * 1e-9)
+            return now - late if late > 0.0 else now
     return None
 
 
@@ -68,16 +73,19 @@ class LoopWatch(trio.abc.Instrument):
     SMOOTHING = 0.2
     """Weight of the newest turn in ``lag_ms``."""
 
-    def __init__(self) -> None:
+    def __init__(self, now: Callable[[], float] = trio.current_time) -> None:
+        self.now = now
+        """The loop's clock (``trio.current_time``; :func:`watch` passes the clock's own method,
+        which skips two calls: the hooks run twice per turn of the loop)."""
         self.woke = 0.0
         self.lag_ms = 0.0
         self.turns = 0
 
     def after_io_wait(self, timeout: float) -> None:
-        self.woke = trio.current_time()
+        self.woke = self.now()
 
     def before_io_wait(self, timeout: float) -> None:
-        turn_ms = (trio.current_time() - self.woke) * 1000
+        turn_ms = (self.now() - self.woke) * 1000
         self.turns += 1
         self.lag_ms += (turn_ms - self.lag_ms) * self.SMOOTHING
 
@@ -91,8 +99,8 @@ def watch() -> LoopWatch:
     w = _watches.get(token)
     if w is None:
         _watches.clear()  # one trio run at a time per thread: a finished run's watch is stale
-        w = _watches[token] = LoopWatch()
-        w.woke = trio.current_time()
+        w = _watches[token] = LoopWatch(trio.lowlevel.current_clock().current_time)
+        w.woke = w.now()
         trio.lowlevel.add_instrument(w)
     return w
 

@@ -31,6 +31,7 @@ import gzip
 import hashlib
 import re
 import zlib
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,8 @@ from arena.games.base import BOTH, SeenBy
 from protocol.messages import GameEvent, Rules
 
 _encoder = msgspec.json.Encoder()
+_encode = _encoder.encode
+_sha256 = hashlib.sha256
 
 BUFFER_BYTES = 64 * 1024
 """Lines are gathered in memory and handed to the file (and its compressor) in pieces of about
@@ -129,16 +132,24 @@ class MatchLog:
     def write(self, obj: Any) -> None:
         """Append one line (any msgspec-encodable object that encodes to a JSON object),
         chained to the previous line by its ``hash``."""
+        self.write_all((obj,))
+
+    def write_all(self, objs: Iterable[Any]) -> None:
+        """Append one line per object, in order (see :meth:`write`): the referee's call, once
+        per decision."""
         if self._fh is None:
             return  # no file, no chain to keep
-        body = _encoder.encode(obj)
-        digest = hashlib.sha256(self._prev + body).hexdigest().encode()
-        self._prev = digest
         buf = self._buf
-        buf += memoryview(body)[:-1]
-        buf += b',"hash":"'
-        buf += digest
-        buf += b'"}\n'
+        digest = self._prev
+        for obj in objs:
+            body = _encode(obj)
+            digest = _sha256(digest + body).hexdigest().encode()
+            buf += body
+            del buf[-1]  # the closing brace: the hash field goes before it
+            buf += b',"hash":"'
+            buf += digest
+            buf += b'"}\n'
+        self._prev = digest
         if len(buf) >= BUFFER_BYTES:
             self._spill()
 

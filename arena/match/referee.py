@@ -23,7 +23,7 @@ from arena.match import fairclock
 from arena.match.core import NOTHING, MatchConfig, MatchCore, MatchResult, Output, result_line
 from arena.match.log import MatchLog
 from arena.match.seat import Connection, SendFailed
-from arena.metrics import METRICS
+from arena.metrics import METRICS, DecisionTally
 
 Recorder = Callable[[MatchResult], Awaitable[None]]
 
@@ -69,9 +69,9 @@ class Referee:
         self.engine = self.core.engine
         self.result: MatchResult | None = None
         self._over = trio.Event()
-        # metric children looked up once, not on every decision
-        self._m_decisions = METRICS.decisions.labels(config.game)
-        self._m_latency = METRICS.latency
+        self._now = trio.current_time  # the loop clock's own method once run() starts
+        # decisions and their latency counted here, added to the metrics in batches
+        self._tally = DecisionTally(METRICS.decisions.labels(config.game), METRICS.latency)
 
     @property
     def decisions(self) -> int:
@@ -81,7 +81,7 @@ class Referee:
     async def run(self) -> MatchResult:
         """Play the match to its end and return the result (never raises a seat's fault)."""
         t_start = time.monotonic()
-        fairclock.watch()
+        self._now = fairclock.watch().now
         conns = self.conns
         core = self.core
         game = self.config.game
@@ -95,6 +95,7 @@ class Referee:
                 await self._apply(core.begin())
             await self._over.wait()
         finally:
+            self._tally.flush()
             Referee.playing -= 1
             METRICS.matches_in_play.labels(game).dec()
             for conn in conns:
@@ -127,15 +128,13 @@ class Referee:
         if out is NOTHING:
             return
         log = self.log
-        for line in out.log:
-            log.write(line)
+        log.write_all(out.log)
         core = self.core
         if out.events and self.on_event is not None:
             for event, seen_by in out.events:
                 self.on_event(self.match_id, event, seen_by)
         if out.elapsed_ms is not None:
-            self._m_decisions.inc()
-            self._m_latency.observe(out.elapsed_ms / 1000)
+            self._tally.add(out.elapsed_ms / 1000)
         if out.timeout is not None:
             METRICS.timeouts.labels(self.conns[out.timeout].name).inc()
         if out.illegal is not None:
@@ -152,7 +151,7 @@ class Referee:
             if i == last and out.asked is not None:
                 rid = out.asked[1]
                 conn.core.expect(rid)
-                now = trio.current_time()
+                now = self._now()
                 conn.arm(core.sent(seat, now * 1000) / 1000, rid)
             try:
                 await conn.send_bytes(data)
