@@ -152,6 +152,10 @@ def build_parser() -> argparse.ArgumentParser:
     wk.add_argument("--slots", type=option_int("slots"), default=1,  # arena.schedule.worker.SLOTS
                     help="matches played at once, each with its own copies of the bots (default 1: one "
                          "bot on the clock per worker, so one per core with the default --workers)")
+    wk.add_argument("--cpu", type=_at_least(0), metavar="N",
+                    help="pin this worker and the bots it launches to core N: its matches then run on that core "
+                         "alone (arena tournament/serve --workers pin their workers to the cores in turn; default: "
+                         "not pinned)")
     wk.add_argument("--quiet", action="store_true", help="no line per match")
 
     sp = sub.add_parser("sprt", help="sequential test of one bot against another over duplicate pairs")
@@ -207,10 +211,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="seconds per phase of the instant C bots' figures (one match, 100 at once); 0 skips them")
     b.add_argument("--scale", action="store_true",
                    help="only the fair-clock study: 1,000 then 2,000 concurrent matches of instant C bots")
-    b.add_argument("--workers-games", type=_at_least(0), default=10, metavar="N",
+    b.add_argument("--workers-games", type=_at_least(0), default=20, metavar="N",
                    help="workers phase: matches per pair of the 8-bot tournament played on 1, then 2 workers, then "
-                        "in one process (default 10: 280 matches, of which each worker's start-up is a small "
-                        "part; 0 skips it)")
+                        "in one process (default 20: 560 matches, of which each worker's start-up - its bots "
+                        "launched - is a small part; 0 skips it)")
     b.add_argument("--db", help="workers phase: the database (e.g. postgresql://...; default a temporary SQLite file)")
     b.add_argument("--only-workers", action="store_true", help="run only the workers phase")
 
@@ -458,7 +462,7 @@ def cmd_tournament(args: argparse.Namespace) -> int:
 def cmd_worker(args: argparse.Namespace) -> int:
     """``arena worker``: claim and play matches until the tournament is finished (with
     ``--tournament``) or until interrupted (:mod:`arena.schedule.worker`)."""
-    from arena.schedule.worker import Worker, open_db
+    from arena.schedule.worker import Worker, open_db, pin_to_cpu
 
     store = open_db(args.db)
     if args.tournament is not None and store.tournament(args.tournament) is None:
@@ -472,6 +476,8 @@ def cmd_worker(args: argparse.Namespace) -> int:
                     on_result=None if args.quiet else said, slots=args.slots)
     if not args.quiet:
         print(plain(f"worker {worker.id}: playing the matches queued in {shown_db(args.db)}"), flush=True)
+    if args.cpu is not None:
+        pin_to_cpu(args.cpu)  # before any bot is launched: they inherit it
     tune_for_server()  # start-up is over: a server's garbage collection (arena/gc_policy.py), in each worker too
     played = trio.run(worker.run, True)
     if not args.quiet:

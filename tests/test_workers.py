@@ -89,10 +89,25 @@ def table_of(output: str) -> str:
     return "\n".join(line for line in lines[start:] if "matches/s" not in line and "results in" not in line)
 
 
+def pinned_bot(tmp_path: Path) -> str:
+    """The random sample bot under the name ``random``, saying on stderr (its log) which cores it may use."""
+    d = tmp_path / "pinned"
+    d.mkdir(parents=True)
+    shutil.copy(ROOT / "sample_bots" / "random_bot.py", d / "random_bot.py")
+    (d / "pin_bot.py").write_text(
+        "import os, runpy, sys\n"
+        "print('cores', sorted(os.sched_getaffinity(0)), file=sys.stderr, flush=True)\n"
+        "runpy.run_path(os.path.join(os.path.dirname(os.path.abspath(__file__)), 'random_bot.py'), "
+        "run_name='__main__')\n")
+    (d / "bot.toml").write_text('name = "random"\nlanguage = "python"\ncommand = ["{python}", "pin_bot.py"]\n')
+    return str(d / "bot.toml")
+
+
 def test_one_and_two_workers_give_the_same_table_and_the_same_logs_byte_for_byte(tmp_path):
+    """... and each worker is pinned to a core of its own, which the bots it launches share."""
     from arena.tools.bench_workers import bench_bots
 
-    bots = bench_bots(tmp_path / "bots")[:3] + [str(ROOT / "sample_bots" / "random.toml")]  # 3 C bots, 1 Python
+    bots = bench_bots(tmp_path / "bots")[:3] + [pinned_bot(tmp_path)]  # 3 C bots, 1 Python
     out = {}
     for n in (1, 2):
         (tmp_path / f"r{n}").mkdir()
@@ -110,6 +125,16 @@ def test_one_and_two_workers_give_the_same_table_and_the_same_logs_byte_for_byte
     claims = store.db.execute("SELECT worker, attempts, state FROM match_queue").fetchall()
     assert len(claims) == 12 and {(r[1], r[2]) for r in claims} == {(1, "done")}  # each claimed and played once
     assert not any(p.name.startswith(".w-") for p in (tmp_path / "r2" / "logs" / "t1").iterdir())  # nothing left over
+    usable = {f"cores [{c}]" for c in os.sched_getaffinity(0)}
+    for n in (1, 2):  # worker k on core k (the usable cores in turn); its copies of the bot there too
+        workers = sorted((tmp_path / f"r{n}" / "logs" / "t1" / "workers").iterdir())
+        assert len(workers) == n
+        said = [{line for log in (w / "bots").glob("*.log") for line in log.read_text().splitlines()
+                 if line.startswith("cores")} for w in workers]
+        assert all(len(lines) <= 1 and lines <= usable for lines in said), said  # one core per worker
+        assert sum(map(len, said)) >= 1
+        if len(usable) > 1:
+            assert len(set().union(*said)) == sum(map(len, said)), said  # two workers: two cores
 
 
 @pytest.mark.parametrize("db_target", ["sqlite", pytest.param("postgres", marks=pytest.mark.slow)], indirect=True)
@@ -255,6 +280,14 @@ def test_worker_cli_refuses_an_unknown_tournament(tmp_path):
                          capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert run.returncode == 2 and "no tournament 3" in run.stderr and "Traceback" not in run.stderr
     assert os.path.exists(tmp_path / "x.db")
+
+
+def test_worker_cli_refuses_a_core_it_may_not_use_in_one_line(tmp_path):
+    run = subprocess.run([*ARENA, "worker", "--db", str(tmp_path / "x.db"), "--cpu", "100000"],
+                         capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr
+    errors = [line for line in run.stderr.splitlines() if "error:" in line]
+    assert len(errors) == 1 and "--cpu 100000" in errors[0] and "usable" in errors[0], run.stderr
 
 
 def test_the_leases_of_dead_local_workers_are_released_at_once(tmp_path):

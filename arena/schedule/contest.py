@@ -349,7 +349,7 @@ class Contest:
         import subprocess
         import sys
 
-        from arena.schedule.worker import _die_with_parent
+        from arena.schedule.worker import _die_with_parent, local_cpu
 
         cfg = self.config
         host = socket.gethostname()
@@ -358,6 +358,8 @@ class Contest:
             wid = f"{host}:{os.getpid()}:w{n}"
             db, env = self.store.child_db()  # never a password on a command line
             cmd = [sys.executable, "-m", "arena.cli", "worker", "--db", db, "--id", wid, "--quiet"]
+            if (cpu := local_cpu(n)) is not None:  # each worker and its bots on a core of their own
+                cmd += ["--cpu", str(cpu)]
             while True:
                 proc = subprocess.Popen(cmd + (["--trust-bots"] if cfg.trust_bots else []), stdin=subprocess.DEVNULL,
                                         env={**os.environ, **env},

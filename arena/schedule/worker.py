@@ -675,13 +675,14 @@ def store_archives(store: Store, manifest_paths: list[str]) -> dict[str, int]:
 class LocalWorkers:
     """``count`` worker processes on this machine for :func:`arena.schedule.tournament.run_tournament`
     (its ``workers`` argument): it stores the bots' archives, then plays the tournament on them
-    (:func:`play_on_workers`)."""
+    (:func:`play_on_workers`); ``pin``: each worker pinned to a core (:func:`pin_to_cpu`)."""
 
-    def __init__(self, count: int, lease_s: float = LEASE_S) -> None:
+    def __init__(self, count: int, lease_s: float = LEASE_S, pin: bool = True) -> None:
         if count < 1:
             raise ValueError("at least one worker")
         self.count = count
         self.lease_s = lease_s
+        self.pin = pin
 
     def store_archives(self, store: Store, manifest_paths: list[str]) -> dict[str, int]:
         """See :func:`store_archives`."""
@@ -690,14 +691,38 @@ class LocalWorkers:
     async def play(self, store: Store, tid: int, fmt: Format, trust_bots: bool, on_result: OnDone | None = None,
                    play_steps: Any = None) -> None:
         """See :func:`play_on_workers`."""
-        await play_on_workers(store, tid, fmt, self.count, trust_bots, on_result, self.lease_s, play_steps)
+        await play_on_workers(store, tid, fmt, self.count, trust_bots, on_result, self.lease_s, play_steps, self.pin)
 
 
-def worker_command(db: str, tournament_id: int, worker_id: str, trust_bots: bool, lease_s: float) -> list[str]:
+def worker_command(db: str, tournament_id: int, worker_id: str, trust_bots: bool, lease_s: float,
+                   cpu: int | None = None) -> list[str]:
     """The command line of a local worker process of ``arena tournament --workers N``."""
     cmd = [sys.executable, "-m", "arena.cli", "worker", "--db", db, "--tournament", str(tournament_id),
            "--id", worker_id, "--lease-s", str(lease_s), "--quiet"]
-    return cmd + (["--trust-bots"] if trust_bots else [])
+    return cmd + (["--trust-bots"] if trust_bots else []) + ([] if cpu is None else ["--cpu", str(cpu)])
+
+
+def local_cpu(n: int) -> int | None:
+    """The core local worker number ``n`` is pinned to (:func:`pin_to_cpu`): the machine's usable
+    cores in turn; None where processes cannot be pinned."""
+    if not hasattr(os, "sched_getaffinity"):
+        return None
+    cores = sorted(os.sched_getaffinity(0))
+    return cores[n % len(cores)]
+
+
+def pin_to_cpu(cpu: int) -> None:
+    """Pin this process, and so every bot it launches from now on (children inherit it), to core
+    ``cpu``. A worker and the bots of its match then share one core: N workers on N cores play N
+    matches each on its own core, a bot on the clock never competes with another match's bots
+    for its core, and a line to a bot wakes it on the core the worker is on (waking an idle core
+    costs tens of µs per line on a virtual machine: ``make bench``). Raises
+    :class:`arena.errors.UserError` if ``cpu`` is not a core this process may use."""
+    usable = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    if cpu not in usable:
+        raise UserError(f"--cpu {cpu}: not a core this machine lets the worker use (usable: "
+                        f"{', '.join(map(str, usable)) or 'none'}); pick one of those or leave --cpu out")
+    os.sched_setaffinity(0, {cpu})
 
 
 def _move_log(private: str, final: str) -> None:
@@ -727,14 +752,15 @@ def result_of(row: dict[str, Any]) -> MatchResult:
 async def play_on_workers(store: Store, tid: int, fmt: Format, workers: int, trust_bots: bool,
                           on_result: OnDone | None = None, lease_s: float = LEASE_S,
                           play_steps: Callable[[Callable[[Pairing], Awaitable[str | None]]], Awaitable[None]]
-                          | None = None) -> None:
+                          | None = None, pin: bool = True) -> None:
     """Play tournament ``tid`` on ``workers`` local worker processes, mark it finished (the
     workers then exit) and return when every match is recorded. A static format's matches are all
     queued at once; a format that decides as it goes runs ``play_steps(play)``, where
     ``play(pairing)`` queues one match and returns its winner's name once it is recorded.
     ``on_result(row, result)`` is called for each recorded match. A worker that exits before the
     end has its leases released and is replaced (at most ``3 * workers`` times; then
-    :class:`arena.errors.Unavailable`)."""
+    :class:`arena.errors.Unavailable`). With ``pin``, worker ``n`` is pinned to the ``n``-th
+    usable core (in turn: :func:`local_cpu`), its bots with it."""
     if not trust_bots and (problem := sandbox_problem()) is not None:
         raise Unavailable(problem)
     queue = MatchQueue(store, lease_s=lease_s)
@@ -778,7 +804,8 @@ async def play_on_workers(store: Store, tid: int, fmt: Format, workers: int, tru
             err = tempfile.TemporaryFile()
             # forked here, in the main thread: PR_SET_PDEATHSIG follows the forking thread, not the process
             db, env = store.child_db()  # never a password on a command line
-            proc = subprocess.Popen(worker_command(db, tid, wid, trust_bots, lease_s), stdin=subprocess.DEVNULL,
+            proc = subprocess.Popen(worker_command(db, tid, wid, trust_bots, lease_s, local_cpu(n) if pin else None),
+                                    stdin=subprocess.DEVNULL,
                                     stderr=err, env={**os.environ, **env}, preexec_fn=_die_with_parent)
             try:
                 while proc.poll() is None:

@@ -5,7 +5,8 @@ four names) and the Python and JavaScript sample bots ``random``, ``greedy``, ``
 ``cautious`` - in a round-robin of duplicate pairs, ``games`` matches per pair, the same seed
 each time, played by ``arena tournament --workers N`` for each N in turn
 (:func:`arena.schedule.tournament.run_tournament` with ``workers``: N worker processes, each with
-its own sandboxed copies of the bots). Figures per N:
+its own sandboxed copies of the bots, each pinned to a core with its bots as by default, then the
+same unpinned for comparison). Figures per run:
 
 * **wall**: matches / seconds from the start of play (worker processes starting, bots launching)
   to the last result;
@@ -16,8 +17,8 @@ its own sandboxed copies of the bots). Figures per N:
   per match, and the load average at the start: the rate can only scale with the cores that
   other programs leave free;
 
-and the ratio of each to the 1-worker figure (target :data:`WORKERS_TARGET_RATIO` for 2
-workers on a 2-core machine). The same tournament is then played in one process
+and the ratio of each to the figure of 1 pinned worker (target :data:`WORKERS_TARGET_RATIO` for
+2 pinned workers on a 2-core machine: one core, then two). The same tournament is then played in one process
 (``--workers 0``, ``--concurrency`` the number of cores: the path before workers) for reference.
 Each run uses a fresh SQLite file in a temporary directory, or the ``--db`` URL given (e.g. a
 PostgreSQL server; the tournaments are then added to it). The results tables of the runs are
@@ -53,6 +54,7 @@ class WorkersRun(msgspec.Struct):
     workers: int
     matches: int
     wall_s: float
+    """Seconds from the start of the run to its last result (the workers' shutdown left out)."""
     steady_s: float
     table: list[tuple[str, str, int, int, int]]
     cpu_s: float = 0.0
@@ -61,6 +63,8 @@ class WorkersRun(msgspec.Struct):
     """The 1-minute load average when the run started (other programs compete for the cores)."""
     total: int = 0
     """Matches of the tournament (``matches``: those after the first fifth of the commits)."""
+    pinned: bool = True
+    """Each worker pinned to a core, its bots with it (the default of ``--workers``)."""
 
     @property
     def wall_rate(self) -> float:
@@ -90,31 +94,34 @@ def bench_bots(workdir: Path) -> list[str]:
     return out + [str(ROOT / "sample_bots" / f"{name}.toml") for name in OTHER_BOTS]
 
 
-def run_workers(workers: int, games: int, db: str | None, workdir: Path, seed: int = 1) -> WorkersRun:
-    """Play the phase's tournament on ``workers`` workers; ``db``: a database URL or path
-    (default: a fresh SQLite file in ``workdir``)."""
+def run_workers(workers: int, games: int, db: str | None, workdir: Path, seed: int = 1,
+                pin: bool = True) -> WorkersRun:
+    """Play the phase's tournament on ``workers`` workers (each pinned to a core with ``pin``);
+    ``db``: a database URL or path (default: a fresh SQLite file in ``workdir``)."""
     from arena.match.referee import MatchConfig
     from arena.schedule.launcher import load_manifest, sandbox_problem
     from arena.schedule.tournament import TournamentConfig, run_tournament
     from arena.schedule.worker import LocalWorkers, open_db
 
-    manifests = bench_bots(workdir / f"bots{workers}")
-    store = open_db(db or str(workdir / f"w{workers}.db"))
-    config = TournamentConfig(games=games, seed=seed, logs_dir=str(workdir / f"logs{workers}"),
+    run = f"{workers}{'' if pin else 'u'}"
+    manifests = bench_bots(workdir / f"bots{run}")
+    store = open_db(db or str(workdir / f"w{run}.db"))
+    config = TournamentConfig(games=games, seed=seed, logs_dir=str(workdir / f"logs{run}"),
                               trust_bots=sandbox_problem() is not None, manifests=manifests, match=MatchConfig())
     config.concurrency = os.cpu_count() or 2  # --workers 0: today's default
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
     cpu0 = _cpu()
-    t0 = time.perf_counter()
+    t0 = time.time()  # the clock of the matches' finished_at (each process's own reading of it)
     report = trio.run(run_tournament, store, [load_manifest(m) for m in manifests], config, None, None, None, None,
-                      LocalWorkers(workers) if workers else None)
-    wall = time.perf_counter() - t0
+                      LocalWorkers(workers, pin=pin) if workers else None)
     times = sorted(r["finished_at"] for r in store.matches(report.tournament_id) if r["finished_at"] is not None)
+    wall = (times[-1] if times else time.time()) - t0  # to the last result (the shutdown after is not play)
     k = len(times) // 5  # the first fifth of the commits: start-up (bots launched as their matches come)
     table = sorted((r.name, f"{r.elo:.3f}", r.wins, r.losses, r.draws) for r in report.ratings)
     store.close()
     steady = (times[-1] - times[k]) if len(times) > 1 else 0.0
-    return WorkersRun(workers, len(times) - k, wall, steady, table, _cpu() - cpu0, load, report.matches)
+    return WorkersRun(workers, len(times) - k, wall, steady, table, _cpu() - cpu0, load, report.matches,
+                      pin and workers > 0)
 
 
 def _cpu() -> float:
@@ -125,26 +132,31 @@ def _cpu() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
-def workers_phase(games: int = 10, db: str | None = None, counts: tuple[int, ...] = (1, 2, 0),
+RUNS = ((1, True), (2, True), (1, False), (2, False), (0, False))
+"""The phase's runs, ``(workers, pinned)``: 1 and 2 workers pinned to cores (the default; the
+target compares these two), the same unpinned, and every match in one process."""
+
+
+def workers_phase(games: int = 20, db: str | None = None, counts: tuple[tuple[int, bool], ...] = RUNS,
                   progress: Any = None) -> list[WorkersRun]:
-    """Run the tournament once per worker count in ``counts``, in one temporary directory
-    (removed after)."""
+    """Run the tournament once per ``(workers, pinned)`` in ``counts``, in one temporary
+    directory (removed after)."""
     say = progress or (lambda text: None)
     workdir = Path(tempfile.mkdtemp(prefix="arena-bench-workers-"))
     try:
         runs = []
-        for n in counts:
+        for n, pin in counts:
             say(f"workers: a round-robin of 8 bots (4 C), {games} matches per pair, "
-                + (f"on {n} worker(s)" if n else "in one process (--workers 0)"))
-            runs.append(run_workers(n, games, db, workdir))
+                + (f"on {n} worker(s){'' if pin else ', not pinned'}" if n else "in one process (--workers 0)"))
+            runs.append(run_workers(n, games, db, workdir, pin=pin))
         return runs
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
 def print_workers(console: Any, runs: list[WorkersRun], db: str | None) -> None:
-    """The phase's table: per worker count, matches/s (wall and steady) and the ratio to the
-    first run (1 worker); 0 workers is today's path, every match in one process."""
+    """The phase's table: per run, matches/s (wall and steady) and the ratio to the first run
+    (1 worker, pinned); 0 workers is the path before workers, every match in one process."""
     from rich import box
     from rich.table import Table
 
@@ -162,8 +174,9 @@ def print_workers(console: Any, runs: list[WorkersRun], db: str | None) -> None:
         return f"[{colour}]{x:.2f}[/{colour}]"
 
     for r in runs:
-        two = r.workers == 2
-        label = str(r.workers) if r.workers else f"0 (one process, concurrency {os.cpu_count()})"
+        two = r.workers == 2 and r.pinned
+        label = (f"{r.workers}{'' if r.pinned else ' (not pinned)'}" if r.workers
+                 else f"0 (one process, concurrency {os.cpu_count()})")
         table.add_row(label, f"{r.wall_rate:.2f}", f"{r.steady_rate:.2f}", f"{r.wall_s:.1f}",
                       ratio(r.wall_rate, base.wall_rate, two), ratio(r.steady_rate, base.steady_rate, two),
                       f"≥ {WORKERS_TARGET_RATIO}" if two else "", f"{r.cpu_s / max(r.total, 1):.3f}",
@@ -175,6 +188,7 @@ def print_workers(console: Any, runs: list[WorkersRun], db: str | None) -> None:
         return
     same = all(r.table == base.table for r in runs)
     console.print(f"results tables (Elo, wins, losses, draws per bot): {'identical' if same else 'DIFFERENT'} "
-                  f"across {', '.join(str(r.workers) for r in runs)} workers; {os.cpu_count()} cores. CPU s/match "
+                  f"across the {len(runs)} runs; {os.cpu_count()} cores. Pinned: each worker and its bots on a core "
+                  "of their own (the default); not pinned: the kernel moves them between cores. CPU s/match "
                   "counts every process of the run (referee, workers, bots): equal CPU per match with a lower rate "
                   "means the cores were busy with other programs (see the load average), not that workers wait")
