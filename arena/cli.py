@@ -132,6 +132,9 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--pack", type=int, choices=[32, 36], default=32, help="Piquet: 32 or 36 cards")
     t.add_argument("--packets", type=int, choices=[2, 3], default=2, help="Piquet: deal in packets of 2 or 3")
     t.add_argument("--scoring", choices=["rubicon", "cent"], default="rubicon", help="Piquet: rubicon or cent")
+    t.add_argument("--no-pin", action="store_true",
+                   help="leave the workers unpinned (by default each is pinned to a core with its bots: "
+                        "docs/contests.md, 'What a worker runs')")
     t.add_argument("--quiet", action="store_true", help="no progress bar")
     t.add_argument("--progress-every", type=_at_least(1), default=10, metavar="N",
                    help="when stdout is not a terminal: a score line every N matches or 30 s (default 10)")
@@ -443,7 +446,7 @@ def cmd_tournament(args: argparse.Namespace) -> int:
     try:
         with progress:
             report = trio.run(run_tournament, store, manifests, config, on_start, on_result, resume, None,
-                              LocalWorkers(args.workers) if args.workers else None)
+                              LocalWorkers(args.workers, pin=not args.no_pin) if args.workers else None)
     except BaseException as exc:
         if getattr(args, "debug", False) or not interrupted(exc) or find_user_error(exc) is not None:
             raise
