@@ -129,6 +129,17 @@ def test_bots_list_shows_each_ladder_interval(tmp_path, db_target):
         assert f" {ci[bot]:.0f} " in row
 
 
+def paired_plan(rng: random.Random, pairs: int, lone: tuple[str, str]) -> list[Pairing]:
+    """``pairs`` duplicate pairs of random bots among a-d (the same pair keys in every
+    tournament made with the same draws), then one unpaired match ``lone``."""
+    plan = []
+    for k in range(pairs):
+        a, b = rng.sample("abcd", 2)
+        plan += [Pairing(index=len(plan), bot0=a, bot1=b, seed=k, pair=f"{a}|{b}|{k}"),
+                 Pairing(index=len(plan) + 1, bot0=b, bot1=a, seed=k, pair=f"{a}|{b}|{k}")]
+    return plan + [Pairing(index=len(plan), bot0=lone[0], bot1=lone[1], seed=99)]
+
+
 def test_the_stores_sql_units_are_those_of_ladder_units(db_target):
     """The store counts the ladder's units in SQL; they must be what ladder_units makes of the
     same rows: pairs (in two tournaments with the same keys), lone halves, unpaired matches."""
@@ -138,12 +149,7 @@ def test_the_stores_sql_units_are_those_of_ladder_units(db_target):
     rng = random.Random(3)
     rows = []
     for t in range(2):
-        plan = []
-        for k in range(12):
-            a, b = rng.sample("abcd", 2)
-            plan += [Pairing(index=len(plan), bot0=a, bot1=b, seed=k, pair=f"{a}|{b}|{k}"),
-                     Pairing(index=len(plan) + 1, bot0=b, bot1=a, seed=k, pair=f"{a}|{b}|{k}")]
-        plan += [Pairing(index=len(plan), bot0="a", bot1="c", seed=99)]
+        plan = paired_plan(rng, 12, ("a", "c"))
         tid = store.create_tournament("ecarte", "test", t, {}, list("abcd"), plan)
         for p in plan:
             if rng.random() < 0.15:
@@ -164,12 +170,7 @@ def test_the_units_kept_by_each_result_are_those_counted_over_every_match(db_tar
     store = Store(db_target)
     rng = random.Random(11)
     for t in range(2):
-        plan = []
-        for k in range(10):
-            a, b = rng.sample("abcd", 2)
-            plan += [Pairing(index=len(plan), bot0=a, bot1=b, seed=k, pair=f"{a}|{b}|{k}"),
-                     Pairing(index=len(plan) + 1, bot0=b, bot1=a, seed=k, pair=f"{a}|{b}|{k}")]
-        plan += [Pairing(index=len(plan), bot0="b", bot1="d", seed=99)]
+        plan = paired_plan(rng, 10, ("b", "d"))
         tid = store.create_tournament("ecarte", "test", t, {}, list("abcd"), plan)
         order = list(plan)
         rng.shuffle(order)
