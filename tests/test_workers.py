@@ -125,6 +125,19 @@ def test_one_and_two_workers_give_the_same_table_and_the_same_logs_byte_for_byte
     claims = store.db.execute("SELECT worker, attempts, state FROM match_queue").fetchall()
     assert len(claims) == 12 and {(r[1], r[2]) for r in claims} == {(1, "done")}  # each claimed and played once
     assert not any(p.name.startswith(".w-") for p in (tmp_path / "r2" / "logs" / "t1").iterdir())  # nothing left over
+    # each log is committed with its result: a front without the file (the worker on another host) replays it
+    from arena.match.log import decompress, read_bytes
+    from arena.net.history import finished_matches, replay_feed
+
+    stored = dict(store.db.execute("SELECT match_key, data FROM match_logs").fetchall())
+    assert {f"{k}.jsonl.gz" for k in stored} == {p.name for p in logs[2]}
+    assert all(decompress(bytes(stored[p.name.removesuffix(".jsonl.gz")])) == read_bytes(p) for p in logs[2])
+    key = logs[2][0].name.removesuffix(".jsonl.gz")
+    feed = replay_feed(store, key)
+    logs[2][0].unlink()
+    assert replay_feed(store, key) == feed and feed
+    listed = finished_matches(store, "ecarte", per_page=50)["matches"]
+    assert len(listed) == 12 and all(m["replay"] for m in listed)
     usable = {f"cores [{c}]" for c in os.sched_getaffinity(0)}
     for n in (1, 2):  # worker k on core k (the usable cores in turn); its copies of the bot there too
         workers = sorted((tmp_path / f"r{n}" / "logs" / "t1" / "workers").iterdir())

@@ -243,7 +243,11 @@ def verify_chain(raw: bytes, expected_last: str | None = None) -> str:
 def read_bytes(path: str | Path) -> bytes:
     """The uncompressed bytes of a match log, plain or gzip (recognised by its magic bytes). A
     gzip log cut short (a crash mid-match) gives the lines written before the cut."""
-    data = Path(path).read_bytes()
+    return decompress(Path(path).read_bytes())
+
+
+def decompress(data: bytes) -> bytes:
+    """A match log's bytes as written (plain or gzip) uncompressed: see :func:`read_bytes`."""
     if data[:2] != b"\x1f\x8b":
         return data
     return zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(data)

@@ -19,7 +19,7 @@ from typing import Any
 
 import msgspec
 
-from arena.match.log import LogEvent, read_bytes
+from arena.match.log import LogEvent
 from arena.match.referee import MatchConfig
 from arena.net.spectate import SpectatorHub, Subscriber
 from arena.store.sqlite import Store
@@ -47,7 +47,8 @@ def finished_matches(store: Store, game: str, bot: str | None = None, page: int 
     pages = max(1, -(-total // per_page))
     page = min(max(1, page), pages)
     rows = store.db.execute(
-        f"SELECT match_key, tournament_id, bot0, bot1, winner, reason, score0, score1, deals, finished_at, log_path "
+        f"SELECT match_key, tournament_id, bot0, bot1, winner, reason, score0, score1, deals, finished_at, log_path, "
+        f"EXISTS (SELECT 1 FROM match_logs l WHERE l.match_key=matches.match_key) AS stored_log "
         f"FROM matches WHERE {where} ORDER BY finished_at IS NULL, finished_at DESC, id DESC "
         "LIMIT ? OFFSET ?",
         [*args, per_page, (page - 1) * per_page],
@@ -55,7 +56,8 @@ def finished_matches(store: Store, game: str, bot: str | None = None, page: int 
     matches = [{"match_id": r["match_key"], "tournament": r["tournament_id"], "bots": [r["bot0"], r["bot1"]],
                 "winner": r["winner"], "reason": r["reason"], "scores": [r["score0"] or 0, r["score1"] or 0],
                 "deals": r["deals"] or 0, "finished_at": r["finished_at"],
-                "replay": bool(r["log_path"]) and Path(r["log_path"]).exists()} for r in rows]
+                "replay": bool(r["log_path"]) and (bool(r["stored_log"]) or Path(r["log_path"]).exists())}
+               for r in rows]
     return {"matches": matches, "page": page, "pages": pages, "total": total, "bot": bot}
 
 
@@ -76,9 +78,10 @@ def replay_feed(store: Store, match_id: str) -> list[bytes]:
         if twin_pending:
             raise NotReplayable(f"the twin of {match_id} in its duplicate pair is still being played: "
                                 "the replay opens when it is over", 409)
-    if not row["log_path"] or not Path(row["log_path"]).exists():
+    raw = store.match_log_bytes(match_id, row["log_path"]) if row["log_path"] else None
+    if raw is None:  # the file on this host, else the copy a worker committed
         raise NotReplayable(f"no log for {match_id}", 404)
-    return feed_from_log(read_bytes(row["log_path"]))
+    return feed_from_log(raw)
 
 
 def feed_from_log(raw: bytes) -> list[bytes]:

@@ -267,7 +267,8 @@ def rate_tournament(store: Store, tid: int, names: list[str], config: Tournament
     least one pair is complete. Duplicate-deals: the fit on twin deals
     (:func:`arena.stats.deal_pairs.fit_twin_deals`), clustered by pair."""
     if config.format == "duplicate-deals":
-        return fit_twin_deals(store.matches(tid), config.match.rules.deals, names), True
+        return fit_twin_deals(store.matches(tid), config.match.rules.deals, names,
+                              read=lambda m: store.match_log_bytes(m["match_key"], m["log_path"])), True
     rows = [(tid, m["bot0"], m["bot1"], m["winner_seat"], m["pair_key"])
             for m in store.matches(tid) if m["status"] == "done"]
     units = ladder_units(rows)

@@ -525,8 +525,13 @@ class Worker:
 
         def record(match_key: str, result: MatchResult, log_path: str | None, log_hash: str | None) -> None:
             final = str(final_dir / Path(log_path).name) if log_path else None
-            self.queue.commit(claim, result, final, log_hash,
-                              before=(lambda: _move_log(log_path, final)) if log_path else None)
+
+            def move_and_store() -> None:  # inside the commit: the log in place here, and in the database
+                assert log_path is not None and final is not None
+                _move_log(log_path, final)
+                self.store.put_match_log(match_key, Path(final).read_bytes())
+
+            self.queue.commit(claim, result, final, log_hash, before=move_and_store if log_path else None)
 
         if setup.ladder:
             self.forwarder.attempts[row.match_key] = claim.attempt

@@ -25,7 +25,7 @@ so a log altered after the fact is refused rather than scored.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -39,12 +39,12 @@ Half = tuple[str, str, list[list[int]], str | None, bool]
 None, played out)``; ``played out`` is False for a forfeit."""
 
 
-def deal_points(log_path: str | Path, expected_last: str | None = None) -> list[list[int]]:
+def deal_points(log: str | Path | bytes, expected_last: str | None = None) -> list[list[int]]:
     """The points each seat scored in each deal of a match, ``[[seat 0, seat 1], ...]`` in deal
-    order, from the ``deal_end`` events of its log. Raises :class:`arena.match.log.ChainError`
-    if the log's hash chain is broken or does not end on ``expected_last``, ``OSError`` if it
-    cannot be read."""
-    raw = read_bytes(log_path)  # plain or gzip
+    order, from the ``deal_end`` events of its log (a path, or the log's uncompressed bytes).
+    Raises :class:`arena.match.log.ChainError` if the log's hash chain is broken or does not end
+    on ``expected_last``, ``OSError`` if it cannot be read."""
+    raw = log if isinstance(log, bytes) else read_bytes(log)  # plain or gzip
     verify_chain(raw, expected_last)
     out: list[list[int]] = []
     for line in raw.splitlines():
@@ -88,11 +88,14 @@ def twin_score(a: str, b: str, first: Half, second: Half, deals: int) -> tuple[f
     return score, wins, losses, draws
 
 
-def fit_twin_deals(matches: Iterable[Mapping[str, Any]], deals: int, names: Iterable[str] = ()) -> Fit:
+def fit_twin_deals(matches: Iterable[Mapping[str, Any]], deals: int, names: Iterable[str] = (),
+                   read: Callable[[Mapping[str, Any]], bytes | None] | None = None) -> Fit:
     """The ratings of a duplicate-deals tournament from its match rows (dicts with ``bot0``,
     ``bot1``, ``status``, ``winner``, ``reason``, ``pair_key``, ``log_path``, ``log_hash``, in
     schedule order), each pair of ``deals``-deal matches one unit (module docstring), robust
-    intervals clustered by pair; ``games``/``wins``/... of the ratings count twin pairs."""
+    intervals clustered by pair; ``games``/``wins``/... of the ratings count twin pairs.
+    ``read(row)`` gives a match's uncompressed log (e.g. the copy a worker on another host
+    committed to the database); without it the file at ``log_path`` is read."""
     halves: dict[str, list[Mapping[str, Any]]] = {}
     for m in matches:
         if m["pair_key"] is not None:
@@ -104,7 +107,8 @@ def fit_twin_deals(matches: Iterable[Mapping[str, Any]], deals: int, names: Iter
         got = []
         for r in rows:
             played = not str(r["reason"]).startswith("forfeit")
-            points = deal_points(r["log_path"], r["log_hash"]) if r["log_path"] else []
+            log = read(r) if read is not None else r["log_path"]
+            points = deal_points(log, r["log_hash"]) if r["log_path"] and log is not None else []
             got.append((r["bot0"], r["bot1"], points, r["winner"], played))
         a, b = rows[0]["bot0"], rows[0]["bot1"]
         score, w, lo, d = twin_score(a, b, got[0], got[1], deals)

@@ -130,7 +130,7 @@ CREATE TABLE IF NOT EXISTS ladder (
 );
 """
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 """The schema version this code writes, kept in ``PRAGMA user_version``: 1 is the schema of the
 first versioned release (the tables above; a database from before versions has 0 and is brought
 to 1 by adding the columns added since); each later version is a step of :data:`MIGRATIONS`."""
@@ -253,6 +253,14 @@ MIGRATIONS: dict[int, list[str]] = {
         + " ELSE 1.0 - " + _PTS.format("s.winner_seat")
         + " END, 2, COUNT(*) FROM matches f JOIN matches s ON s.tournament_id=f.tournament_id "
         "AND s.pair_key=f.pair_key AND s.id>f.id WHERE f.status='done' AND s.status='done' GROUP BY 1, 2, 3, 4",
+    ],
+    7: [
+        # the match logs a worker commits with their results (arena.schedule.worker): a worker on
+        # another host leaves its log folder there, the front reads the log from here
+        """CREATE TABLE IF NOT EXISTS match_logs (
+            match_key   TEXT PRIMARY KEY REFERENCES matches(match_key),
+            data        BLOB NOT NULL
+        )""",
     ],
 }
 """Version -> the statements that bring a database of the version before up to it."""
@@ -832,6 +840,28 @@ class Store:
         """All matches of a tournament as dicts, in schedule order."""
         rows = self.db.execute("SELECT * FROM matches WHERE tournament_id=? ORDER BY idx", (tournament_id,))
         return [dict(r) for r in rows]
+
+    def put_match_log(self, match_key: str, data: bytes) -> None:
+        """Store the bytes of ``match_key``'s log file as written (gzip), inside the caller's
+        transaction: the log a worker commits with the result (:meth:`match_log_bytes` reads it
+        back where the file is not at hand). Taken at the commit, the copy holds every line, the
+        result's included, but not the gzip trailer the file gets when it is closed just after:
+        :func:`arena.match.log.decompress` reads both alike."""
+        self.db.execute("INSERT INTO match_logs(match_key, data) VALUES (?,?) ON CONFLICT(match_key) "
+                        "DO UPDATE SET data=excluded.data", (match_key, data))
+
+    def match_log_bytes(self, match_key: str, log_path: str | None) -> bytes | None:
+        """The uncompressed bytes of a match's log: its file at ``log_path`` if this host has it,
+        else the copy its worker committed to the database; None if neither exists."""
+        from arena.match.log import decompress
+
+        if log_path:
+            try:
+                return decompress(Path(log_path).read_bytes())
+            except OSError:  # on a worker's host, or removed
+                pass
+        row = self.db.execute("SELECT data FROM match_logs WHERE match_key=?", (match_key,)).fetchone()
+        return None if row is None else decompress(bytes(row[0]))
 
     def recorded_since(self, tournament_id: int, known: set[str]) -> list[dict[str, Any]]:
         """The matches of a tournament recorded (done or aborted) whose keys are not in ``known``,
