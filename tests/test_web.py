@@ -49,8 +49,24 @@ pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium browser (D
 ROOT = Path(__file__).resolve().parent.parent
 SCREENSHOT = Path("/tmp/arena_page.png")
 MAX_MATCHES = 30
-# Four launched bots (two manifests under two names each): two matches in play at once.
-BOTS = {"greedy": "greedy.toml", "random": "random.toml", "greedy-2": "greedy.toml", "random-2": "random.toml"}
+# Four launched bots (two sample bots under two names each): two matches in play at once. Each
+# waits PACE_MS before each action (tests/bots/slow/slow.py), so that a match lasts longer than a
+# few of the browser's snapshots whatever the machine: sample bots answering at once play the whole
+# contest in about a second, before the page has been looked at a dozen times.
+BOTS = {"greedy": "greedy_bot", "random": "random_bot", "greedy-2": "greedy_bot", "random-2": "random_bot"}
+PACE_MS = 10
+
+
+def paced_bots(folder: Path) -> dict[str, Path]:
+    """The manifests of :data:`BOTS`, each a sample bot paced by ``slow.py``, written in ``folder``."""
+    shutil.copytree(ROOT / "tests" / "bots" / "slow", folder, ignore=shutil.ignore_patterns("__pycache__", "*.toml"))
+    manifests = {}
+    for name, module in BOTS.items():
+        shutil.copy(ROOT / "sample_bots" / f"{module}.py", folder / f"{module}.py")
+        manifests[name] = folder / f"{name}.toml"
+        manifests[name].write_text(f'name = "{name}"\nlanguage = "python"\n'
+                                   f'command = ["{{python}}", "slow.py", "{module}", "{PACE_MS}"]\n')
+    return manifests
 SUIT = {"c": "♣", "d": "♦", "h": "♥", "s": "♠"}
 CARD_TEXT = re.compile(r"(10|[6-9JQKA])([♣♦♥♠])")
 CARD = re.compile(r"^[6789TJQKA][cdhs]$")
@@ -167,6 +183,8 @@ def drive_browser(base: str, submit_bots, deadline: float) -> dict[str, Any]:
                     page.check("#follow")
                 if progressed and played and lb_grew and out["clicked"] and out["screenshot"] and len(snaps) >= 40:
                     break
+                if sum(int(row["games"]) for row in s["board"].values()) == 2 * MAX_MATCHES:
+                    break  # every match is over: what was not seen will not be (the asserts below say what)
                 time.sleep(0.01)
             out.update(progressed=progressed, played=played, lb_grew=lb_grew)
 
@@ -279,9 +297,11 @@ async def test_the_page_follows_matches_live_and_never_shows_a_card_early(tmp_pa
     feed: list[dict[str, Any]] = []
     SCREENSHOT.unlink(missing_ok=True)
 
+    manifests = paced_bots(tmp_path / "bots")
+
     def submit_bots() -> None:
-        for name, manifest in BOTS.items():
-            store.submit_bot(name, str(ROOT / "sample_bots" / manifest))
+        for name, manifest in manifests.items():
+            store.submit_bot(name, str(manifest))
 
     with trio.fail_after(100):
         async with trio.open_nursery() as nursery:

@@ -1,19 +1,23 @@
-"""sample_bots/random_bot.py, 40 ms slower per action: a match lasts long enough to be cut
-mid-way (tests/test_workers.py). random_bot.py is copied beside it by the test."""
+"""A sample bot made slower: ``slow.py [MODULE [MS]]`` runs ``sample_bots/MODULE.py`` (default
+``random_bot``) and waits MS milliseconds (default 40) before each action it sends. A match then
+lasts long enough to be cut mid-way (tests/test_workers.py) or watched in a browser
+(tests/test_web.py). The test copies the wrapped bot beside this file."""
 
+import importlib
 import sys
 import time
 
-import random_bot
-
-_send = random_bot.send
+module = sys.argv[1] if len(sys.argv) > 1 else "random_bot"
+delay_s = (float(sys.argv[2]) if len(sys.argv) > 2 else 40.0) / 1000
+bot = importlib.import_module(module)
+_send = bot.send
 
 
 def send(sock, obj):
     if obj.get("type") == "action":
-        time.sleep(0.04)
+        time.sleep(delay_s)
     _send(sock, obj)
 
 
-random_bot.send = send
-sys.exit(random_bot.main())
+bot.send = send
+sys.exit(bot.main())
