@@ -106,6 +106,18 @@ def test_cli_duplicate_deals_runs_over_tcp_to_a_table(tmp_path):
         assert len(deal_points(a["log_path"], a["log_hash"])) == 4
     fitted = fit_twin_deals(rows, 4)
     assert sum(r.games for r in fitted.ratings) == 2 * 2 * 4  # two pairs of four twin deals, two bots
+    # the workers committed each log with its result: a front without the files (the workers on
+    # other hosts) fits the same ratings from the database, and a log found nowhere is an error
+    files = {r["log_path"]: Path(r["log_path"]).read_bytes() for r in rows}
+    for path in files:
+        Path(path).unlink()
+    from_db = fit_twin_deals(rows, 4, read=lambda m: store.match_log_bytes(m["match_key"], m["log_path"]))
+    assert [(r.name, r.elo, r.games, r.wins) for r in from_db.ratings] == \
+        [(r.name, r.elo, r.games, r.wins) for r in fitted.ratings]
+    with pytest.raises(FileNotFoundError, match="neither at"):
+        fit_twin_deals(rows, 4, read=lambda m: None)
+    for path, data in files.items():
+        Path(path).write_bytes(data)
     # a log changed after the fact is refused, not scored
     tampered = read_bytes(rows[0]["log_path"]).replace(b'"points":[', b'"points": [')
     assert tampered != read_bytes(rows[0]["log_path"])

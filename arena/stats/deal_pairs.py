@@ -95,7 +95,9 @@ def fit_twin_deals(matches: Iterable[Mapping[str, Any]], deals: int, names: Iter
     schedule order), each pair of ``deals``-deal matches one unit (module docstring), robust
     intervals clustered by pair; ``games``/``wins``/... of the ratings count twin pairs.
     ``read(row)`` gives a match's uncompressed log (e.g. the copy a worker on another host
-    committed to the database); without it the file at ``log_path`` is read."""
+    committed to the database, None if there is none); without it the file at ``log_path`` is
+    read. Raises :class:`arena.match.log.ChainError` for a log whose hash chain is broken, and
+    ``OSError`` (``FileNotFoundError``) for a played match whose log cannot be found."""
     halves: dict[str, list[Mapping[str, Any]]] = {}
     for m in matches:
         if m["pair_key"] is not None:
@@ -107,8 +109,13 @@ def fit_twin_deals(matches: Iterable[Mapping[str, Any]], deals: int, names: Iter
         got = []
         for r in rows:
             played = not str(r["reason"]).startswith("forfeit")
-            log = read(r) if read is not None else r["log_path"]
-            points = deal_points(log, r["log_hash"]) if r["log_path"] and log is not None else []
+            points = []
+            if r["log_path"]:
+                log = read(r) if read is not None else r["log_path"]
+                if log is None:
+                    raise FileNotFoundError(f"match {r.get('match_key', '?')}: its log is neither at {r['log_path']} "
+                                            "nor in the database")
+                points = deal_points(log, r["log_hash"])
             got.append((r["bot0"], r["bot1"], points, r["winner"], played))
         a, b = rows[0]["bot0"], rows[0]["bot1"]
         score, w, lo, d = twin_score(a, b, got[0], got[1], deals)
