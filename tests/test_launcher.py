@@ -223,3 +223,33 @@ async def test_a_sandboxed_bots_stdin_and_stdout_are_one_tcp_socket_the_arena_re
             await proc.process.wait()
         await stream.aclose()
     assert "socket True" in (tmp_path / "out.log").read_text()
+
+
+def test_a_process_that_connects_first_to_the_loopback_listener_never_gets_a_bots_stream(monkeypatch):
+    """Another local process (an unsandboxed bot, say) that reaches the short-lived listener of
+    ``loopback_pair`` before the arena's own connection is refused: the pair is the arena's."""
+    import socket
+
+    from arena.schedule import launcher
+
+    real = socket.create_connection
+    intruders: list[socket.socket] = []
+
+    def connect_after_intruders(address, *args, **kwargs):
+        intruders.append(real(address, timeout=5))  # queued ahead of ours
+        return real(address, *args, **kwargs)
+
+    monkeypatch.setattr(launcher.socket, "create_connection", connect_after_intruders)
+    ours, theirs = launcher.loopback_pair()
+    monkeypatch.undo()
+    try:
+        assert ours.getpeername() == theirs.getsockname()
+        ours.settimeout(5)
+        theirs.sendall(b"hello\n")
+        assert ours.recv(16) == b"hello\n"
+        for intruder in intruders:  # closed by the arena, told nothing
+            intruder.settimeout(5)
+            assert intruder.recv(16) == b""
+    finally:
+        for sock in (ours, theirs, *intruders):
+            sock.close()

@@ -398,13 +398,24 @@ def loopback_pair() -> tuple[socket.socket, socket.socket]:
     """A connected pair of TCP sockets on 127.0.0.1: ``(the arena's end, the bot's end)``. A
     sandboxed bot (no network of its own) gets its end as stdin and stdout; TCP rather than a
     Unix socket pair, because the kernel stamps TCP arrivals for the fair clock
-    (:mod:`arena.match.fairclock`) and a TCP peer cannot pass file descriptors."""
+    (:mod:`arena.match.fairclock`) and a TCP peer cannot pass file descriptors.
+
+    Any local process may connect to the short-lived listener too (an unsandboxed bot, say):
+    a connection that is not the arena's own is closed and never becomes a bot's stream, which
+    would hand it that bot's cards. Raises ``OSError`` if the pair cannot be made."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as listener:
         listener.bind(("127.0.0.1", 0))
-        listener.listen(1)
+        listener.listen(8)
         theirs = socket.create_connection(listener.getsockname())
         try:
-            ours, _ = listener.accept()
+            mine = theirs.getsockname()
+            for _ in range(64):  # the intruders queued before our own connection, at most
+                ours, peer = listener.accept()
+                if peer == mine:
+                    break
+                ours.close()  # someone else's connection
+            else:
+                raise OSError("loopback pair: the listener was flooded by other connections")
         except BaseException:
             theirs.close()
             raise
