@@ -133,3 +133,31 @@ def test_piquet_forms_play_the_same_matches() -> None:
     compact = bench.engine_deals_per_second(12, seed=5, game="piquet", compact=True)
     assert full.deals >= 12 and full.decisions > 20 * full.deals
     assert (compact.deals, compact.decisions, compact.matches) == (full.deals, full.decisions, full.matches)
+
+
+def test_the_workers_table_compares_medians_of_alternating_runs() -> None:
+    """The workers phase's table: a row per kind of run with the median of its runs, the ratio
+    of the medians, each side-by-side pair's ratio and the machine's own scaling."""
+    from rich.console import Console
+
+    from arena.tools.bench_workers import RUNS, WorkersPhase, WorkersRun, print_workers
+
+    assert RUNS[:2] == ((1, True), (2, True)) and RUNS.count((1, True)) == RUNS.count((2, True)) >= 3
+
+    def run(workers: int, wall_s: float, pinned: bool = True) -> WorkersRun:  # 100 matches, 80 steady
+        return WorkersRun(workers, 80, wall_s, wall_s * 0.8, [("a", "1500.000", 1, 0, 0)], 1.0, 0.5, 100, pinned)
+
+    # pinned pairs: 1 worker 10 s / 12 s / 8 s (medians 10 matches/s); 2 workers 5.5 s / 6 s / 100 s
+    runs = [run(1, 10), run(2, 5.5), run(1, 12), run(2, 6), run(1, 8), run(2, 100),
+            run(1, 9, pinned=False), run(2, 7, pinned=False)]
+    console = Console(width=200, record=True)
+    print_workers(console, WorkersPhase(runs, [1.9, 1.5, 1.7]), None)
+    out = console.export_text()
+    rows = {line.split()[0] + (" u" if "not pinned" in line else ""): line for line in out.splitlines()
+            if line.strip()[:1].isdigit()}
+    assert rows["1"].split()[1:3] == ["3", "10.00"]  # three runs, median 10 matches/s
+    assert rows["2"].split()[1:3] == ["3", "16.67"]  # median of 18.18, 16.67, 1.00: the bad run does not rule
+    assert "1.67" in rows["2"].split()  # ratio of the medians, wall
+    assert "each pair" in out and "1.82 / 1.82, 2.00 / 2.00, 0.08 / 0.08" in out
+    assert "1.70× the work of one" in out and "1.90, 1.50, 1.70" in out
+    assert "identical across the 8 runs" in out

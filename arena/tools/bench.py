@@ -962,8 +962,8 @@ def main(args: argparse.Namespace) -> int:
     if getattr(args, "workers_games", 0) > 0:  # the workers phase (arena.tools.bench_workers)
         from arena.tools.bench_workers import print_workers, workers_phase
 
-        runs = workers_phase(args.workers_games, args.db, progress=say)
-        print_workers(console, runs, args.db)
+        phase = workers_phase(args.workers_games, args.db, progress=say)
+        print_workers(console, phase, args.db)
         if args.only_workers:
             return 0
     report = run_bench(args.deals, args.decisions, progress=say, flood_s=getattr(args, "flood_s", 0.0))

@@ -18,8 +18,15 @@ same unpinned for comparison). Figures per run:
   other programs leave free;
 
 and the ratio of each to the figure of 1 pinned worker (target :data:`WORKERS_TARGET_RATIO` for
-2 pinned workers on a 2-core machine: one core, then two). The same tournament is then played in one process
-(``--workers 0``, ``--concurrency`` the number of cores: the path before workers) for reference.
+2 pinned workers on a 2-core machine: one core, then two). The runs on 1 and 2 pinned workers
+alternate :data:`REPEATS` times and each row gives the median of its runs (with their range):
+the speed of a shared virtual machine changes from one minute to the next with its neighbours, so
+runs taken side by side in time are compared, never one lucky run with an unlucky one. Before each
+of those pairs, :func:`machine_scaling` measures what the machine itself gives at that moment:
+how many times the work of one CPU-bound process two such processes do, each on its own core;
+the workers cannot scale better than that. The same tournament is then played unpinned and in one
+process (``--workers 0``, ``--concurrency`` the number of cores: the path before workers) for
+reference.
 Each run uses a fresh SQLite file in a temporary directory, or the ``--db`` URL given (e.g. a
 PostgreSQL server; the tournaments are then added to it). The results tables of the runs are
 compared: they must be identical.
@@ -29,6 +36,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -95,15 +105,16 @@ def bench_bots(workdir: Path) -> list[str]:
 
 
 def run_workers(workers: int, games: int, db: str | None, workdir: Path, seed: int = 1,
-                pin: bool = True) -> WorkersRun:
+                pin: bool = True, tag: str = "") -> WorkersRun:
     """Play the phase's tournament on ``workers`` workers (each pinned to a core with ``pin``);
-    ``db``: a database URL or path (default: a fresh SQLite file in ``workdir``)."""
+    ``db``: a database URL or path (default: a fresh SQLite file in ``workdir``); ``tag`` tells
+    the files of repeated runs apart."""
     from arena.match.referee import MatchConfig
     from arena.schedule.launcher import load_manifest, sandbox_problem
     from arena.schedule.tournament import TournamentConfig, run_tournament
     from arena.schedule.worker import LocalWorkers, open_db
 
-    run = f"{workers}{'' if pin else 'u'}"
+    run = f"{workers}{'' if pin else 'u'}{tag}"
     manifests = bench_bots(workdir / f"bots{run}")
     store = open_db(db or str(workdir / f"w{run}.db"))
     config = TournamentConfig(games=games, seed=seed, logs_dir=str(workdir / f"logs{run}"),
@@ -132,40 +143,97 @@ def _cpu() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
-RUNS = ((1, True), (2, True), (1, False), (2, False), (0, False))
+REPEATS = 3
+"""How many times the pinned runs on 1 and on 2 workers alternate (module docstring)."""
+RUNS = ((1, True), (2, True)) * REPEATS + ((1, False), (2, False), (0, False))
 """The phase's runs, ``(workers, pinned)``: 1 and 2 workers pinned to cores (the default; the
-target compares these two), the same unpinned, and every match in one process."""
+target compares these two), alternating; then the same unpinned, and every match in one process."""
+
+SPIN_LOOPS = 4_000_000
+"""Iterations of :func:`machine_scaling`'s CPU-bound loop: about 0.3 s of one core here."""
+_SPIN = """import os, sys, time
+os.sched_setaffinity(0, {int(sys.argv[1])})
+t = time.perf_counter()
+x = 0
+for i in range(int(sys.argv[2])):
+    x += i
+print(time.perf_counter() - t)
+"""
+
+
+def machine_scaling(loops: int = SPIN_LOOPS) -> float | None:
+    """How many times the work of one CPU-bound process two do side by side, each pinned to a
+    core of its own (2 × seconds alone / seconds of the slower of the two): 2.0 on two idle
+    physical cores, less when the cores are hyperthreads of one another or a neighbour of the
+    virtual machine takes its share. None with fewer than two usable cores."""
+    cores = sorted(os.sched_getaffinity(0))
+    if len(cores) < 2:
+        return None
+
+    def spin(*on: int) -> float:
+        procs = [subprocess.Popen([sys.executable, "-c", _SPIN, str(c), str(loops)], stdout=subprocess.PIPE, text=True)
+                 for c in on]
+        return max(float(p.communicate()[0]) for p in procs)
+
+    alone = spin(cores[0])
+    both = spin(cores[0], cores[1])
+    return 2 * alone / both if both > 0 else None
+
+
+class WorkersPhase(msgspec.Struct):
+    """What :func:`workers_phase` measured: its runs in order, and the machine's own scaling
+    (:func:`machine_scaling`) before each pair of pinned runs."""
+
+    runs: list[WorkersRun]
+    scaling: list[float]
 
 
 def workers_phase(games: int = 20, db: str | None = None, counts: tuple[tuple[int, bool], ...] = RUNS,
-                  progress: Any = None) -> list[WorkersRun]:
+                  progress: Any = None) -> WorkersPhase:
     """Run the tournament once per ``(workers, pinned)`` in ``counts``, in one temporary
-    directory (removed after)."""
+    directory (removed after), measuring :func:`machine_scaling` before each pinned 1-worker run."""
     say = progress or (lambda text: None)
     workdir = Path(tempfile.mkdtemp(prefix="arena-bench-workers-"))
     try:
-        runs = []
-        for n, pin in counts:
+        runs: list[WorkersRun] = []
+        scaling: list[float] = []
+        for i, (n, pin) in enumerate(counts):
+            if n == 1 and pin:
+                x = machine_scaling()
+                if x is not None:
+                    scaling.append(x)
             say(f"workers: a round-robin of 8 bots (4 C), {games} matches per pair, "
                 + (f"on {n} worker(s){'' if pin else ', not pinned'}" if n else "in one process (--workers 0)"))
-            runs.append(run_workers(n, games, db, workdir, pin=pin))
-        return runs
+            runs.append(run_workers(n, games, db, workdir, pin=pin, tag=f"-{i}"))
+        return WorkersPhase(runs, scaling)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def print_workers(console: Any, runs: list[WorkersRun], db: str | None) -> None:
-    """The phase's table: per run, matches/s (wall and steady) and the ratio to the first run
-    (1 worker, pinned); 0 workers is the path before workers, every match in one process."""
+def _median(values: list[float]) -> float:
+    return statistics.median(values) if values else 0.0
+
+
+def print_workers(console: Any, phase: WorkersPhase, db: str | None) -> None:
+    """The phase's table: a row per kind of run (1 and 2 workers pinned, the same unpinned, one
+    process) with the median of its runs and their range, the ratios of the medians to 1 pinned
+    worker's, then the ratio of each side-by-side pair of pinned runs and the machine's own
+    scaling (:func:`machine_scaling`) measured in the same run."""
     from rich import box
     from rich.table import Table
 
-    base = runs[0]
-    table = Table(title=f"workers: one tournament of 8 bots, {base.total} matches, database "
+    runs = phase.runs
+    kinds: dict[tuple[int, bool], list[WorkersRun]] = {}
+    for r in runs:
+        kinds.setdefault((r.workers, r.pinned), []).append(r)
+    base = kinds[runs[0].workers, runs[0].pinned]
+    base_wall, base_steady = _median([r.wall_rate for r in base]), _median([r.steady_rate for r in base])
+    table = Table(title=f"workers: one tournament of 8 bots, {runs[0].total} matches, database "
                         f"{'SQLite (temporary file)' if db is None else shown_db(db)}", box=box.SIMPLE_HEAVY)
-    for col in ("workers", "matches/s (wall)", "matches/s (steady)", "wall s", "ratio wall", "ratio steady",
+    for col in ("workers", "runs", "matches/s (wall)", "matches/s (steady)", "ratio wall", "ratio steady",
                 "target", "CPU s/match", "load avg"):
         table.add_column(col, justify="right")
+
     def ratio(value: float, baseline: float, targeted: bool) -> str:
         x = value / baseline if baseline > 0 else 0.0
         if not targeted:
@@ -173,20 +241,37 @@ def print_workers(console: Any, runs: list[WorkersRun], db: str | None) -> None:
         colour = "green" if x >= WORKERS_TARGET_RATIO else "red"
         return f"[{colour}]{x:.2f}[/{colour}]"
 
-    for r in runs:
-        two = r.workers == 2 and r.pinned
-        label = (f"{r.workers}{'' if r.pinned else ' (not pinned)'}" if r.workers
+    def spread(values: list[float]) -> str:
+        mid = f"{_median(values):.2f}"
+        return mid if len(values) == 1 else f"{mid} ({min(values):.1f}–{max(values):.1f})"
+
+    for (workers, pinned), group in kinds.items():
+        two = workers == 2 and pinned
+        label = (f"{workers}{'' if pinned else ' (not pinned)'}" if workers
                  else f"0 (one process, concurrency {os.cpu_count()})")
-        table.add_row(label, f"{r.wall_rate:.2f}", f"{r.steady_rate:.2f}", f"{r.wall_s:.1f}",
-                      ratio(r.wall_rate, base.wall_rate, two), ratio(r.steady_rate, base.steady_rate, two),
-                      f"≥ {WORKERS_TARGET_RATIO}" if two else "", f"{r.cpu_s / max(r.total, 1):.3f}",
-                      f"{r.load:.1f}")
+        walls, steadies = [r.wall_rate for r in group], [r.steady_rate for r in group]
+        table.add_row(label, str(len(group)), spread(walls), spread(steadies),
+                      ratio(_median(walls), base_wall, two), ratio(_median(steadies), base_steady, two),
+                      f"≥ {WORKERS_TARGET_RATIO}" if two else "",
+                      f"{_median([r.cpu_s / max(r.total, 1) for r in group]):.3f}",
+                      f"{_median([r.load for r in group]):.1f}")
     console.print(table)
+    pairs = [(a, b) for a, b in zip(runs, runs[1:], strict=False)
+             if (a.workers, a.pinned, b.workers, b.pinned) == (1, True, 2, True)]
+    if pairs:
+        console.print("each pair of pinned runs, 1 then 2 workers side by side in time, ratio wall / steady: "
+                      + ", ".join(f"{b.wall_rate / a.wall_rate:.2f} / {b.steady_rate / a.steady_rate:.2f}"
+                                  for a, b in pairs if a.wall_rate > 0 and a.steady_rate > 0))
+    if phase.scaling:
+        console.print(f"this machine in the same run: two CPU-bound processes, one per core, did "
+                      f"{_median(phase.scaling):.2f}× the work of one (median; before each pair: "
+                      f"{', '.join(f'{x:.2f}' for x in phase.scaling)}): no program scales past that "
+                      f"here, and 2 workers at that ratio use the second core fully")
     if db is not None:  # one database: tournaments t1, t2, ... whose match ids (so the bots' random choices) differ
         console.print(f"results tables not compared: the runs are successive tournaments of one database; "
                       f"tests/test_workers_postgres.py compares PostgreSQL with SQLite; {os.cpu_count()} cores")
         return
-    same = all(r.table == base.table for r in runs)
+    same = all(r.table == runs[0].table for r in runs)
     console.print(f"results tables (Elo, wins, losses, draws per bot): {'identical' if same else 'DIFFERENT'} "
                   f"across the {len(runs)} runs; {os.cpu_count()} cores. Pinned: each worker and its bots on a core "
                   "of their own (the default); not pinned: the kernel moves them between cores. CPU s/match "
