@@ -159,5 +159,5 @@ def test_the_workers_table_compares_medians_of_alternating_runs() -> None:
     assert rows["2"].split()[1:3] == ["3", "16.67"]  # median of 18.18, 16.67, 1.00: the bad run does not rule
     assert "1.67" in rows["2"].split()  # ratio of the medians, wall
     assert "each pair" in out and "1.82 / 1.82, 2.00 / 2.00, 0.08 / 0.08" in out
-    assert "1.70× the work of one" in out and "1.90, 1.50, 1.70" in out
+    assert "1.70× the work of one" in out and "1.90, 1.50, 1.70; 2.00 on two free cores" in out
     assert "identical across the 8 runs" in out

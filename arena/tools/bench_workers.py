@@ -149,8 +149,8 @@ RUNS = ((1, True), (2, True)) * REPEATS + ((1, False), (2, False), (0, False))
 """The phase's runs, ``(workers, pinned)``: 1 and 2 workers pinned to cores (the default; the
 target compares these two), alternating; then the same unpinned, and every match in one process."""
 
-SPIN_LOOPS = 4_000_000
-"""Iterations of :func:`machine_scaling`'s CPU-bound loop: about 0.3 s of one core here."""
+SPIN_LOOPS = 3_000_000
+"""Iterations of :func:`machine_scaling`'s CPU-bound loop: about 0.2 s of one core here."""
 _SPIN = """import os, sys, time
 os.sched_setaffinity(0, {int(sys.argv[1])})
 t = time.perf_counter()
@@ -161,11 +161,12 @@ print(time.perf_counter() - t)
 """
 
 
-def machine_scaling(loops: int = SPIN_LOOPS) -> float | None:
+def machine_scaling(loops: int = SPIN_LOOPS, rounds: int = 3) -> float | None:
     """How many times the work of one CPU-bound process two do side by side, each pinned to a
-    core of its own (2 × seconds alone / seconds of the slower of the two): 2.0 on two idle
-    physical cores, less when the cores are hyperthreads of one another or a neighbour of the
-    virtual machine takes its share. None with fewer than two usable cores."""
+    core of its own (2 × seconds alone / seconds of the slower of the two), the median of
+    ``rounds`` alternations: 2.0 on two idle physical cores, less when the cores are hyperthreads
+    of one another or a neighbour of the virtual machine takes its share (more than 2.0 when a
+    neighbour slowed the process alone). None with fewer than two usable cores."""
     cores = sorted(os.sched_getaffinity(0))
     if len(cores) < 2:
         return None
@@ -175,9 +176,13 @@ def machine_scaling(loops: int = SPIN_LOOPS) -> float | None:
                  for c in on]
         return max(float(p.communicate()[0]) for p in procs)
 
-    alone = spin(cores[0])
-    both = spin(cores[0], cores[1])
-    return 2 * alone / both if both > 0 else None
+    ratios = []
+    for _ in range(rounds):
+        alone = spin(cores[0])
+        both = spin(cores[0], cores[1])
+        if both > 0:
+            ratios.append(2 * alone / both)
+    return statistics.median(ratios) if ratios else None
 
 
 class WorkersPhase(msgspec.Struct):
@@ -265,8 +270,8 @@ def print_workers(console: Any, phase: WorkersPhase, db: str | None) -> None:
     if phase.scaling:
         console.print(f"this machine in the same run: two CPU-bound processes, one per core, did "
                       f"{_median(phase.scaling):.2f}× the work of one (median; before each pair: "
-                      f"{', '.join(f'{x:.2f}' for x in phase.scaling)}): no program scales past that "
-                      f"here, and 2 workers at that ratio use the second core fully")
+                      f"{', '.join(f'{x:.2f}' for x in phase.scaling)}; 2.00 on two free cores): "
+                      f"2 workers at that ratio to 1 use the second core as fully as the machine allows")
     if db is not None:  # one database: tournaments t1, t2, ... whose match ids (so the bots' random choices) differ
         console.print(f"results tables not compared: the runs are successive tournaments of one database; "
                       f"tests/test_workers_postgres.py compares PostgreSQL with SQLite; {os.cpu_count()} cores")
