@@ -44,6 +44,23 @@ def examples(n: int) -> int:
     return max(10, round(n * EXAMPLES_SCALE))
 
 
+def slow_bots(folder: Path, bots: dict[str, str], delay_ms: int = 40) -> dict[str, Path]:
+    """Sample bots made slower by ``tests/bots/slow/slow.py`` (``delay_ms`` before each action),
+    written in ``folder``: ``bots`` maps each bot's name to the sample bot it runs
+    (``"random_bot"``, ``"greedy_bot"``, ...); returns ``name -> manifest`` (``<name>.toml``)."""
+    import shutil
+
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copy(ROOT / "tests" / "bots" / "slow" / "slow.py", folder / "slow.py")
+    manifests = {}
+    for name, module in bots.items():
+        shutil.copy(ROOT / "sample_bots" / f"{module}.py", folder / f"{module}.py")
+        manifests[name] = folder / f"{name}.toml"
+        manifests[name].write_text(f'name = "{name}"\nlanguage = "python"\n'
+                                   f'command = ["{{python}}", "slow.py", "{module}", "{delay_ms}"]\n')
+    return manifests
+
+
 def remote_random_bot(port: int, name: str, token: str) -> subprocess.Popen:
     """sample_bots/random_bot.py started as a remote bot (`arena bots add`): it connects over TCP
     to 127.0.0.1:``port`` on its own. Terminate it when done."""

@@ -32,7 +32,7 @@ from arena.net.server import ServerConfig
 from arena.schedule.contest import Contest, ContestConfig
 from arena.store.sqlite import Store
 from protocol.messages import TimeControl
-from tests.conftest import TRUST_BOTS
+from tests.conftest import TRUST_BOTS, slow_bots
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install playwright)",
                                exc_type=ImportError)
@@ -59,14 +59,9 @@ PACE_MS = 10
 
 def paced_bots(folder: Path) -> dict[str, Path]:
     """The manifests of :data:`BOTS`, each a sample bot paced by ``slow.py``, written in ``folder``."""
-    shutil.copytree(ROOT / "tests" / "bots" / "slow", folder, ignore=shutil.ignore_patterns("__pycache__", "*.toml"))
-    manifests = {}
-    for name, module in BOTS.items():
-        shutil.copy(ROOT / "sample_bots" / f"{module}.py", folder / f"{module}.py")
-        manifests[name] = folder / f"{name}.toml"
-        manifests[name].write_text(f'name = "{name}"\nlanguage = "python"\n'
-                                   f'command = ["{{python}}", "slow.py", "{module}", "{PACE_MS}"]\n')
-    return manifests
+    return slow_bots(folder, BOTS, PACE_MS)
+
+
 SUIT = {"c": "♣", "d": "♦", "h": "♥", "s": "♠"}
 CARD_TEXT = re.compile(r"(10|[6-9JQKA])([♣♦♥♠])")
 CARD = re.compile(r"^[6789TJQKA][cdhs]$")

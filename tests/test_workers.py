@@ -29,18 +29,14 @@ from arena.schedule.worker import Worker, store_archives
 from arena.store.queue import MatchQueue
 from arena.store.sqlite import Store
 from protocol.messages import TimeControl
-from tests.conftest import ROOT, TRUST_ARGS, TRUST_BOTS
+from tests.conftest import ROOT, TRUST_ARGS, TRUST_BOTS, slow_bots
 
 ARENA = [sys.executable, "-m", "arena.cli"]
-SLOW = ROOT / "tests" / "bots" / "slow"
 
 
-def slow_bots(tmp_path: Path) -> list[str]:
+def two_slow_bots(tmp_path: Path) -> list[str]:
     """Two slow random bots (40 ms per action) in their own directory; their manifest paths."""
-    bots = tmp_path / "slowbots"
-    shutil.copytree(SLOW, bots, ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(ROOT / "sample_bots" / "random_bot.py", bots / "random_bot.py")
-    return [str(bots / "slow_a.toml"), str(bots / "slow_b.toml")]
+    return [str(m) for m in slow_bots(tmp_path / "slowbots", {"slow_a": "random_bot", "slow_b": "random_bot"}).values()]
 
 
 def queued_tournament(store: Store, manifests: list[str], logs: Path, games: int = 1, seed: int = 5) -> int:
@@ -154,7 +150,7 @@ def test_one_and_two_workers_give_the_same_table_and_the_same_logs_byte_for_byte
 def test_a_killed_workers_match_is_replayed_by_another_from_the_same_seed_and_counted_once(tmp_path, db_target):
     db = db_target
     store = Store(db)
-    tid = queued_tournament(store, slow_bots(tmp_path), tmp_path / "logs")
+    tid = queued_tournament(store, two_slow_bots(tmp_path), tmp_path / "logs")
     queue = MatchQueue(store)
     key = f"t{tid}-m0001"
     first = start_worker(db, tid, "first", lease_s=3)
@@ -209,7 +205,7 @@ def test_a_tournament_replaces_a_killed_worker_and_replays_its_match_at_once(tmp
     """`arena tournament --workers 2`: a worker SIGKILLed mid-match has its lease released at
     once by the tournament (no waiting for the 30 s lease), is started again, and the match is
     played again and counted once; the tournament finishes with every match."""
-    bots = slow_bots(tmp_path)
+    bots = two_slow_bots(tmp_path)
     db = tmp_path / "t.db"
     proc = subprocess.Popen([*ARENA, "tournament", "--bots", *bots, "--games", "2", "--no-duplicate", "--seed", "3",
                              "--workers", "2", "--db", str(db), "--logs", str(tmp_path / "logs"), "--quiet",
@@ -401,7 +397,7 @@ def test_a_tournament_killed_with_its_workers_resumes_on_workers_to_the_same_log
     """SIGKILL `arena tournament --workers 2` mid-way: its workers die with it (parent-death
     signal), `--resume --workers 2` releases their leases at once and plays what is left; every
     match is counted once and the logs are byte for byte those of a clean run on one worker."""
-    bots = slow_bots(tmp_path)
+    bots = two_slow_bots(tmp_path)
     runs = {}
     for name in ("crash", "clean"):
         (tmp_path / name).mkdir()

@@ -1,7 +1,8 @@
 """A sample bot made slower: ``slow.py [MODULE [MS]]`` runs ``sample_bots/MODULE.py`` (default
 ``random_bot``) and waits MS milliseconds (default 40) before each action it sends. A match then
 lasts long enough to be cut mid-way (tests/test_workers.py) or watched in a browser
-(tests/test_web.py). The test copies the wrapped bot beside this file."""
+(tests/test_web.py). `tests.conftest.slow_bots` writes the manifests and copies the
+wrapped bot beside this file."""
 
 import importlib
 import sys
