@@ -50,6 +50,18 @@ async def test_one_match_counts_what_the_bots_answered() -> None:
 
 
 @needs_gcc
+async def test_the_core_alone_plays_the_matches_the_instant_bots_play() -> None:
+    # the same seed, the same answers (the first legal action) as phase 1's first match over TCP
+    over_tcp = await bs.one_match(seconds=60.0, max_decisions=1)
+    alone = bs.core_alone(seconds=60.0, max_decisions=1)
+    assert (alone.matches, alone.decisions) == (1, over_tcp.decisions)
+    assert alone.core_s > 0 and alone.log_s > 0
+    assert alone.core_us == pytest.approx(alone.core_s * 1e6 / alone.decisions)
+    two = bs.core_alone(seconds=60.0, max_decisions=alone.decisions + 1)
+    assert two.matches == 2 and two.decisions > alone.decisions  # whole matches, the next seed
+
+
+@needs_gcc
 async def test_trio_pingpong_uses_the_requested_sizes() -> None:
     figures = await bs.trio_pingpong(500, 40, 300)
     assert (figures.kind, figures.rounds, figures.request_bytes, figures.answer_bytes) == ("trio", 300, 500, 40)
@@ -92,8 +104,12 @@ def test_the_report_prints_each_figure_next_to_its_target() -> None:
     latency_us = [100.0, 200.0, 6000.0]
     conc = bs.ConcurrentFigures(100, 1.0, 0.5, 2, record, latency_us, wire, 0.1, {"forfeit_timeout": 1}, 0.01, 3)
     out = io.StringIO()
-    bs.print_server_bench(Console(file=out, width=200), bs.ServerBench(one, pp, bp, conc, [], 1.0))
+    core = bs.CoreFigures(10, 1, 0.0002, 0.00005)  # 20 µs and 5 µs per decision
+    bs.print_server_bench(Console(file=out, width=200), bs.ServerBench(one, core, pp, bp, conc, [], 1.0))
     text = out.getvalue()
+    # the floor: core 20 + log 5 + trio's 10 µs of CPU per round trip; the driver is the other 5 µs
+    assert "floor: core + log + trio round trip" in text and "35.0" in text and "5.0 µs more is the driver" in text
+    assert f"{100 * (0.5e6 / 3) / 1000:,.2f}" in text  # saturated: 100 matches × 0.5 s CPU / 3 decisions
     assert "40.0" in text and f"target ≤ {bs.CPU_TARGET_US:g} µs" in text  # 0.4 ms CPU / 10 decisions
     assert f"target p99 < {bs.LATENCY_P99_TARGET_MS:g} ms" in text and "6.00" in text
     assert f"target ≤ {bs.CHARGED_TARGET_MS:g} ms" in text and "70" in text

@@ -13,6 +13,10 @@ runs in this process; the bots run in subprocesses. Phases, each bounded in time
    (:func:`trio_pingpong`, :func:`blocking_pingpong`): a raw trio echo server and a plain
    blocking-socket loop, each answering an instant C client's answer-sized line with a
    request-sized line. Their CPU per round trip is measured the same way.
+   Next to them, the **match core alone** (:func:`core_alone`): the same matches played
+   straight through :class:`~arena.match.core.MatchCore` and their match logs, without I/O.
+   The core, its log and one raw trio round trip are the floor of this design: what phase 1
+   spends above it is the driver (:mod:`arena.match.referee`, :mod:`arena.match.seat`).
 2. **Concurrent matches** (:func:`concurrent_matches`): ``n`` matches at once (100 in
    ``make bench``; 1,000 and 2,000 in ``make bench-scale``), each pair of bots playing
    back to back, this process pinned to one core (the bots on the others) when the machine has
@@ -20,6 +24,8 @@ runs in this process; the bots run in subprocesses. Phases, each bounded in time
 
    * decisions per second;
    * **server-added latency** p50/p99 (target :data:`LATENCY_P99_TARGET_MS` at 100 matches).
+     Instant bots keep the server saturated, so each answer waits behind the other matches'
+     decisions: about ``n`` × the CPU per decision (Little's law), printed beside it.
      Measured by the bots, on the machine's monotonic clock: from the moment a bot of a match
      has written its answer to the moment a bot of that match has read the match's next
      request. That is the server's whole turn-around (reading, the rules, the log, the
@@ -435,6 +441,98 @@ async def one_match(seconds: float = 10.0, seed: int = 1, max_decisions: int = 1
     return OneMatchFigures(decisions, matches, wall, cpu, wire)
 
 
+# --------------------------------------------------------------------------- the core alone
+
+
+@dataclass(frozen=True)
+class CoreFigures:
+    """The match core without I/O: ``decisions`` in ``matches`` Écarté matches, ``core_s``
+    seconds spent in the core's own calls (:class:`~arena.match.core.MatchCore`: the rules, the
+    fault policy, the requests and events encoded) and ``log_s`` more in writing their match
+    logs (the hash chain and gzip, :class:`~arena.match.log.MatchLog`)."""
+
+    decisions: int
+    matches: int
+    core_s: float
+    log_s: float
+
+    @property
+    def core_us(self) -> float:
+        """The core's time per decision in µs, without the log."""
+        return self.core_s * 1e6 / self.decisions if self.decisions else 0.0
+
+    @property
+    def log_us(self) -> float:
+        """The log's time per decision in µs."""
+        return self.log_s * 1e6 / self.decisions if self.decisions else 0.0
+
+
+def core_alone(seconds: float = 5.0, seed: int = 1, max_decisions: int = 10**9) -> CoreFigures:
+    """What a decision costs before any I/O: Écarté matches played straight through the match
+    core, the same seeds and configuration as :func:`one_match`, for ``seconds`` seconds (or
+    ``max_decisions`` decisions), finishing the match in play. The "bot" answers the first
+    legal action, as the instant bot does; building its answer line is not counted, decoding
+    it is (the server does that). Only the core's and the log's calls are timed
+    (:func:`time.perf_counter` around each: one thread, no I/O, no waiting), so the figures
+    are a floor under phase 1's CPU per decision: phase 1 adds the sockets, the event loop and
+    the driver (:mod:`arena.match.referee`, :mod:`arena.match.seat`)."""
+    import msgspec
+
+    from arena.match.core import MatchConfig, MatchCore, result_line
+    from arena.match.log import MatchLog
+    from protocol.framing import decode_client
+
+    config = MatchConfig()
+    encode_answer = msgspec.json.Encoder().encode
+    decisions = matches = 0
+    core_s = log_s = 0.0
+    with tempfile.TemporaryDirectory(prefix="arena-bench-") as logs:
+        t_end = perf_counter() + seconds
+        while perf_counter() < t_end and decisions < max_decisions:
+            path = Path(logs) / f"m{matches}.jsonl.gz"
+            t0 = perf_counter()
+            core = MatchCore(f"bench-{matches}", seed + matches, config, ("instant-a", "instant-b"))
+            outs = [core.start(), core.begin()]
+            t1 = perf_counter()
+            log = MatchLog(path)
+            for out in outs:
+                log.write_all(out.log)
+            t2 = perf_counter()
+            core_s += t1 - t0
+            log_s += t2 - t1
+            out = outs[-1]
+            t_ms = 0.0
+            while core.result is None:
+                if out.asked is None:
+                    raise RuntimeError(f"bench match {matches}: the core asked nobody")
+                seat, rid = out.asked
+                line = encode_answer({"type": "action", "id": rid, "action": core.engine.legal_actions()[0]})
+                t0 = perf_counter()
+                core.sent(seat, t_ms)
+                out = core.answer(seat, rid, decode_client(line).action, t_ms + 0.01)
+                t1 = perf_counter()
+                log.write_all(out.log)
+                t2 = perf_counter()
+                core_s += t1 - t0
+                log_s += t2 - t1
+                t_ms += 1.0
+            result = core.result
+            if result.reason != "target":
+                raise RuntimeError(f"bench match {matches} ended by {result.reason}: {result.detail}")
+            t0 = perf_counter()
+            core.match_end()
+            t1 = perf_counter()
+            log.write(result_line(result))
+            log.close()
+            t2 = perf_counter()
+            core_s += t1 - t0
+            log_s += t2 - t1
+            path.unlink(missing_ok=True)
+            decisions += result.decisions
+            matches += 1
+    return CoreFigures(decisions, matches, core_s, log_s)
+
+
 # --------------------------------------------------------------------------- baselines
 
 
@@ -635,6 +733,7 @@ class ServerBench:
     """Every figure of this module from one run (``scale`` empty unless asked for)."""
 
     one: OneMatchFigures
+    core: CoreFigures
     trio_pp: PingPongFigures
     blocking_pp: PingPongFigures
     concurrent: ConcurrentFigures | None
@@ -655,6 +754,8 @@ def run_server_bench(seconds: float = 10.0, concurrent: int = 100, scale: tuple[
     try:
         say(f"instant C bots: one match at a time, {seconds:g} s")
         one = trio.run(one_match, seconds)
+        say(f"the match core alone, without I/O, {seconds:g} s")
+        core = core_alone(seconds)
         req, ans = round(one.wire.avg_request_bytes), round(one.wire.avg_answer_bytes)
         rounds = max(1000, one.decisions)
         say(f"baselines: {rounds:,} round trips of {req} B / {ans} B, raw trio then blocking sockets")
@@ -670,7 +771,7 @@ def run_server_bench(seconds: float = 10.0, concurrent: int = 100, scale: tuple[
             figures.append(trio.run(concurrent_matches, n, seconds))
     finally:
         restore(thresholds)
-    return ServerBench(one, trio_pp, blocking_pp, conc, figures, perf_counter() - t0)
+    return ServerBench(one, core, trio_pp, blocking_pp, conc, figures, perf_counter() - t0)
 
 
 def print_server_bench(console: Any, bench: ServerBench) -> None:
@@ -693,6 +794,14 @@ def print_server_bench(console: Any, bench: ServerBench) -> None:
                   f"{one.decisions_per_s / bp.round_trips_per_s:.2f}x blocking", "")
     table.add_row("  server CPU/decision", f"{one.cpu_us_per_decision:,.1f}", "µs",
                   f"target ≤ {CPU_TARGET_US:g} µs", verdict(one.cpu_us_per_decision <= CPU_TARGET_US))
+    core = bench.core
+    table.add_row("  the match core alone", f"{core.core_us:,.1f}", "µs/decision",
+                  "rules, fault policy, encoding; no I/O", "")
+    table.add_row("  its match log", f"{core.log_us:,.1f}", "µs/decision", "hash chain and gzip", "")
+    floor = core.core_us + core.log_us + tp.cpu_us_per_round_trip
+    table.add_row("  floor: core + log + trio round trip", f"{floor:,.1f}", "µs",
+                  f"{one.cpu_us_per_decision - floor:,.1f} µs more is the driver; target ≤ {CPU_TARGET_US:g} µs",
+                  "" if floor <= CPU_TARGET_US else "[red]floor over target[/red]")
     table.add_row("  raw trio ping-pong", f"{tp.round_trips_per_s:,.0f}", "round trips/s",
                   f"{tp.cpu_us_per_round_trip:,.1f} µs CPU each; {tp.request_bytes} B / {tp.answer_bytes} B", "")
     table.add_row("  blocking-socket ping-pong", f"{bp.round_trips_per_s:,.0f}", "round trips/s",
@@ -701,6 +810,8 @@ def print_server_bench(console: Any, bench: ServerBench) -> None:
     for c in rows:
         table.add_row(f"{c.matches:,} matches at once", f"{c.decisions_per_s:,.0f}", "decisions/s",
                       f"{c.cpu_us_per_decision:,.1f} µs CPU each; {c.finished:,} matches ended", "")
+        table.add_row("  saturated: matches × CPU/decision", f"{c.matches * c.cpu_us_per_decision / 1000:,.2f}",
+                      "ms", "each answer waits its turn behind the other matches' (Little's law)", "")
         table.add_row("  garbage collection", f"{100 * c.gc_s / c.seconds:,.1f}", "% of time", "", "")
         p99 = c.latency_ms(0.99)
         latency_target = c.matches <= 100
