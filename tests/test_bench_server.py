@@ -108,7 +108,7 @@ def test_the_report_prints_each_figure_next_to_its_target() -> None:
     bs.print_server_bench(Console(file=out, width=200), bs.ServerBench(one, core, pp, bp, conc, [], 1.0))
     text = out.getvalue()
     # the floor: core 20 + log 5 + trio's 10 µs of CPU per round trip; the driver is the other 5 µs
-    assert "floor: core + log + trio round trip" in text and "35.0" in text and "5.0 µs more is the driver" in text
+    assert "floor: core+log+trio trip" in text and "35.0" in text and "the driver: 5.0 µs more" in text
     assert f"{100 * (0.5e6 / 3) / 1000:,.2f}" in text  # saturated: 100 matches × 0.5 s CPU / 3 decisions
     assert "40.0" in text and f"target ≤ {bs.CPU_TARGET_US:g} µs" in text  # 0.4 ms CPU / 10 decisions
     assert f"target p99 < {bs.LATENCY_P99_TARGET_MS:g} ms" in text and "6.00" in text

@@ -795,12 +795,12 @@ def print_server_bench(console: Any, bench: ServerBench) -> None:
     table.add_row("  server CPU/decision", f"{one.cpu_us_per_decision:,.1f}", "µs",
                   f"target ≤ {CPU_TARGET_US:g} µs", verdict(one.cpu_us_per_decision <= CPU_TARGET_US))
     core = bench.core
-    table.add_row("  the match core alone", f"{core.core_us:,.1f}", "µs/decision",
-                  "rules, fault policy, encoding; no I/O", "")
+    table.add_row("  the match core alone", f"{core.core_us:,.1f}", "µs/decision", "rules, policy, encoding; no I/O",
+                  "")
     table.add_row("  its match log", f"{core.log_us:,.1f}", "µs/decision", "hash chain and gzip", "")
     floor = core.core_us + core.log_us + tp.cpu_us_per_round_trip
-    table.add_row("  floor: core + log + trio round trip", f"{floor:,.1f}", "µs",
-                  f"{one.cpu_us_per_decision - floor:,.1f} µs more is the driver; target ≤ {CPU_TARGET_US:g} µs",
+    table.add_row("  floor: core+log+trio trip", f"{floor:,.1f}", "µs",
+                  f"the driver: {one.cpu_us_per_decision - floor:,.1f} µs more",
                   "" if floor <= CPU_TARGET_US else "[red]floor over target[/red]")
     table.add_row("  raw trio ping-pong", f"{tp.round_trips_per_s:,.0f}", "round trips/s",
                   f"{tp.cpu_us_per_round_trip:,.1f} µs CPU each; {tp.request_bytes} B / {tp.answer_bytes} B", "")
@@ -810,8 +810,8 @@ def print_server_bench(console: Any, bench: ServerBench) -> None:
     for c in rows:
         table.add_row(f"{c.matches:,} matches at once", f"{c.decisions_per_s:,.0f}", "decisions/s",
                       f"{c.cpu_us_per_decision:,.1f} µs CPU each; {c.finished:,} matches ended", "")
-        table.add_row("  saturated: matches × CPU/decision", f"{c.matches * c.cpu_us_per_decision / 1000:,.2f}",
-                      "ms", "each answer waits its turn behind the other matches' (Little's law)", "")
+        table.add_row("  saturated queue", f"{c.matches * c.cpu_us_per_decision / 1000:,.2f}", "ms",
+                      "matches × CPU/decision (Little's law)", "")
         table.add_row("  garbage collection", f"{100 * c.gc_s / c.seconds:,.1f}", "% of time", "", "")
         p99 = c.latency_ms(0.99)
         latency_target = c.matches <= 100
