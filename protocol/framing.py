@@ -196,6 +196,11 @@ class LineReader:
             raise ProtocolError("line_too_long", f"line longer than {self.max_line} bytes", fatal=True)
         return None
 
+    @property
+    def buffered(self) -> int:
+        """Bytes received and not yet taken as lines."""
+        return len(self._buf)
+
     def feed(self, data: bytes) -> None:
         """Append bytes received (see :meth:`pop_line`)."""
         self._buf += data

@@ -14,7 +14,7 @@ to the database) and only then sends ``match_end``.
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 import trio
@@ -125,8 +125,15 @@ class Referee:
         """Carry out one output of the core: log, spectators, metrics, then the writes in order.
         A failed write is the seat's disconnect (fed back to the core); writes of an output
         overtaken by the end of the match are dropped."""
+        rest = self._apply_now(out)
+        if rest is not None:
+            await rest
+
+    def _apply_now(self, out: Output) -> Coroutine[Any, Any, None] | None:
+        """:meth:`_apply` as far as it goes without waiting: None when done, else the rest to
+        await (a write the socket did not take whole, an abort)."""
         if out is NOTHING:
-            return
+            return None
         log = self.log
         log.write_all(out.log)
         core = self.core
@@ -140,27 +147,58 @@ class Referee:
         if out.illegal is not None:
             METRICS.illegal.labels(self.conns[out.illegal[0]].name, out.illegal[1]).inc()
         if log.error is not None and core.result is None:
-            await self._apply(core.abort(f"match log could not be written: {log.error}"))
-            return
+            return self._apply(core.abort(f"match log could not be written: {log.error}"))
+        return self._write_now(out, 0)
+
+    def _write_now(self, out: Output, start: int) -> Coroutine[Any, Any, None] | None:
+        """Write ``out.sends[start:]`` in order, each straight to its socket; the request last,
+        its deadline armed just before its write starts. None when all went, else the rest to
+        await (:meth:`_write_rest`) from the first write a socket did not take whole."""
+        core = self.core
         sends = out.sends
         last = len(sends) - 1
-        for i, (seat, data) in enumerate(sends):
+        for i in range(start, last + 1):
             if core.result is not None and core.result is not out.result:
-                return  # another input ended the match meanwhile
+                return None  # another input ended the match meanwhile
+            seat, data = sends[i]
             conn = self.conns[seat]
             if i == last and out.asked is not None:
                 rid = out.asked[1]
                 conn.core.expect(rid)
                 now = self._now()
                 conn.arm(core.sent(seat, now * 1000) / 1000, rid)
-            try:
-                await conn.send_bytes(data)
-            except SendFailed as exc:
-                if core.result is None:
-                    await self._apply(core.disconnected(seat, str(exc)))
-                    return
+            rest = conn.send_now(data)
+            if rest is not None:
+                return self._write_rest(out, i, rest)
         if out.result is not None:
             self._over.set()
+        return None
+
+    async def _write_rest(self, out: Output, i: int, rest: bytes) -> None:
+        """Finish write ``i`` of ``out`` (``rest``: what its socket did not take, in its turn),
+        then the writes after it."""
+        seat = out.sends[i][0]
+        try:
+            await self.conns[seat].send_held(rest)
+        except SendFailed as exc:
+            if self.core.result is None:
+                await self._apply(self.core.disconnected(seat, str(exc)))
+                return
+        more = self._write_now(out, i + 1)
+        if more is not None:
+            await more
+
+    def writable_now(self) -> bool:
+        """Whether both seats' sockets take a write at once (see
+        :meth:`arena.match.seat.Connection.writable_now`): :meth:`answer_now` may then run."""
+        a, b = self.conns
+        return a.writable_now() and b.writable_now()
+
+    def answer_now(self, conn: Connection, rid: int, action: Any, t: float) -> Coroutine[Any, Any, None] | None:
+        """:meth:`on_answer` without waiting, for the dispatcher's task
+        (:meth:`arena.match.seat.Connection.on_readable`): None when done, else the rest, which
+        the seat's reader task awaits."""
+        return self._apply_now(self.core.answer(conn.seat_no, rid, action, t * 1000))
 
     # -- the connections' handler (arena.match.seat.Handler)
 

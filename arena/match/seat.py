@@ -18,6 +18,15 @@ the locked path every time.
 
 Arrival times come from the fair clock (:mod:`arena.match.fairclock`): the kernel's receive
 stamp on TCP, else the moment the event loop woke for the data.
+
+On a server with a :class:`~arena.match.dispatch.Dispatcher` (every TCP and launched bot of
+:class:`arena.net.server.ArenaServer`), a reader with nothing buffered parks there instead of
+waiting on its own socket. The dispatcher's one task reads for all of them: a read holding just
+one line that answers the pending request, while every seat of the match can be written at
+once, is refereed right there (:meth:`Connection.on_readable`, :meth:`Handler.answer_now`);
+anything else (other lines, several lines, a partial line, the end of the stream, an error, a
+write the socket does not take whole) goes back to the reader task, which handles it as if it
+had read it itself.
 """
 
 from __future__ import annotations
@@ -27,11 +36,13 @@ import socket
 from typing import Any, Protocol
 
 import msgspec
+import outcome
 import trio
 
 from arena.match import fairclock
 from arena.match.clock import Clock
 from arena.match.core import ConnectionCore
+from arena.match.dispatch import Dispatcher
 from arena.match.limits import LIMITS
 from arena.metrics import METRICS
 from protocol.framing import LineReader, ProtocolError, encode
@@ -44,6 +55,15 @@ class SendFailed(Exception):
     """The peer is gone or does not read (a send did not finish within its time limit)."""
 
 
+class _Closing(Exception):
+    """A line handed back by the dispatcher closes the connection (``too_many_errors``)."""
+
+
+_DATA, _VERDICT, _FINISH = range(3)
+"""What the dispatcher hands a parked reader: bytes read, a line's verdict to act on, or the
+rest of an answer's handling to await (see :meth:`Connection.on_readable`)."""
+
+
 class Handler(Protocol):
     """What a connection seated in a match (or a chouette auction) tells it. ``t`` is the
     answer's arrival time on the fair clock (``trio.current_time()`` seconds)."""
@@ -52,6 +72,20 @@ class Handler(Protocol):
     async def on_fault(self, conn: Connection, code: str, detail: str) -> None: ...
     async def on_deadline(self, conn: Connection, rid: int) -> None: ...
     async def on_closed(self, conn: Connection, reason: str) -> None: ...
+
+
+class InstantHandler(Handler, Protocol):
+    """A handler that can take an answer without waiting (the referee): the dispatcher's
+    cheap path (:meth:`Connection.on_readable`)."""
+
+    def writable_now(self) -> bool:
+        """Whether every seat can be written at once (no write of theirs is waiting)."""
+        ...
+
+    def answer_now(self, conn: Connection, rid: int, action: Any, t: float) -> Any:
+        """:meth:`Handler.on_answer` without waiting: returns None when it is all done, else an
+        awaitable that finishes it (writes the socket did not take at once)."""
+        ...
 
 
 def _raw_socket(stream: Any) -> socket.socket | None:
@@ -96,8 +130,10 @@ class Connection:
         self._scope: trio.CancelScope | None = None
         self._deadline = INF
         self._armed: int | None = None
-        self._lock: trio.Lock | None = None
+        self._turn: trio.Semaphore | None = None  # the locked path's turn (whoever holds it writes)
         self._slow = 0  # writes waiting on the locked path: the direct path must wait its turn
+        self._held = False  # send_now took the turn for the write send_held finishes
+        self.dispatcher: Dispatcher | None = None  # set by the server: readers park there
         self._arrived = 0.0
         self._waited = True  # the last read waited for its data (else a flood may be under way)
         self._full = False  # the last read filled its buffer: more is probably waiting
@@ -148,6 +184,14 @@ class Connection:
 
     # -- writing
 
+    def fileno(self) -> int:
+        """The socket's file descriptor (-1 without a socket or once closed)."""
+        return self._raw.fileno() if self._raw is not None else -1
+
+    def writable_now(self) -> bool:
+        """Whether a write would go straight to the socket: open, a socket, no write waiting."""
+        return self._raw is not None and not self._slow and not self.closed.is_set()
+
     async def send_bytes(self, data: bytes) -> None:
         """Write ``data``; raise :class:`SendFailed` if the peer is gone or does not read."""
         if self.closed.is_set():
@@ -166,31 +210,70 @@ class Connection:
             data = data[n:]
         await self._send_rest(data)
 
-    async def _send_rest(self, data: bytes) -> None:
-        """The locked path: in order behind earlier partial writes, within ``send_timeout_s``."""
-        if self._lock is None:
-            self._lock = trio.Lock()
+    def send_now(self, data: bytes) -> bytes | None:
+        """Write what the socket takes of ``data`` at once, without waiting: None if it took it
+        all, else the bytes still to write, which the caller must pass to :meth:`send_held`
+        (the connection's writes keep their order: the turn is taken for them here)."""
+        raw = self._raw
+        if raw is not None and not self._slow and not self.closed.is_set():
+            try:
+                n = raw.send(data)
+            except (BlockingIOError, OSError):  # an error shows again in send_held, which closes
+                n = 0
+            if n == len(data):
+                return None
+            data = data[n:]
+        if self._turn is None:
+            self._turn = trio.Semaphore(1)
+        if not self._slow:
+            self._turn.acquire_nowait()  # free: nobody is on the locked path
+            self._held = True
         self._slow += 1
+        return data
+
+    async def send_held(self, data: bytes) -> None:
+        """Finish a write :meth:`send_now` began (``data``: what it returned), in its turn;
+        :class:`SendFailed` as :meth:`send_bytes`."""
+        held, self._held = self._held, False
+        self._slow -= 1  # _send_rest counts it again
+        if self.closed.is_set():
+            if held:
+                self._turn.release()  # type: ignore[union-attr]
+            raise SendFailed(f"connection closed ({self.close_reason})")
+        await self._send_rest(data, held)
+
+    async def _send_rest(self, data: bytes, held: bool = False) -> None:
+        """The locked path: in order behind earlier partial writes, within ``send_timeout_s``.
+        ``held``: the turn is already this write's (:meth:`send_now`)."""
+        if self._turn is None:
+            self._turn = trio.Semaphore(1)
+        turn = self._turn
+        self._slow += 1
+        mine = held
         try:
             with trio.CancelScope(shield=True):  # never leave half a line on the wire
                 with trio.move_on_after(self.send_timeout_s) as timer:
-                    async with self._lock:
-                        raw = self._raw
-                        if raw is None:
-                            await self.stream.send_all(data)
-                        else:
-                            view = memoryview(data)
-                            while view:
-                                await trio.lowlevel.wait_writable(raw)
-                                try:
-                                    view = view[raw.send(view):]
-                                except BlockingIOError:
-                                    pass
+                    if not mine:
+                        await turn.acquire()
+                        mine = True
+                    raw = self._raw
+                    if raw is None:
+                        await self.stream.send_all(data)
+                    else:
+                        view = memoryview(data)
+                        while view:
+                            await trio.lowlevel.wait_writable(raw)
+                            try:
+                                view = view[raw.send(view):]
+                            except BlockingIOError:
+                                pass
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
             await self.aclose("send failed")
             raise SendFailed(f"send failed: {exc!r}") from None
         finally:
             self._slow -= 1
+            if mine:
+                turn.release()
         if timer.cancelled_caught:
             await self.aclose("not reading (send timed out)")
             raise SendFailed("peer does not read: send timed out")
@@ -214,6 +297,8 @@ class Connection:
         if not self.close_reason:
             self.close_reason = reason
         self.closed.set()
+        if self.dispatcher is not None:
+            self.dispatcher.forget(self)  # before the socket's number can be reused
         with trio.CancelScope(shield=True):
             try:
                 await self.stream.aclose()
@@ -233,25 +318,86 @@ class Connection:
             self._arrived = min(fairclock.watch().woke, self._now())
             self._waited = True
             return data
+        dispatcher = self.dispatcher
+        if dispatcher is not None and dispatcher.running and not self._full and not streak:
+            return await self._parked(dispatcher)  # the usual case, on a server
         if not self._full:
             await trio.lowlevel.wait_readable(raw)  # the usual case: nothing is waiting yet
         while True:
             try:
-                if self._stamps:
-                    data, anc, _, _ = raw.recvmsg(self.reader.chunk, fairclock.ANCILLARY_BYTES)
-                else:
-                    data, anc = raw.recv(self.reader.chunk), None
+                return self._read_once(raw)
             except BlockingIOError:
                 await trio.lowlevel.wait_readable(raw)
-                continue
-            except OSError:
-                return b""
-            now = self._now()
-            t = fairclock.arrival(anc, now) if anc else None
-            self._arrived = min(fairclock.watch().woke, now) if t is None else t
-            self._full = len(data) == self.reader.chunk  # more may be waiting: read before waiting
-            self._waited = not self._full
-            return data
+
+    def _read_once(self, raw: socket.socket) -> bytes:
+        """One read of the socket (b"" at the end or on an error); sets ``_arrived``, ``_full``
+        and ``_waited``. ``BlockingIOError`` if nothing is there."""
+        try:
+            if self._stamps:
+                data, anc, _, _ = raw.recvmsg(self.reader.chunk, fairclock.ANCILLARY_BYTES)
+            else:
+                data, anc = raw.recv(self.reader.chunk), None
+        except BlockingIOError:
+            raise
+        except OSError:
+            return b""
+        now = self._now()
+        t = fairclock.arrival(anc, now) if anc else None
+        self._arrived = min(fairclock.watch().woke, now) if t is None else t
+        self._full = len(data) == self.reader.chunk  # more may be waiting: read before waiting
+        self._waited = not self._full
+        return data
+
+    async def _parked(self, dispatcher: Dispatcher) -> bytes:
+        """Wait at the dispatcher until it hands back bytes to read (b"" at the end); act on
+        what else it hands back meanwhile (see :meth:`on_readable`). :class:`_Closing` if a
+        line it handed back closes the connection."""
+        while True:
+            kind, value = await dispatcher.park(self)
+            if kind == _DATA:
+                return value
+            if kind == _FINISH:
+                await value
+            elif await self._verdict(value):
+                raise _Closing
+
+    def on_readable(self) -> None:
+        """The dispatcher's cheap path, in its task, for this parked reader's socket: read once;
+        a read that is one whole line answering the pending request, while the match's seats
+        can all be written at once, goes straight to the handler's ``answer_now`` (a blank line
+        is dropped); any other line's verdict, and any other read, go back to the reader task
+        (:meth:`_parked`), which handles them as its own reads."""
+        raw = self._raw
+        dispatcher = self.dispatcher
+        if raw is None or dispatcher is None:
+            return
+        try:
+            data = self._read_once(raw)
+        except BlockingIOError:
+            return  # nothing after all: stay parked
+        reader = self.reader
+        n = len(data)
+        if (n and not self._full and data[-1] == 10 and n - 1 <= reader.max_line and not reader.buffered
+                and data.count(b"\n") == 1):
+            line = data[:-2] if n > 1 and data[-2] == 13 else data[:-1]
+            if not line.strip():
+                return  # a blank line: free
+            handler: Any = self.handler
+            answer_now = getattr(handler, "answer_now", None)
+            if answer_now is not None and handler.writable_now():
+                verdict = self.core.line(line)
+                if verdict is None:
+                    return
+                if verdict[0] == "answer":
+                    self._armed = None  # the scope's deadline stays: a stale one that fires is ignored
+                    dispatcher.answered += 1
+                    rest = answer_now(self, verdict[1], verdict[2], self._arrived)
+                    if rest is not None:
+                        dispatcher.wake(self, outcome.Value((_FINISH, rest)))
+                    return
+                dispatcher.wake(self, outcome.Value((_VERDICT, verdict)))
+                return
+        dispatcher.wake(self, outcome.Value((_DATA, data)))
 
     def _drain(self) -> bool:
         """Take in, without waiting, what the kernel already holds (True if anything)."""
@@ -286,7 +432,11 @@ class Connection:
                     while True:
                         line = reader.pop_line()
                         if line is None:
-                            data = await self._receive(streak)
+                            try:
+                                data = await self._receive(streak)
+                            except _Closing:
+                                await self._linger()
+                                return
                             if not data:
                                 reader.end()
                                 return
@@ -320,6 +470,8 @@ class Connection:
             if not self.close_reason:
                 self.close_reason = "disconnected"
             self.closed.set()
+            if self.dispatcher is not None:
+                self.dispatcher.forget(self)
             with trio.CancelScope(shield=True):
                 if self.handler is not None:
                     await self.handler.on_closed(self, self.close_reason)
@@ -381,6 +533,11 @@ class Connection:
         verdict = self.core.line(line)
         if verdict is None:
             return False
+        return await self._verdict(verdict)
+
+    async def _verdict(self, verdict: tuple[Any, ...]) -> bool:
+        """Act on a line's verdict (:meth:`arena.match.core.ConnectionCore.line`); True if the
+        connection is to close."""
         if verdict[0] == "answer":
             self._armed = None  # the scope's deadline stays: a stale one that fires is ignored
             if self.handler is not None:

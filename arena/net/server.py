@@ -44,6 +44,7 @@ import msgspec
 import trio
 
 from arena import __version__
+from arena.match.dispatch import Dispatcher
 from arena.match.limits import LIMITS
 from arena.match.seat import Connection
 from arena.metrics import METRICS
@@ -73,7 +74,8 @@ class ServerConfig(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=Tru
     ``max_conns_per_addr`` per address, ``bot_reserve`` extra connections for bots only,
     ``max_spectators`` spectators, each dropped after ``spectator_idle_s`` seconds in which it
     sent no line and was sent nothing.
-    Authentication (:class:`arena.net.auth.AuthLimits`): ``auth_concurrency`` scrypt checks at
+    ``dispatch``: see the field. Authentication (:class:`arena.net.auth.AuthLimits`):
+    ``auth_concurrency`` scrypt checks at
     once; per address ``auth_addr_burst`` failures then ``auth_addr_per_min`` a minute; per name
     ``auth_name_burst`` then ``auth_name_per_min``; in all ``auth_global_burst`` then
     ``auth_global_per_min``."""
@@ -95,6 +97,10 @@ class ServerConfig(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=Tru
     auth_name_per_min: float = 6.0
     auth_global_burst: int = 10
     auth_global_per_min: float = 120.0
+    dispatch: bool = True
+    """Bots' readers park at one dispatcher task that reads for all of them
+    (:mod:`arena.match.dispatch`: cheaper per decision with many matches); False gives each
+    connection its own reading task only (the same results; for comparison)."""
 
     def auth_limits(self) -> AuthLimits:
         """The ``auth_*`` keys as :class:`arena.net.auth.AuthLimits`."""
@@ -140,6 +146,8 @@ class ArenaServer:
         self._per_addr: Counter[str] = Counter()
         self._changed = trio.Event()
         self._nursery: trio.Nursery | None = None
+        self.dispatcher: Dispatcher | None = None
+        """The bots' readers' dispatcher while serving (``dispatch``), else None."""
 
     def _notify(self) -> None:
         self._changed.set()
@@ -155,6 +163,9 @@ class ArenaServer:
         listeners = await trio.open_tcp_listeners(self.config.port, host=self.config.host)
         self.port = listeners[0].socket.getsockname()[1]
         async with trio.open_nursery() as nursery:
+            if self.config.dispatch and Dispatcher.available():
+                self.dispatcher = Dispatcher()
+                await nursery.start(self.dispatcher.run)
             self._nursery = nursery
             task_status.started(self.port)
             await trio.serve_listeners(self._handle, listeners, handler_nursery=nursery)
@@ -327,6 +338,7 @@ class ArenaServer:
             return
         conn = Connection(stream, reader, hello.name, "bot", addr, self.config.send_timeout_s)
         conn.legal_form = hello.legal
+        conn.dispatcher = self.dispatcher
         registry[key] = conn
         METRICS.connections.labels("bot").inc()
         try:
