@@ -105,11 +105,13 @@ def test_the_report_prints_each_figure_next_to_its_target() -> None:
     conc = bs.ConcurrentFigures(100, 1.0, 0.5, 2, record, latency_us, wire, 0.1, {"forfeit_timeout": 1}, 0.01, 3)
     out = io.StringIO()
     core = bs.CoreFigures(10, 1, 0.0002, 0.00005)  # 20 µs and 5 µs per decision
-    bs.print_server_bench(Console(file=out, width=200), bs.ServerBench(one, core, pp, bp, conc, [], 1.0))
+    undispatched = bs.ConcurrentFigures(100, 1.0, 0.9, 2, record, [300.0, 9000.0], wire, 0.1, {}, 0.01, 0)
+    bs.print_server_bench(Console(file=out, width=200), bs.ServerBench(one, core, pp, bp, conc, undispatched, [], 1.0))
     text = out.getvalue()
     # the floor: core 20 + log 5 + trio's 10 µs of CPU per round trip; the driver is the other 5 µs
     assert "floor: core+log+trio trip" in text and "35.0" in text and "the driver: 5.0 µs more" in text
     assert f"{100 * (0.5e6 / 3) / 1000:,.2f}" in text  # saturated: 100 matches × 0.5 s CPU / 3 decisions
+    assert "without the dispatcher" in text and f"{0.9e6 / 3:,.1f} µs CPU each; p50 / p99 0.30 / 9.00 ms" in text
     assert "40.0" in text and f"target ≤ {bs.CPU_TARGET_US:g} µs" in text  # 0.4 ms CPU / 10 decisions
     assert f"target p99 < {bs.LATENCY_P99_TARGET_MS:g} ms" in text and "6.00" in text
     assert f"target ≤ {bs.CHARGED_TARGET_MS:g} ms" in text and "70" in text

@@ -26,6 +26,8 @@ runs in this process; the bots run in subprocesses. Phases, each bounded in time
    * **server-added latency** p50/p99 (target :data:`LATENCY_P99_TARGET_MS` at 100 matches).
      Instant bots keep the server saturated, so each answer waits behind the other matches'
      decisions: about ``n`` × the CPU per decision (Little's law), printed beside it.
+     At 100 matches the phase runs again with ``[server] dispatch = false`` (a reading task
+     per connection instead of :mod:`arena.match.dispatch`), as the baseline of the same run.
      Measured by the bots, on the machine's monotonic clock: from the moment a bot of a match
      has written its answer to the moment a bot of that match has read the match's next
      request. That is the server's whole turn-around (reading, the rules, the log, the
@@ -372,12 +374,13 @@ class PingPongFigures:
         return self.cpu_s * 1e6 / self.rounds if self.rounds else 0.0
 
 
-async def _start_server(store: Store, n_bots: int, nursery: trio.Nursery) -> tuple[Any, int]:
+async def _start_server(store: Store, n_bots: int, nursery: trio.Nursery, dispatch: bool = True) -> tuple[Any, int]:
     from arena.net.server import ArenaServer, ServerConfig
 
     room = n_bots + 64
     config = ServerConfig(port=0, max_connections=room, max_conns_per_addr=room, handshake_timeout_s=60.0,
-                          auth_concurrency=2, auth_addr_burst=room, auth_name_burst=room, auth_global_burst=room)
+                          auth_concurrency=2, auth_addr_burst=room, auth_name_burst=room, auth_global_burst=room,
+                          dispatch=dispatch)
     server = ArenaServer(store, config)
     server.auth.hasher = _cheap_hash
     port = await nursery.start(server.serve)
@@ -654,10 +657,12 @@ class ConcurrentFigures:
         return percentile(self.latency_us, q) / 1000
 
 
-async def concurrent_matches(n_matches: int, seconds: float = 10.0, seed: int = 1) -> ConcurrentFigures:
+async def concurrent_matches(n_matches: int, seconds: float = 10.0, seed: int = 1,
+                             dispatch: bool = True) -> ConcurrentFigures:
     """Phase 2 (module docstring): ``n_matches`` Écarté matches at once between instant bots
     for ``seconds`` seconds, then every match is stopped where it is. Charged times are
-    recorded from the first match's start to the stop."""
+    recorded from the first match's start to the stop. ``dispatch``: the server's
+    ``[server] dispatch`` (False: a reading task per connection, the baseline)."""
     from arena.match.log import MatchLog
     from arena.match.referee import MatchConfig, Referee
 
@@ -671,7 +676,7 @@ async def concurrent_matches(n_matches: int, seconds: float = 10.0, seed: int = 
     forfeits: dict[str, int] = {}
     with tempfile.TemporaryDirectory(prefix="arena-bench-") as tmp, _pinned() as bot_cpus:
         async with trio.open_nursery() as nursery:
-            server, port = await _start_server(store, n_bots, nursery)
+            server, port = await _start_server(store, n_bots, nursery, dispatch)
             procs: list[_BotProcess] = []
             left, j = n_bots, 0
             while left > 0:
@@ -737,6 +742,8 @@ class ServerBench:
     trio_pp: PingPongFigures
     blocking_pp: PingPongFigures
     concurrent: ConcurrentFigures | None
+    undispatched: ConcurrentFigures | None
+    """Phase 2 at the same size without the dispatcher (a reading task per connection)."""
     scale: list[ConcurrentFigures]
     seconds: float
 
@@ -761,17 +768,19 @@ def run_server_bench(seconds: float = 10.0, concurrent: int = 100, scale: tuple[
         say(f"baselines: {rounds:,} round trips of {req} B / {ans} B, raw trio then blocking sockets")
         trio_pp = trio.run(trio_pingpong, req, ans, rounds)
         blocking_pp = blocking_pingpong(req, ans, rounds)
-        conc = None
+        conc = undispatched = None
         if concurrent > 0:
             say(f"{concurrent:,} concurrent matches of instant C bots, {seconds:g} s")
             conc = trio.run(concurrent_matches, concurrent, seconds)
+            say(f"the same without the dispatcher (a reading task per connection), {seconds:g} s")
+            undispatched = trio.run(concurrent_matches, concurrent, seconds, 1, False)
         figures = []
         for n in scale:
             say(f"{n:,} concurrent matches of instant C bots, {seconds:g} s (after they connect)")
             figures.append(trio.run(concurrent_matches, n, seconds))
     finally:
         restore(thresholds)
-    return ServerBench(one, core, trio_pp, blocking_pp, conc, figures, perf_counter() - t0)
+    return ServerBench(one, core, trio_pp, blocking_pp, conc, undispatched, figures, perf_counter() - t0)
 
 
 def print_server_bench(console: Any, bench: ServerBench) -> None:
@@ -812,6 +821,11 @@ def print_server_bench(console: Any, bench: ServerBench) -> None:
                       f"{c.cpu_us_per_decision:,.1f} µs CPU each; {c.finished:,} matches ended", "")
         table.add_row("  saturated queue", f"{c.matches * c.cpu_us_per_decision / 1000:,.2f}", "ms",
                       "matches × CPU/decision (Little's law)", "")
+        u = bench.undispatched
+        if c is bench.concurrent and u is not None:
+            table.add_row("  without the dispatcher", f"{u.decisions_per_s:,.0f}", "decisions/s",
+                          f"{u.cpu_us_per_decision:,.1f} µs CPU each; p50 / p99 {u.latency_ms(0.5):,.2f} / "
+                          f"{u.latency_ms(0.99):,.2f} ms", "")
         table.add_row("  garbage collection", f"{100 * c.gc_s / c.seconds:,.1f}", "% of time", "", "")
         p99 = c.latency_ms(0.99)
         latency_target = c.matches <= 100
