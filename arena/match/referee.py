@@ -6,7 +6,10 @@ sent); the referee only carries it out. It seats both connections
 deadline and disconnect reaches the core in the task of the reader that saw it, which then
 writes what the core returned (:meth:`Referee._apply`): the match log's lines, the spectators'
 events, the metrics, and the bytes for each seat, the request last, its deadline armed on the
-asked seat's reader just before the write starts. :meth:`Referee.run` starts the match, waits
+asked seat's reader just before the write starts. A plain answer may instead reach it in the
+dispatcher's task (:meth:`Referee.answer_now`, :mod:`arena.match.dispatch`): the same steps, as
+far as they go without waiting (:meth:`Referee._apply_now`); a write a socket does not take
+whole is finished by the answering seat's reader. :meth:`Referee.run` starts the match, waits
 for its end, writes the log's ``result`` line, hands the result to ``record`` (which commits it
 to the database) and only then sends ``match_end``.
 """

@@ -23,7 +23,7 @@ On a server with a :class:`~arena.match.dispatch.Dispatcher` (every TCP and laun
 :class:`arena.net.server.ArenaServer`), a reader with nothing buffered parks there instead of
 waiting on its own socket. The dispatcher's one task reads for all of them: a read holding just
 one line that answers the pending request, while every seat of the match can be written at
-once, is refereed right there (:meth:`Connection.on_readable`, :meth:`Handler.answer_now`);
+once, is refereed right there (:meth:`Connection.on_readable`, :meth:`InstantHandler.answer_now`);
 anything else (other lines, several lines, a partial line, the end of the stream, an error, a
 write the socket does not take whole) goes back to the reader task, which handles it as if it
 had read it itself.
@@ -364,9 +364,10 @@ class Connection:
     def on_readable(self) -> None:
         """The dispatcher's cheap path, in its task, for this parked reader's socket: read once;
         a read that is one whole line answering the pending request, while the match's seats
-        can all be written at once, goes straight to the handler's ``answer_now`` (a blank line
-        is dropped); any other line's verdict, and any other read, go back to the reader task
-        (:meth:`_parked`), which handles them as its own reads."""
+        can all be written at once, goes straight to the handler's ``answer_now`` (an
+        :class:`InstantHandler`; a blank line is dropped); any other line's verdict, and any
+        other read, go back to the reader task (:meth:`_parked`), which handles them as its own
+        reads."""
         raw = self._raw
         dispatcher = self.dispatcher
         if raw is None or dispatcher is None:
@@ -602,4 +603,4 @@ async def ask_once(conn: Connection, match_id: str, decision: str, legal: list[A
         conn.detach(asker)
 
 
-__all__ = ["Connection", "Handler", "SendFailed", "ask_once"]
+__all__ = ["Connection", "Handler", "InstantHandler", "SendFailed", "ask_once"]
