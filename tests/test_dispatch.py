@@ -8,6 +8,8 @@ over real TCP gives the same logs, byte for byte, as a server without a dispatch
 from __future__ import annotations
 
 import socket
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import outcome
 import pytest
@@ -47,13 +49,21 @@ def _pair() -> tuple[socket.socket, socket.socket]:
     return a, b
 
 
+@asynccontextmanager
+async def _serving(dispatcher: Dispatcher) -> AsyncIterator[trio.Nursery]:
+    """A nursery where ``dispatcher`` runs; cancelled at the end of the block."""
+    async with trio.open_nursery() as nursery:
+        await nursery.start(dispatcher.run)
+        yield nursery
+        nursery.cancel_scope.cancel()
+
+
 async def test_a_parked_reader_is_read_for_in_the_dispatchers_task_until_woken() -> None:
     dispatcher = Dispatcher()
     ours, theirs = _pair()
     conn = _Sock(ours)
     got: list[object] = []
-    async with trio.open_nursery() as nursery:
-        await nursery.start(dispatcher.run)
+    async with _serving(dispatcher) as nursery:
 
         async def reader() -> None:
             got.append(await dispatcher.park(conn))
@@ -74,7 +84,6 @@ async def test_a_parked_reader_is_read_for_in_the_dispatchers_task_until_woken()
         await trio.testing.wait_all_tasks_blocked()
         assert conn.reads == [b"one\n", b"two\n"]
         assert ours.recv(100) == b"three\n"
-        nursery.cancel_scope.cancel()
     assert dispatcher.handled == 2 and not dispatcher.running
 
 
@@ -83,8 +92,7 @@ async def test_a_deadline_unparks_the_reader_and_closing_wakes_it_with_closed_re
     ours, theirs = _pair()
     conn = _Sock(ours)
     closed: list[bool] = []
-    async with trio.open_nursery() as nursery:
-        await nursery.start(dispatcher.run)
+    async with _serving(dispatcher) as nursery:
         t0 = trio.current_time()
         with trio.move_on_after(5) as scope:
             await dispatcher.park(conn)
@@ -105,7 +113,6 @@ async def test_a_deadline_unparks_the_reader_and_closing_wakes_it_with_closed_re
         ours.close()
         with pytest.raises(trio.ClosedResourceError):
             await dispatcher.park(conn)  # a closed socket does not park
-        nursery.cancel_scope.cancel()
     theirs.close()
 
 
@@ -115,8 +122,7 @@ async def test_a_bug_in_one_connections_read_reaches_its_reader_and_the_others_g
     bad, good = _Sock(bad_ours), _Sock(good_ours)
     bad.fail = RuntimeError("a bug")
     raised: list[BaseException] = []
-    async with trio.open_nursery() as nursery:
-        await nursery.start(dispatcher.run)
+    async with _serving(dispatcher) as nursery:
 
         async def reader(conn: _Sock) -> None:
             try:
@@ -133,7 +139,6 @@ async def test_a_bug_in_one_connections_read_reaches_its_reader_and_the_others_g
             await trio.testing.wait_all_tasks_blocked()
             await trio.sleep(0)
         assert str(raised[0]) == "a bug" and good.reads == [b"y\n"] and dispatcher.running
-        nursery.cancel_scope.cancel()
 
 
 async def test_a_write_the_socket_does_not_take_whole_keeps_its_turn() -> None:
@@ -144,13 +149,13 @@ async def test_a_write_the_socket_does_not_take_whole_keeps_its_turn() -> None:
     conn = Connection(stream, LineReader(stream), "bot", send_timeout_s=30.0)
     big = b"A" * 1_000_000 + b"\n"
     rest = conn.send_now(big)
-    assert rest is not None and 0 < len(rest) < len(big)  # part went at once, the rest waits its turn
+    assert rest is not None and rest.held and 0 < len(rest.data) < len(big)  # the rest waits, its turn taken
     assert not conn.writable_now()
     order: list[str] = []
     received = bytearray()
 
     async def later() -> None:
-        await conn.send_bytes(b"B\n")  # written after the first, though it starts first
+        await conn.send_bytes(b"B\n")  # written after the rest of the first, though it starts first
         order.append("B")
 
     async def finish() -> None:

@@ -25,7 +25,7 @@ import trio
 from arena.match import fairclock
 from arena.match.core import NOTHING, MatchConfig, MatchCore, MatchResult, Output, result_line
 from arena.match.log import MatchLog
-from arena.match.seat import Connection, SendFailed
+from arena.match.seat import Connection, HeldWrite, SendFailed
 from arena.metrics import METRICS, DecisionTally
 
 Recorder = Callable[[MatchResult], Awaitable[None]]
@@ -177,7 +177,7 @@ class Referee:
             self._over.set()
         return None
 
-    async def _write_rest(self, out: Output, i: int, rest: bytes) -> None:
+    async def _write_rest(self, out: Output, i: int, rest: HeldWrite) -> None:
         """Finish write ``i`` of ``out`` (``rest``: what its socket did not take, in its turn),
         then the writes after it."""
         seat = out.sends[i][0]

@@ -55,6 +55,18 @@ class SendFailed(Exception):
     """The peer is gone or does not read (a send did not finish within its time limit)."""
 
 
+class HeldWrite:
+    """The part of a write :meth:`Connection.send_now` could not make at once: ``data`` still
+    to write, and ``held``: whether the connection's turn to write is already taken for it (it
+    is unless another write was already waiting). Pass it to :meth:`Connection.send_held`."""
+
+    __slots__ = ("data", "held")
+
+    def __init__(self, data: bytes, held: bool) -> None:
+        self.data = data
+        self.held = held
+
+
 class _Closing(Exception):
     """A line handed back by the dispatcher closes the connection (``too_many_errors``)."""
 
@@ -132,7 +144,6 @@ class Connection:
         self._armed: int | None = None
         self._turn: trio.Semaphore | None = None  # the locked path's turn (whoever holds it writes)
         self._slow = 0  # writes waiting on the locked path: the direct path must wait its turn
-        self._held = False  # send_now took the turn for the write send_held finishes
         self.dispatcher: Dispatcher | None = None  # set by the server: readers park there
         self._arrived = 0.0
         self._waited = True  # the last read waited for its data (else a flood may be under way)
@@ -194,26 +205,15 @@ class Connection:
 
     async def send_bytes(self, data: bytes) -> None:
         """Write ``data``; raise :class:`SendFailed` if the peer is gone or does not read."""
-        if self.closed.is_set():
-            raise SendFailed(f"connection closed ({self.close_reason})")
-        raw = self._raw
-        if raw is not None and not self._slow:
-            try:
-                n = raw.send(data)
-            except BlockingIOError:
-                n = 0
-            except OSError as exc:
-                await self.aclose("send failed")
-                raise SendFailed(f"send failed: {exc!r}") from None
-            if n == len(data):
-                return
-            data = data[n:]
-        await self._send_rest(data)
+        rest = self.send_now(data)
+        if rest is not None:
+            await self.send_held(rest)
 
-    def send_now(self, data: bytes) -> bytes | None:
+    def send_now(self, data: bytes) -> HeldWrite | None:
         """Write what the socket takes of ``data`` at once, without waiting: None if it took it
-        all, else the bytes still to write, which the caller must pass to :meth:`send_held`
-        (the connection's writes keep their order: the turn is taken for them here)."""
+        all, else what is still to write (:class:`HeldWrite`), which the caller must pass to
+        :meth:`send_held` (the connection's writes keep their order: the turn is taken for it
+        here, unless another write already waits for it)."""
         raw = self._raw
         if raw is not None and not self._slow and not self.closed.is_set():
             try:
@@ -225,22 +225,21 @@ class Connection:
             data = data[n:]
         if self._turn is None:
             self._turn = trio.Semaphore(1)
-        if not self._slow:
+        held = not self._slow
+        if held:
             self._turn.acquire_nowait()  # free: nobody is on the locked path
-            self._held = True
         self._slow += 1
-        return data
+        return HeldWrite(data, held)
 
-    async def send_held(self, data: bytes) -> None:
-        """Finish a write :meth:`send_now` began (``data``: what it returned), in its turn;
+    async def send_held(self, write: HeldWrite) -> None:
+        """Finish a write :meth:`send_now` began (``write``: what it returned), in its turn;
         :class:`SendFailed` as :meth:`send_bytes`."""
-        held, self._held = self._held, False
         self._slow -= 1  # _send_rest counts it again
         if self.closed.is_set():
-            if held:
+            if write.held:
                 self._turn.release()  # type: ignore[union-attr]
             raise SendFailed(f"connection closed ({self.close_reason})")
-        await self._send_rest(data, held)
+        await self._send_rest(write.data, write.held)
 
     async def _send_rest(self, data: bytes, held: bool = False) -> None:
         """The locked path: in order behind earlier partial writes, within ``send_timeout_s``.
@@ -603,4 +602,4 @@ async def ask_once(conn: Connection, match_id: str, decision: str, legal: list[A
         conn.detach(asker)
 
 
-__all__ = ["Connection", "Handler", "InstantHandler", "SendFailed", "ask_once"]
+__all__ = ["Connection", "Handler", "HeldWrite", "InstantHandler", "SendFailed", "ask_once"]
