@@ -130,7 +130,7 @@ CREATE TABLE IF NOT EXISTS ladder (
 );
 """
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 """The schema version this code writes, kept in ``PRAGMA user_version``: 1 is the schema of the
 first versioned release (the tables above; a database from before versions has 0 and is brought
 to 1 by adding the columns added since); each later version is a step of :data:`MIGRATIONS`."""
@@ -261,6 +261,33 @@ MIGRATIONS: dict[int, list[str]] = {
             match_key   TEXT PRIMARY KEY REFERENCES matches(match_key),
             data        BLOB NOT NULL
         )""",
+    ],
+    8: [
+        # the season (issue 21): who met whom, kept by each result so that pairing never reads the
+        # history (both orientations, so a lookup is one index probe): finished, not aborted,
+        # matches between a and b of a game; filled here once from the matches already finished
+        """CREATE TABLE IF NOT EXISTS pair_counts (
+            game        TEXT NOT NULL,
+            a           TEXT NOT NULL,
+            b           TEXT NOT NULL,
+            n           INTEGER NOT NULL,
+            PRIMARY KEY (game, a, b)
+        )""",
+        "DELETE FROM pair_counts",
+        "INSERT INTO pair_counts(game, a, b, n) SELECT game, a, b, SUM(n) FROM (SELECT game, bot0 AS a, bot1 AS b, "
+        "COUNT(*) AS n FROM matches WHERE status='done' GROUP BY game, bot0, bot1 UNION ALL SELECT game, bot1, bot0, "
+        "COUNT(*) FROM matches WHERE status='done' GROUP BY game, bot0, bot1) AS t GROUP BY game, a, b",
+        # the background fit of the ladder (arena.schedule.fitter): results counted so far and at
+        # the last fit, when that fit ran and how long it took; the fit reads ladder_units only
+        """CREATE TABLE IF NOT EXISTS ladder_state (
+            game            TEXT PRIMARY KEY,
+            results         INTEGER NOT NULL DEFAULT 0,
+            fitted_results  INTEGER NOT NULL DEFAULT 0,
+            fitted_at       REAL,
+            fit_ms          INTEGER
+        )""",
+        "DELETE FROM ladder_state",
+        "INSERT INTO ladder_state(game, results) SELECT game, COUNT(*) FROM matches WHERE status='done' GROUP BY game",
     ],
 }
 """Version -> the statements that bring a database of the version before up to it."""
@@ -714,6 +741,16 @@ class Store:
         self._count_ladder_unit(m["game"], first["bot0"], first["bot1"], _points(first["winner_seat"])
                                 + (s1 if second["bot0"] == first["bot0"] else 1.0 - s1), 2, 1)
 
+    def _count_pair(self, game: str, a: str, b: str) -> None:
+        """One more finished match between ``a`` and ``b`` (table ``pair_counts``, both
+        orientations) and one more result of ``game`` (``ladder_state``), inside the caller's
+        transaction: three single-row upserts, whatever the history."""
+        for x, y in ((a, b), (b, a)):
+            self.db.execute("INSERT INTO pair_counts(game, a, b, n) VALUES (?,?,?,1) "
+                            "ON CONFLICT(game, a, b) DO UPDATE SET n=pair_counts.n+1", (game, x, y))
+        self.db.execute("INSERT INTO ladder_state(game, results) VALUES (?,1) "
+                        "ON CONFLICT(game) DO UPDATE SET results=ladder_state.results+1", (game,))
+
     def ladder_unit_counts(self, game: str) -> dict[tuple[str, str, float, int], int]:
         """The ladder's units of ``game`` counted in SQL: ``{(a, b, points of a, games): count}``,
         exactly what :func:`arena.stats.ladder.ladder_units` makes of the finished matches (the two
@@ -821,6 +858,7 @@ class Store:
             )
             if result.reason != "aborted":  # the persistent ladder is refitted in the same commit
                 self._count_result_unit(match_key)
+                self._count_pair(row["game"], row["bot0"], row["bot1"])
                 self._ladder_refit(row["game"])
 
     def finish_tournament(self, tournament_id: int) -> None:
