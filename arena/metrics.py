@@ -23,6 +23,11 @@ arena_auth_checks_total            counter   verdict (ok / failed / rate_limited
 arena_connections_refused_total    counter   code (too_many_connections, server_full, idle_timeout, ...)
 arena_storage_paused               gauge     1 while scheduling is paused by a storage fault
 arena_storage_errors_total         counter   what (match log, database, ...): storage writes that failed
+arena_result_commit_seconds        histogram (no label) one result's write transaction (Store.record_result)
+arena_pairing_decision_seconds     histogram (no label) one pairing decision of the contest scheduler
+arena_ladder_fit_seconds           gauge     game: how long the last background fit of the ladder took
+arena_ladder_fit_age_seconds       gauge     game: age of the ratings shown (now - the last fit's time)
+arena_ladder_fit_lag_results       gauge     game: results recorded since the last fit
 ================================== ========= ===================================================
 
 No metric has a child per bot for every bot: the decision-latency histogram is one series for
@@ -40,6 +45,10 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0)
 """Decision latency buckets in seconds (sub-millisecond bots to the 2 s default limit)."""
+
+
+STORE_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0)
+"""Buckets in seconds of the scheduler's and the store's own steps (a pairing decision, a result's commit)."""
 
 
 class DecisionLatency(Histogram):
@@ -135,6 +144,14 @@ class Metrics:
                                ["code"], registry=r)
         self.storage_paused = Gauge("arena_storage_paused", "1 while a storage fault pauses scheduling", registry=r)
         self.storage_errors = Counter("arena_storage_errors", "Failed storage writes", ["what"], registry=r)
+        self.result_commit = Histogram("arena_result_commit_seconds", "One result's write transaction",
+                                       buckets=STORE_BUCKETS, registry=r)
+        self.pairing = Histogram("arena_pairing_decision_seconds", "One pairing decision of the contest scheduler",
+                                 buckets=STORE_BUCKETS, registry=r)
+        self.fit_seconds = Gauge("arena_ladder_fit_seconds", "Duration of the last ladder fit", ["game"], registry=r)
+        self.fit_age = Gauge("arena_ladder_fit_age_seconds", "Age of the ratings shown", ["game"], registry=r)
+        self.fit_lag = Gauge("arena_ladder_fit_lag_results", "Results recorded since the last ladder fit", ["game"],
+                             registry=r)
 
     def exposition(self) -> bytes:
         """The text exposition format (what ``/metrics`` returns)."""
