@@ -57,6 +57,9 @@ async def test_ladder_api_metrics_and_a_remote_bot(tmp_path):
         remote = remote_random_bot(port, "remote", token)
         try:
             await wait_matches(store, 16)
+            with trio.fail_after(60):  # the background fit (arena.schedule.fitter) catches up
+                while store.ladder_state("ecarte")["fitted_results"] < 16:
+                    await trio.sleep(0.1)
             async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{http_port}") as http:
                 board = (await http.get("/api/leaderboard")).json()["leaderboard"]
                 page = await http.get("/")

@@ -7,10 +7,11 @@ One process serves, on trio:
 * HTTP for the web page, its live feed and Prometheus ``/metrics`` (:mod:`arena.net.web`).
 
 It schedules matches continuously among the bots that are connected and idle (a *ladder*):
-``pairing = "round-robin"`` plays next the ready pair that has met least, ``"rating"`` pairs
+``pairing = "round-robin"`` plays next the ready bots that have met least, ``"rating"`` pairs
 bots close on the persistent ladder. Each scheduled unit is a duplicate pair (two matches, one
-seed, seats swapped) unless ``duplicate = false``. Every result is committed (and the persistent
-Elo of both bots updated in the same transaction) before anyone hears of it.
+seed, seats swapped) unless ``duplicate = false``; the pairing costs the same whatever the
+history (:mod:`arena.schedule.formats.ladder`). Every result is committed before anyone hears of
+it; the persistent ladder is refitted in the background (:mod:`arena.schedule.fitter`).
 
 Bots submitted with ``arena bots submit`` are launched by the server itself, contained by
 :mod:`arena.schedule.launcher`, and relaunched if they die. Remote bots registered with
@@ -34,7 +35,7 @@ import logging
 import os
 import random
 import signal
-from collections import Counter
+import time
 from pathlib import Path
 from typing import Literal
 
@@ -49,7 +50,9 @@ from arena.names import is_valid_name
 from arena.net.server import ArenaServer, ServerConfig
 from arena.net.spectate import SpectatorHub
 from arena.schedule.copies import PAIR_COPIES, bot_log, launch_copy, secrets_of
+from arena.schedule.fitter import FitReport, LadderFitter
 from arena.schedule.formats import Pairing, derive_seed
+from arena.schedule.formats.ladder import LadderPairing
 from arena.schedule.gate import DoctorGate, UploadConfig
 from arena.schedule.launcher import BotProcess, Limits, SandboxError, load_manifest
 from arena.schedule.supervisor import Supervisor, publish
@@ -195,6 +198,9 @@ class Contest:
         self._outer: trio.Nursery | None = None
         self.gate = DoctorGate(self.store, config.game, config.uploads)
         self._replaced: set[str] = set()  # bots with a new version to launch once idle
+        self.pairing = LadderPairing(config.pairing, lambda bot, others: self.store.pair_counts(config.game, bot,
+                                                                                                 others), self.seed)
+        self.fitter = LadderFitter(self.store, config.game, on_fit=self._fitted)
 
     def _probe_storage(self) -> None:
         """Raise if match logs or the database cannot be written (see :mod:`arena.store.health`):
@@ -223,6 +229,9 @@ class Contest:
 
     # ------------------------------------------------------------------ scheduling
 
+    def _fitted(self, report: FitReport) -> None:
+        self.pairing.elo = {r.name: r.elo for r in report.ratings}
+
     def _poke(self) -> None:
         self._changed.set()
         self._changed = trio.Event()
@@ -233,29 +242,13 @@ class Contest:
                       and (n not in self.launched or all(self.server.connection(n, k) for k in range(self.copies))))
 
     def next_pair(self) -> tuple[str, str] | None:
-        """The pair to play next among ready bots (see ``pairing``), or None."""
-        ready = self.ready_bots()
-        if len(ready) < 2:
-            return None
-        met = Counter()
-        for b0, b1 in self.store.db.execute(
-            "SELECT bot0, bot1 FROM matches WHERE game=? AND status='done'", (self.config.game,)
-        ):
-            met[frozenset((b0, b1))] += 1
-        pairs = [(a, b) for i, a in enumerate(ready) for b in ready[i + 1 :]]
-        if self.config.pairing == "round-robin" and self.running:
-            # with few bots the idle ones are often the pair that just played: rather than
-            # replay it, wait for a busy bot whose pairing is due (round-robin fairness)
-            connected = sorted(n for n, c in self.server.bots.items() if not c.closed.is_set())
-            least = min(met[frozenset((a, b))] for i, a in enumerate(connected) for b in connected[i + 1 :])
-            pairs = [p for p in pairs if met[frozenset(p)] <= least]
-            if not pairs:
-                return None
-        if self.config.pairing == "rating":
-            elo = {bot: r for bot, r, _ in self.store.ladder(self.config.game)}
-            return min(pairs, key=lambda p: (abs(elo.get(p[0], 1500) - elo.get(p[1], 1500)),
-                                             met[frozenset(p)], p))
-        return min(pairs, key=lambda p: (met[frozenset(p)], p))
+        """The pair to play next among ready bots (:mod:`arena.schedule.formats.ladder`: pair
+        counts and the last fit's ratings, never the history), or None."""
+        t0 = time.perf_counter()
+        connected = [n for n, c in self.server.bots.items() if not c.closed.is_set()]
+        pair = self.pairing.choose(self.ready_bots(), connected, self.running)
+        METRICS.pairing.observe(time.perf_counter() - t0)
+        return pair
 
     async def _play_unit(self, a: str, b: str) -> None:
         """A duplicate pair (or one match) between ``a`` and ``b``."""
@@ -303,6 +296,8 @@ class Contest:
                                      result.reason if result else "aborted")
         finally:
             self.busy.difference_update((a, b))
+            self.pairing.idle(a, b)
+            self.fitter.poke()
             self.running -= 1
             self._poke()
 
@@ -511,7 +506,9 @@ class Contest:
             self.store.abort_unfinished_ladder()  # unsettled: aborted, stakes returned, in one commit
             self.desk.recover()
         self.tournament_id = self.store.create_tournament(cfg.game, "ladder", self.seed, cfg, [], [])
+        self.pairing.elo = {bot: elo for bot, elo, _ in self.store.ladder(cfg.game)}
         async with trio.open_nursery() as outer:
+            outer.start_soon(self.fitter.run)
             self.hub.nursery = outer
             self._outer = outer
             outer.start_soon(self.health.watch)

@@ -39,6 +39,7 @@ from arena.net.server import ArenaServer, ServerConfig
 from arena.net.spectate import SpectatorHub
 from arena.schedule.admission import admit
 from arena.schedule.copies import PAIR_COPIES, Halves, bot_log, launch_copy, secrets_of
+from arena.schedule.fitter import fit_ladder
 from arena.schedule.formats import Auction, Format, Pairing, StaticFormat, Step, derive_seed, make_format
 from arena.schedule.formats.chouette import Chouette, Reign, legal_bids
 from arena.schedule.formats.rotation import Rotation
@@ -237,8 +238,10 @@ async def run_tournament(
 
 def _report(store: Store, tid: int, names: list[str], config: TournamentConfig, fmt: Format,
             t0: float) -> TournamentReport:
-    """Mark the tournament finished and make its report."""
+    """Mark the tournament finished, refit the persistent ladder of its game (once, at the end:
+    :mod:`arena.schedule.fitter`) and make its report."""
     store.finish_tournament(tid)
+    fit_ladder(store, config.match.game)
     matches = store.matches(tid)
     reasons: dict[str, int] = {}
     for row in matches:

@@ -24,6 +24,7 @@ from typing import Any
 import msgspec
 
 from arena.errors import DatabaseError
+from arena.metrics import METRICS
 from arena.names import check_name
 from arena.store.archives import ArchiveLimits
 from arena.store.archives import check as check_archive
@@ -134,6 +135,10 @@ SCHEMA_VERSION = 8
 """The schema version this code writes, kept in ``PRAGMA user_version``: 1 is the schema of the
 first versioned release (the tables above; a database from before versions has 0 and is brought
 to 1 by adding the columns added since); each later version is a step of :data:`MIGRATIONS`."""
+
+FIRST_ELO = 1500.0
+"""The rating a bot's provisional ladder row shows from its first result until the next fit:
+the mean of the fit (``arena.stats.rating.ANCHOR``, not imported here: the fit loads numpy)."""
 
 _PTS = "CASE {} WHEN 0 THEN 1.0 WHEN 1 THEN 0.0 ELSE 0.5 END"
 """SQL: seat 0's points of a finished match from its ``winner_seat`` (1, 0, or ½ for a draw)."""
@@ -690,22 +695,53 @@ class Store:
                 out.append((a, b, sa + (s0 if b0 == a else 1.0 - s0)))
         return out
 
-    def _ladder_refit(self, game: str) -> None:
-        """Refit the persistent ladder of ``game`` over all its finished matches
-        (:mod:`arena.stats.ladder`: maximum likelihood, warm-started from the stored ratings, 95%
-        intervals clustered by duplicate pair), inside the caller's transaction."""
-        from arena.stats.ladder import refit
-
+    def ladder_fit_input(self, game: str) -> tuple[int, dict[tuple[str, str, float, int], int], dict[str, float]]:
+        """What the ladder's fit of ``game`` reads, without the writer lock: ``(results, units,
+        start)``: the game's result count, read first (a result landing meanwhile is in the units
+        and makes the next fit run once more, never goes unfitted), the units
+        (:meth:`ladder_units`) and the stored ratings to start from (Elo by bot)."""
+        row = self.db.execute("SELECT results FROM ladder_state WHERE game=?", (game,)).fetchone()
+        results = 0 if row is None else row[0]
+        units = self.ladder_units(game)
         start = {r[0]: r[1] for r in self.db.execute("SELECT bot, elo FROM ladder WHERE game=?", (game,))}
-        fitted = refit(self.ladder_units(game), start=start)
+        return results, units, start
+
+    def save_ladder_fit(self, game: str, ratings: list[Any], results: int, fit_ms: int) -> None:
+        """Store a fit of ``game`` (``arena.stats.rating.Rating`` rows) made over its first
+        ``results`` results, and when and how long (``fit_ms``) it took, in one write
+        transaction. A bot's game count is kept by each result, not by the fit (a result
+        committed during the fit is already counted)."""
         now = time.time()
-        for r in fitted.ratings:
-            self.db.execute(
+        with self._tx():
+            self.db.executemany(
                 "INSERT INTO ladder(game, bot, elo, ci95, games, updated_at) VALUES (?,?,?,?,?,?) "
-                "ON CONFLICT(game, bot) DO UPDATE SET elo=excluded.elo, ci95=excluded.ci95, games=excluded.games, "
+                "ON CONFLICT(game, bot) DO UPDATE SET elo=excluded.elo, ci95=excluded.ci95, "
                 "updated_at=excluded.updated_at",
-                (game, r.name, r.elo, r.ci95, r.games, now),
-            )
+                [(game, r.name, r.elo, r.ci95, r.games, now) for r in ratings])
+            self.db.execute(
+                "INSERT INTO ladder_state(game, results, fitted_results, fitted_at, fit_ms) VALUES (?,?,?,?,?) "
+                "ON CONFLICT(game) DO UPDATE SET fitted_results=excluded.fitted_results, "
+                "fitted_at=excluded.fitted_at, fit_ms=excluded.fit_ms", (game, results, results, now, fit_ms))
+
+    def ladder_state(self, game: str) -> dict[str, Any]:
+        """The ladder fit's state of ``game``: ``results`` recorded, ``fitted_results`` counted
+        by the last fit, ``fitted_at`` (Unix seconds, None before the first fit) and ``fit_ms``
+        (its duration); zeros for a game without results."""
+        row = self.db.execute("SELECT results, fitted_results, fitted_at, fit_ms FROM ladder_state WHERE game=?",
+                              (game,)).fetchone()
+        if row is None:
+            return {"results": 0, "fitted_results": 0, "fitted_at": None, "fit_ms": None}
+        return {"results": row[0], "fitted_results": row[1], "fitted_at": row[2], "fit_ms": row[3]}
+
+    def pair_counts(self, game: str, bot: str, others: list[str]) -> dict[str, int]:
+        """How many finished matches of ``game`` ``bot`` played against each of ``others``
+        (absent: none), from ``pair_counts``: one index probe of ``len(others)`` keys, whatever
+        the history (the scheduler asks this for a bounded set of candidates)."""
+        if not others:
+            return {}
+        marks = ",".join("?" * len(others))
+        return dict(self.db.execute(f"SELECT b, n FROM pair_counts WHERE game=? AND a=? AND b IN ({marks})",
+                                    (game, bot, *others)).fetchall())
 
     def ladder_units(self, game: str) -> dict[tuple[str, str, float, int], int]:
         """The ladder's units of ``game`` as kept by each result (table ``ladder_units``):
@@ -743,11 +779,15 @@ class Store:
 
     def _count_pair(self, game: str, a: str, b: str) -> None:
         """One more finished match between ``a`` and ``b`` (table ``pair_counts``, both
-        orientations) and one more result of ``game`` (``ladder_state``), inside the caller's
-        transaction: three single-row upserts, whatever the history."""
+        orientations), one more game for each on the ladder (a first result makes a provisional
+        row: the anchor rating, no interval, until the next fit) and one more result of ``game``
+        (``ladder_state``), inside the caller's transaction: single-row upserts, whatever the history."""
+        now = time.time()
         for x, y in ((a, b), (b, a)):
             self.db.execute("INSERT INTO pair_counts(game, a, b, n) VALUES (?,?,?,1) "
                             "ON CONFLICT(game, a, b) DO UPDATE SET n=pair_counts.n+1", (game, x, y))
+            self.db.execute("INSERT INTO ladder(game, bot, elo, ci95, games, updated_at) VALUES (?,?,?,NULL,1,?) "
+                            "ON CONFLICT(game, bot) DO UPDATE SET games=ladder.games+1", (game, x, FIRST_ELO, now))
         self.db.execute("INSERT INTO ladder_state(game, results) VALUES (?,1) "
                         "ON CONFLICT(game) DO UPDATE SET results=ladder_state.results+1", (game,))
 
@@ -821,9 +861,14 @@ class Store:
         return [MatchRow(**dict(r)) for r in rows]
 
     def record_result(self, match_key: str, result: Any, log_path: str | None, log_hash: str | None = None) -> None:
-        """Commit a match result (an ``arena.match.referee.MatchResult``) and its step on the
-        persistent ladder, in one transaction. Raises ``LookupError`` if the match is unknown
+        """Commit a match result (an ``arena.match.referee.MatchResult``) in one transaction, with
+        what the persistent ladder keeps of it: its unit (``ladder_units``), who met whom
+        (``pair_counts``), the game's result count (``ladder_state``) and each bot's game count
+        (``ladder``: a bot's first result gives it a provisional row at once). A handful of
+        single-row statements, whatever the history; the ratings themselves are refitted off
+        this path (:mod:`arena.schedule.fitter`). Raises ``LookupError`` if the match is unknown
         or already recorded (a result is never counted twice)."""
+        t0 = time.perf_counter()
         with self._tx():
             row = self.db.execute(
                 "SELECT bot0, bot1, status, game FROM matches WHERE match_key=?", (match_key,)
@@ -856,10 +901,10 @@ class Store:
                     match_key,
                 ),
             )
-            if result.reason != "aborted":  # the persistent ladder is refitted in the same commit
+            if result.reason != "aborted":  # counted for the ladder's background fit (arena.schedule.fitter)
                 self._count_result_unit(match_key)
                 self._count_pair(row["game"], row["bot0"], row["bot1"])
-                self._ladder_refit(row["game"])
+        METRICS.result_commit.observe(time.perf_counter() - t0)
 
     def finish_tournament(self, tournament_id: int) -> None:
         """Mark a tournament finished."""
