@@ -755,9 +755,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
                           f"web and /metrics on http://{config.http_host}:{ports[1]}/  (Ctrl-C or SIGTERM to stop)"))
 
     trio.run(main)
-    done = contest.store.db.execute(
-        "SELECT COUNT(*) FROM matches WHERE tournament_id=? AND status='done'", (contest.tournament_id,)
-    ).fetchone()[0]
+    done = contest.store.finished_matches(contest.tournament_id)
+    if fault := contest.unsaved or contest.health.reason:  # a full or read-only disk: nothing recorded is lost
+        what, _, why = fault.partition(": ")
+        raise Unavailable(f"stopped while the {what} could not be written ({why}): {done} matches recorded in "
+                          f"{shown_db(config.db)}, none lost; the matches left in play are aborted at the next "
+                          "start; free the disk (or make it writable) before starting again")
     console.print(plain(f"stopped cleanly: {done} matches recorded in {shown_db(config.db)}"))
     return 0
 

@@ -302,3 +302,36 @@ async def test_an_unexpected_error_in_one_match_ends_that_match_only(tmp_path, m
         details = [d for (d,) in c.execute("SELECT detail FROM matches WHERE status='aborted'")]
     assert "internal error (see the server's log)" in details and "pending" not in _counts(db)
     store.close()
+
+
+def test_a_serve_stopped_while_its_disk_is_full_says_so_in_one_line(disk):
+    """SIGTERM to ``arena serve`` while the disk of its database is full: one line saying what
+    could not be written and that nothing recorded is lost, exit status 3, no traceback. (A
+    read-only remount is refused while the database is open for writing, so the disk is filled.)"""
+    import signal
+    import sys
+
+    where, mounted = disk
+    if not mounted:
+        pytest.skip("needs root and mount (a tmpfs to fill up)")
+    config = where / "contest.toml"
+    config.write_text(f'db = "{where / "arena.db"}"\nlogs = "{where / "logs"}"\nhttp_port = 0\n'
+                      "storage_retry_s = 0.2\n[server]\nport = 0\n")
+    proc = subprocess.Popen([sys.executable, "-m", "arena.cli", "serve", "--config", str(config)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert "Ctrl-C or SIGTERM to stop" in proc.stdout.readline()
+        with open(where / "filler", "wb", buffering=0) as fh:  # fill the tmpfs up to its last byte
+            try:
+                while True:
+                    fh.write(b"\0" * 4096)
+            except OSError:
+                pass
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert "Traceback" not in out + err, err
+    assert proc.returncode == 3, (out, err)
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and "could not be written" in lines[0] and "full" in lines[0], err

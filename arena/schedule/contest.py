@@ -198,6 +198,9 @@ class Contest:
         self._outer: trio.Nursery | None = None
         self.gate = DoctorGate(self.store, config.game, config.uploads)
         self._replaced: set[str] = set()  # bots with a new version to launch once idle
+        self.unsaved = ""
+        """What the shutdown could not write (``"what: error"``), empty if nothing: a full or
+        read-only disk when the server stopped (nothing recorded is lost; ``arena serve`` says so)."""
         self.pairing = LadderPairing(config.pairing, lambda bot, others: self.store.pair_counts(config.game, bot,
                                                                                                  others), self.seed)
         self.fitter = LadderFitter(self.store, config.game, on_fit=self._fitted)
@@ -551,7 +554,7 @@ class Contest:
             try:
                 self.store.finish_tournament(self.tournament_id)
             except STORAGE_ERRORS as exc:  # the next start finds it unfinished: nothing else is lost
-                self.health.fail("database", exc)
+                self.unsaved = f"database: {exc}"
             outer.cancel_scope.cancel()
 
     def stop(self) -> None:
@@ -583,4 +586,7 @@ class Contest:
             for proc in self.procs.values():
                 proc.stop_now()
             self.supervisor.stopped()
-            publish(self.store, self.supervisor, set())
+            try:
+                publish(self.store, self.supervisor, set())
+            except STORAGE_ERRORS as exc:  # a full or read-only disk at shutdown: said by `arena serve`
+                self.unsaved = f"database: {exc}"

@@ -906,6 +906,11 @@ class Store:
                 self._count_pair(row["game"], row["bot0"], row["bot1"])
         METRICS.result_commit.observe(time.perf_counter() - t0)
 
+    def finished_matches(self, tournament_id: int) -> int:
+        """How many matches of the tournament finished (status ``done``; aborted ones not counted)."""
+        return self.db.execute("SELECT COUNT(*) FROM matches WHERE tournament_id=? AND status='done'",
+                               (tournament_id,)).fetchone()[0]
+
     def finish_tournament(self, tournament_id: int) -> None:
         """Mark a tournament finished."""
         self.db.execute(
