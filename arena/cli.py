@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -365,6 +366,30 @@ def check_tournament(config: TournamentConfig, manifests: list) -> None:
         raise Unavailable(problem)
 
 
+def resume_command(argv: Sequence[str], tournament_id: int | None) -> str:
+    """The command that finishes an interrupted tournament: ``arena tournament --resume ID``
+    followed by every option the interrupted run was given (``argv``, from ``tournament`` on),
+    except ``--bots`` and an earlier ``--resume`` (the stored tournament names its bots), quoted
+    for a POSIX shell."""
+    words = list(argv)
+    if "tournament" in words:
+        words = words[words.index("tournament") + 1:]
+    kept: list[str] = []
+    skipping = False
+    for i, word in enumerate(words):
+        if word.startswith("-"):
+            skipping = word in ("--bots", "--resume") or word.startswith(("--bots=", "--resume="))
+            if skipping:
+                continue
+        elif skipping and (words[i - 1] != "--resume" or word.isdigit()):
+            continue
+        else:
+            skipping = False
+        kept.append(word)
+    resume = ["--resume", str(tournament_id)] if tournament_id else ["--resume"]
+    return shlex.join(["arena", "tournament", *resume, *kept])
+
+
 def cmd_tournament(args: argparse.Namespace) -> int:
     """``arena tournament``: run it, show progress, print the Elo table. Ctrl-C stops it with
     the ``--resume`` command that finishes it (exit 130)."""
@@ -450,10 +475,9 @@ def cmd_tournament(args: argparse.Namespace) -> int:
     except BaseException as exc:
         if getattr(args, "debug", False) or not interrupted(exc) or find_user_error(exc) is not None:
             raise
-        row = store.db.execute("SELECT MAX(id) FROM tournaments").fetchone()
+        tid = resume or store.newest_tournament()
         console.print(plain(f"interrupted: every finished match is in {shown_db(args.db)}; the rest (including the "
-                            f"one in play) is played by `arena tournament --resume --db {shown_db(args.db)}` "
-                            f"(tournament t{row[0]})"),
+                            f"one in play) is played by `{resume_command(getattr(args, 'argv', []), tid)}`"),
                       soft_wrap=True)
         return INTERRUPTED
     print_report(console, report)
@@ -806,6 +830,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     status returned; Ctrl-C returns 130; other exceptions are bugs and keep their traceback.
     ``--debug`` shows the traceback of user errors too."""
     args = build_parser().parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # for the --resume hint
     try:
         return _dispatch(args)
     except BaseException as exc:

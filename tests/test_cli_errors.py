@@ -170,6 +170,17 @@ def test_debug_shows_the_traceback(tmp_path: Path) -> None:
     assert "Traceback" in proc.stderr and "UserError" in proc.stderr
 
 
+def test_the_resume_command_repeats_every_option_but_the_bots() -> None:
+    from arena.cli import resume_command
+
+    assert resume_command(["tournament", "--bots", "a.toml", "b c.toml", "--logs", "my logs", "--workers", "0",
+                           "--trust-bots", "--db", "x.db"], 7) == \
+        "arena tournament --resume 7 --logs 'my logs' --workers 0 --trust-bots --db x.db"
+    assert resume_command(["--debug", "tournament", "--resume", "3", "--quiet", "--bots=a.toml"], 3) == \
+        "arena tournament --resume 3 --quiet"
+    assert resume_command(["tournament", "--resume", "--logs", "L"], 4) == "arena tournament --resume 4 --logs L"
+
+
 def test_ctrl_c_in_a_tournament_gives_the_resume_command(tmp_path: Path) -> None:
     """SIGINT once matches are being played (the first plain progress line: stdout is a pipe)
     stops the tournament with the ``--resume`` command, exit 130, no traceback."""
@@ -190,7 +201,7 @@ def test_ctrl_c_in_a_tournament_gives_the_resume_command(tmp_path: Path) -> None
     out = "".join(seen) + rest
     assert proc.returncode == INTERRUPTED, out
     assert "Traceback" not in out, out
-    assert "arena tournament --resume --db c.db" in out
+    assert "arena tournament --resume 1 --games 400 --concurrency 1 --progress-every 2 --db c.db`" in out
     store = Store(tmp_path / "c.db")
     done = store.db.execute("SELECT COUNT(*) FROM matches WHERE status='done'").fetchone()[0]
     pending = store.db.execute("SELECT COUNT(*) FROM matches WHERE status='pending'").fetchone()[0]

@@ -906,6 +906,10 @@ class Store:
                 self._count_pair(row["game"], row["bot0"], row["bot1"])
         METRICS.result_commit.observe(time.perf_counter() - t0)
 
+    def newest_tournament(self) -> int | None:
+        """The id of the newest tournament (a contest's ladder included), None if there is none."""
+        return self.db.execute("SELECT MAX(id) FROM tournaments").fetchone()[0]
+
     def finished_matches(self, tournament_id: int) -> int:
         """How many matches of the tournament finished (status ``done``; aborted ones not counted)."""
         return self.db.execute("SELECT COUNT(*) FROM matches WHERE tournament_id=? AND status='done'",
