@@ -31,7 +31,7 @@ from arena.match.referee import MatchConfig
 from arena.names import check_name, escape, plain
 from arena.schedule.formats import FORMATS
 from arena.schedule.formats.duplicate_deals import DEFAULT_DEALS
-from arena.schedule.launcher import load_manifest, sandbox_problem
+from arena.schedule.launcher import command_problem, load_manifest, sandbox_problem
 from arena.schedule.tournament import TournamentConfig, TournamentReport, run_tournament
 from arena.store.postgres import shown as shown_db
 from arena.store.sqlite import Store
@@ -589,6 +589,8 @@ def cmd_bots(args: argparse.Namespace) -> int:
         print(f"registered {args.name}; its token (shown once, store it now):\n{token}")
     elif args.bots_command == "submit":
         manifest = load_manifest(args.manifest)
+        if problem := command_problem(manifest):
+            raise Unavailable(f"{args.manifest}: the bot cannot start: {problem}; fix `command` in the manifest")
         name = args.name or manifest.name
         try:
             store.submit_bot(name, str(Path(args.manifest).resolve()), args.sandbox)
@@ -661,6 +663,9 @@ def cmd_author(args: argparse.Namespace) -> int:
         bot_token = client.remote(args.server, token, args.name)
         print(f"remote bot {args.name} is yours; its token (shown once; the bot sends it in hello):\n{bot_token}")
         return 0
+    manifest = client.find_manifest(args.bot)
+    if problem := command_problem(load_manifest(manifest)):
+        raise Unavailable(f"{manifest}: the bot cannot start: {problem}; fix `command` in the manifest")
     state = client.upload(args.server, token, args.bot, wait=not args.no_wait,
                           progress=lambda line: console.print(plain(line)))
     print_upload(console, state)

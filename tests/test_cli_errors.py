@@ -206,3 +206,54 @@ def test_ctrl_c_in_a_tournament_gives_the_resume_command(tmp_path: Path) -> None
     done = store.db.execute("SELECT COUNT(*) FROM matches WHERE status='done'").fetchone()[0]
     pending = store.db.execute("SELECT COUNT(*) FROM matches WHERE status='pending'").fetchone()[0]
     assert done >= 2 and pending > 0
+
+
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_a_bot_that_cannot_start_stops_the_tournament_at_once_and_says_why(tmp_path: Path, workers: str) -> None:
+    """A manifest naming a missing script, and one naming a program outside the bot's folder
+    (invisible in the sandbox, or simply missing here): exit 3 before any match is scored, one
+    line naming the manifest, the command as written, the folder and the bot's last output."""
+    ghost = tmp_path / "ghost"
+    ghost.mkdir()
+    (ghost / "bot.toml").write_text('name = "ghost"\ncommand = ["{python}", "ghost.py"]\n')
+    far = tmp_path / "far"
+    far.mkdir()
+    (far / "bot.toml").write_text('name = "far"\ncommand = ["/nonexistent/arena-test/bot"]\n')
+    for manifest, said in ((ghost / "bot.toml", "ghost.py"), (far / "bot.toml", "/nonexistent/arena-test/bot")):
+        proc = subprocess.run([sys.executable, "-m", "arena.cli", "tournament", "--bots", str(manifest), RANDOM,
+                               "--games", "2", "--db", "s.db", "--quiet", "--workers", workers, "--trust-bots"],
+                              cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 3, proc.stderr
+        assert "Traceback" not in proc.stderr
+        line = proc.stderr.strip()
+        assert "\n" not in line and str(manifest) in line and "did not start" in line, line
+        assert f"run in {manifest.parent}," in line and said in line and "arena-worker" not in line, line
+    store = Store(tmp_path / "s.db")
+    assert store.db.execute("SELECT COUNT(*) FROM matches WHERE status<>'pending'").fetchone()[0] == 0
+
+
+def test_submit_and_upload_refuse_a_command_that_cannot_start(tmp_path: Path) -> None:
+    """``arena bots submit`` and ``arena bots upload`` check the manifest's command against the
+    bot's folder first: a missing script, a program outside the folder, a missing program."""
+    cases = {
+        "ghost": ('["{python}", "ghost.py"]', "'ghost.py', which is not in the bot's folder"),
+        "far": ('["/usr/bin/true"]', "outside the bot's folder"),
+        "nowhere": ('["./ghost2"]', "'./ghost2' is missing"),
+    }
+    for name, (command, said) in cases.items():
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "bot.toml").write_text(f'name = "{name}"\ncommand = {command}\n')
+        for argv in (["bots", "submit", str(folder / "bot.toml"), "--db", str(tmp_path / "s.db")],
+                     ["bots", "upload", str(folder), "--server", "http://127.0.0.1:9", "--token", "x"]):
+            proc = subprocess.run([sys.executable, "-m", "arena.cli", *argv], capture_output=True, text=True,
+                                  timeout=60)
+            assert proc.returncode == 3 and said in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    ok = tmp_path / "ok"
+    ok.mkdir()
+    (ok / "bot.py").write_text("print()\n")
+    (ok / "bot.toml").write_text('name = "ok"\ncommand = ["{python}", "bot.py"]\n')
+    proc = subprocess.run([sys.executable, "-m", "arena.cli", "bots", "submit", str(ok / "bot.toml"), "--db",
+                           str(tmp_path / "s.db")], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert [n for n, _, _ in Store(tmp_path / "s.db").submissions()] == ["ok"]  # nothing of the refused ones

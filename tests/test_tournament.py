@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import trio
 
+from arena.errors import Unavailable, find_user_error
 from arena.schedule.launcher import load_manifest
 from arena.schedule.tournament import TournamentConfig, run_tournament
 from arena.store.sqlite import Store
@@ -82,23 +83,22 @@ async def test_same_seed_reproduces_every_log_byte_for_byte(tmp_path):
     assert any(a.read_bytes() != c.read_bytes() for a, c in zip(logs1, logs3))
 
 
-@pytest.mark.slow
-async def test_a_bot_that_cannot_start_loses_its_matches_and_the_rest_play_on(tmp_path):
+async def test_a_bot_that_cannot_start_stops_the_tournament_before_any_match_is_scored(tmp_path):
     broken = tmp_path / "broken.toml"
-    broken.write_text('name = "broken"\ncommand = ["{python}", "-c", "import sys; sys.exit(3)"]\n')
+    (tmp_path / "broken.py").write_text("import sys\nprint('no luck', file=sys.stderr)\nsys.exit(3)\n")
+    broken.write_text('name = "broken"\ncommand = ["{python}", "broken.py"]\n')
     ms = [load_manifest(BOTS[0]), load_manifest(broken), *[load_manifest(p) for p in BOTS[1:2]]]
     ms = [m for m in ms if HAVE_NODE or m.language != "javascript"]
     store = Store(tmp_path / "arena.db")
-    cfg = TournamentConfig(games=2, seed=3, logs_dir=str(tmp_path / "logs"), connect_timeout_s=2,
-                           trust_bots=TRUST_BOTS)
-    with trio.fail_after(60):
-        report = await run_tournament(store, ms, cfg)
-    rows = store.matches(report.tournament_id)
-    for r in rows:
-        if "broken" in (r["bot0"], r["bot1"]):
-            assert r["reason"] == "forfeit_disconnect" and r["winner"] != "broken"
-        else:
-            assert r["reason"] == "target"
+    cfg = TournamentConfig(games=2, seed=3, logs_dir=str(tmp_path / "logs"), connect_timeout_s=20,
+                           trust_bots=TRUST_BOTS, manifests=[str(BOTS[0]), str(broken), str(BOTS[1])])
+    with pytest.raises(BaseException) as caught, trio.fail_after(60):
+        await run_tournament(store, ms, cfg)
+    error = find_user_error(caught.value)
+    assert isinstance(error, Unavailable) and error.status == 3
+    said = str(error)
+    assert f"bot broken ({broken}) did not start" in said and "exited with status 3" in said and "no luck" in said
+    assert store.db.execute("SELECT COUNT(*) FROM matches WHERE status<>'pending'").fetchone()[0] == 0
 
 
 def test_cli_tournament_prints_the_elo_table(tmp_path):

@@ -24,11 +24,14 @@ plays a remote bot's matches unpaired with independent seeds unless its organise
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import trio
 
+from arena.errors import Unavailable
+from arena.schedule.botlog import tail
 from arena.schedule.formats import Pairing
 from arena.schedule.launcher import BotProcess, Limits, Manifest, launch
 from arena.store.postgres import is_url
@@ -95,3 +98,61 @@ def secrets_of(store_path: str, logs_dir: str | Path) -> list[str]:
     if store_path != ":memory:" and not is_url(store_path):
         out.append(str(Path(store_path).resolve()))
     return out
+
+
+START_POLL_S = 0.1
+"""While waiting for a launched copy's ``hello``: how often to look whether its process exited."""
+
+
+async def wait_for_hello(server, proc: BotProcess, copy: int, timeout_s: float):  # noqa: ANN001, ANN201
+    """The connection of copy ``copy`` of ``proc``'s bot once it has said ``hello``, or None
+    if its process exits first or ``timeout_s`` (seconds) pass (``server``: the
+    ``ArenaServer`` it connects to)."""
+    name = proc.manifest.name
+    with trio.move_on_after(timeout_s):
+        while True:
+            conn = await server.wait_for(name, START_POLL_S, copy)
+            if conn is not None:
+                return conn
+            if not proc.running:
+                return None
+    return None
+
+
+def _fix(manifest: Manifest, shown: Path | None) -> str:
+    hint = ""
+    program = manifest.command[0]
+    if os.path.isabs(program) and not Path(program).is_relative_to(manifest.directory):
+        hint = " (a sandboxed bot sees only its own folder: name the program by a path relative to it)"
+    return (f"{hint}; fix `command` in its manifest (`arena doctor {shown or 'MANIFEST'}` shows what it does)")
+
+
+def launch_failure(manifest: Manifest, manifest_path: str | Path | None, exc: OSError) -> Unavailable:
+    """The one-line error (exit 3) for a bot whose program cannot be executed at all (``exc``
+    from the launch), in the words of :func:`start_failure`."""
+    shown = Path(manifest_path) if manifest_path else None
+    where = str(shown.parent) if shown else manifest.directory
+    return Unavailable(f"bot {manifest.name} ({shown or 'no manifest'}) did not start: {' '.join(manifest.command)!r}, "
+                       f"run in {where}, cannot be executed ({exc.strerror or exc}){_fix(manifest, shown)}")
+
+
+def start_failure(proc: BotProcess, manifest_path: str | Path | None, timeout_s: float, folder: str | None = None,
+                  start: int = 0) -> Unavailable:
+    """The one-line error (exit 3) for a bot that did not start: its manifest, the command as
+    written there, the folder it ran in as its author knows it (``folder``, by default the
+    manifest's), whether it exited (and how) or never connected within ``timeout_s``, and the
+    last lines of its output (written from byte ``start`` of its log), with the fix."""
+    m = proc.manifest
+    code = proc.process.returncode
+    what = (f"exited with status {code}" if code is not None and code >= 0 else
+            f"was killed by signal {-code}" if code is not None else f"did not connect within {timeout_s:g} s")
+    shown = Path(manifest_path) if manifest_path else None
+    where = folder or (str(shown.parent) if shown else m.directory)
+    last: list[str] = []
+    for line in tail(proc.log_path, start=start):  # the author's folder, not where an archive was unpacked
+        line = line.replace(m.directory, where)
+        if not last or last[-1] != line:
+            last.append(line)
+    said = f"; its last output: {' | '.join(last)}" if last else "; it wrote nothing"
+    return Unavailable(f"bot {m.name} ({shown or 'no manifest'}) did not start: {' '.join(m.command)!r}, run in "
+                       f"{where}, {what} before its hello{said}{_fix(m, shown)}")

@@ -259,6 +259,35 @@ def _check_program(program: str, directory: str) -> None:
         raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), program)
 
 
+_FILE_SUFFIXES = (".py", ".js", ".mjs", ".jar", ".class", ".rb", ".pl", ".sh", ".exe", ".dll", ".lua", ".php")
+"""Arguments with these endings, after the program, name files the bot needs in its folder."""
+
+
+def command_problem(manifest: Manifest) -> str | None:
+    """Why the manifest's ``command`` cannot run from the bot's folder, or None: its program
+    (a path relative to the folder, or a name on ``PATH`` such as ``java``; ``{python}`` and
+    ``{node}`` are ours) must exist and be executable, a program given by an absolute path
+    must lie inside the folder (a sandboxed bot sees nothing else), and a script or archive
+    named after it (``bot.py``, ``bot.jar``: an argument with a file ending, or a relative path)
+    must exist in the folder. What ``arena bots submit`` and ``arena bots upload`` check first."""
+    program = manifest.command[0]
+    root = Path(manifest.directory)
+    if os.path.isabs(program) and not Path(program).is_relative_to(root):
+        return (f"its program {program} lies outside the bot's folder {root}, which is all a sandboxed bot sees: "
+                "copy it into the folder and name it by a relative path (./bot)")
+    try:
+        _check_program(resolve_command(manifest)[0], str(root))
+    except OSError as exc:
+        return f"its program {program!r} {'is not executable' if isinstance(exc, PermissionError) else 'is missing'}" \
+               f" (looked for {'in ' + str(root) if os.sep in program else 'on PATH'})"
+    for arg in manifest.command[1:]:
+        if arg.startswith("-") or os.path.isabs(arg):
+            continue
+        if (arg.endswith(_FILE_SUFFIXES) or os.sep in arg) and not (root / arg).exists():
+            return f"it names {arg!r}, which is not in the bot's folder {root}"
+    return None
+
+
 def resolve_command(manifest: Manifest) -> list[str]:
     """The manifest's command with ``{python}`` and ``{node}`` replaced."""
     subs = {"{python}": sys.executable, "{node}": shutil.which("node") or "node"}

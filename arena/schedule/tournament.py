@@ -38,7 +38,16 @@ from arena.metrics import METRICS
 from arena.net.server import ArenaServer, ServerConfig
 from arena.net.spectate import SpectatorHub
 from arena.schedule.admission import admit
-from arena.schedule.copies import PAIR_COPIES, Halves, bot_log, launch_copy, secrets_of
+from arena.schedule.copies import (
+    PAIR_COPIES,
+    Halves,
+    bot_log,
+    launch_copy,
+    launch_failure,
+    secrets_of,
+    start_failure,
+    wait_for_hello,
+)
 from arena.schedule.fitter import fit_ladder
 from arena.schedule.formats import Auction, Format, Pairing, StaticFormat, Step, derive_seed, make_format
 from arena.schedule.formats.chouette import Chouette, Reign, legal_bids
@@ -177,6 +186,7 @@ async def run_tournament(
     n_copies = config.copies or (PAIR_COPIES if plays_pairs(fmt) else 1)
     halves = Halves(lambda name: n_copies)
     hide = secrets_of(store.path, config.logs_dir)
+    paths = dict(zip(names, config.manifests)) if len(config.manifests) == len(names) else {}
 
     async with trio.open_nursery() as nursery:
         port = await nursery.start(server.serve)
@@ -193,16 +203,16 @@ async def run_tournament(
                     nursery, server, m, copy, env, bot_log(logs, store.bot_id(m.name), copy), config.limits,
                     isolated, hide, others)
             except OSError as exc:  # a missing or non-executable program
-                raise Unavailable(f"bot {m.name}: cannot start {' '.join(m.command)!r} in {m.directory} "
-                                  f"({exc.strerror or exc}): fix `command` in its manifest") from None
+                raise launch_failure(m, paths.get(m.name), exc) from None
 
         try:
             for m in manifests:
                 for copy in range(n_copies):
                     await start_bot(m, copy)
             deadline = trio.current_time() + config.connect_timeout_s
-            for name, copy in list(procs):
-                await server.wait_for(name, max(0.0, deadline - trio.current_time()), copy)
+            for (name, copy), proc in list(procs.items()):  # a bot that cannot start stops it all, unscored
+                if await wait_for_hello(server, proc, copy, max(0.0, deadline - trio.current_time())) is None:
+                    raise start_failure(proc, paths.get(name), config.connect_timeout_s)
             relaunched: set[tuple[str, int]] = set()
             by_name = {m.name: m for m in manifests}
 

@@ -51,7 +51,7 @@ from arena.errors import Unavailable, UserError, leaves
 from arena.match.log import LogEvent
 from arena.match.referee import MatchConfig, MatchResult
 from arena.net.server import ArenaServer, ServerConfig
-from arena.schedule.copies import PAIR_COPIES, bot_log, launch_copy
+from arena.schedule.copies import PAIR_COPIES, bot_log, launch_copy, launch_failure, start_failure, wait_for_hello
 from arena.schedule.formats import Format, Pairing, StaticFormat, derive_seed
 from arena.schedule.launcher import BotProcess, Limits, Manifest, load_manifest, sandbox_problem
 from arena.store.archives import unpack
@@ -412,9 +412,10 @@ class Worker:
                 self.procs[key] = await launch_copy(nursery, self.server, m, copy, env, log, setup.limits,
                                                     setup.isolated or name in setup.sandboxed, hide, others)
             except OSError as exc:
-                raise Unavailable(f"bot {name}: cannot start {' '.join(m.command)!r} in {m.directory} "
-                                  f"({exc.strerror or exc}): fix `command` in its manifest") from None
-            await self.server.wait_for(name, setup.connect_timeout_s, copy)
+                raise launch_failure(m, setup.manifests.get(name), exc) from None
+            started = await wait_for_hello(self.server, self.procs[key], copy, setup.connect_timeout_s)
+            if started is None and not setup.ladder:  # a tournament stops at once (a contest's supervisor shows it)
+                raise start_failure(self.procs[key], setup.manifests.get(name), setup.connect_timeout_s)
         finally:
             del self._launching[key]
             done.set()
