@@ -308,6 +308,35 @@ async def test_uploads_through_the_gate(tmp_path: Path) -> None:
         assert [v["version"] for v in me["bots"][0]["versions"]] == [1, 2]
 
 
+async def test_a_failed_first_upload_frees_its_name_and_shows_no_server_path(tmp_path: Path) -> None:
+    """Two failed uploads of "badbot" leave no bot and no name behind (another author may take
+    it), the failure stays on its author's page, and the report names paths relative to the
+    bot's folder, never the server's unpack folder or its Python."""
+    import sys
+
+    async def doctor(manifest: str) -> dict[str, Any]:
+        folder = str(Path(manifest).parent)
+        return {"ok": False, "summary": f"{sys.executable}: can't open file '{folder}/bad.py'", "seconds": 0.1,
+                "checks": [], "log_tail": f"{folder}/bad.py crashed in {sys.prefix}/lib"}
+
+    contest = make_contest(tmp_path, registration="open")
+    contest.gate.run_doctor = doctor
+    async with client(contest) as c:
+        alice, bob = await register(c, "alice"), await register(c, "bob")
+        for _ in range(2):
+            r = await upload(c, alice, bot_archive(tmp_path, "badbot"))
+            assert r.status_code == 202, r.text
+            assert await contest.gate.check(r.json()["upload"]) == "failed"
+        assert "badbot" not in contest.store.bot_names() and contest.store.bot_owner("badbot") is None
+        me = (await c.get("/author/api/me", headers=bearer(alice))).json()
+        assert me["bots"] == [] and [u["bot"] for u in me["failed_uploads"]] == ["badbot", "badbot"]
+        report = (await c.get(f"/author/api/uploads/{me['failed_uploads'][0]['id']}", headers=bearer(alice))).json()
+        shown = str(report)
+        assert "'bad.py'" in shown and "uploads" not in shown and sys.prefix not in shown, shown
+        r = await upload(c, bob, bot_archive(tmp_path, "badbot"))  # the name is free for anyone
+        assert r.status_code == 202, r.text
+
+
 async def test_upload_limits(tmp_path: Path) -> None:
     contest = make_contest(tmp_path, registration="open",
                            uploads=UploadConfig(dir=str(tmp_path / "up"), uploads_per_hour=3, bots_per_author=2,

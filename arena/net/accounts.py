@@ -219,7 +219,8 @@ def bot_output(contest: Any, author: dict[str, Any], bot: str, idle_sizes: dict[
 def author_view(contest: Any, author: dict[str, Any]) -> dict[str, Any]:
     """What the author's page shows, as JSON-ready data: ``{"author", "registration", "bots":
     [{"bot", "kind", "elo", "interval", "games", "state", "failures", "last_output", "connected",
-    "versions", "uploads", "matches", "faults"}]}``, their own bots only."""
+    "versions", "uploads", "matches", "faults"}], "failed_uploads": [...]}``, their own bots only;
+    ``failed_uploads``: uploads that failed before their bot ever passed (their name is free again)."""
     from arena.net.history import finished_matches
 
     store, game = contest.store, contest.config.game
@@ -245,4 +246,7 @@ def author_view(contest: Any, author: dict[str, Any]) -> dict[str, Any]:
             "matches": finished_matches(store, game, name, 1, per_page=10)["matches"],
             "faults": store.bot_faults(name, 10),
         })
-    return {"author": author["name"], "game": game, "contest": contest.config.name, "bots": bots}
+    failed = [{k: u[k] for k in ("id", "bot", "status", "created_at", "finished_at")}
+              | {"summary": (u["report"] or {}).get("summary")} for u in store.failed_uploads(author["id"])]
+    return {"author": author["name"], "game": game, "contest": contest.config.name, "bots": bots,
+            "failed_uploads": failed}

@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -75,6 +76,24 @@ class UploadConfig(msgspec.Struct, forbid_unknown_fields=True):
 
 class QueueFull(Exception):
     """Too many uploads wait for the doctor: the author should try again later."""
+
+
+def shown_to_author(report: Any, folder: Path) -> Any:
+    """``report`` (the doctor's JSON report) as its author may see it: the server's paths taken
+    out of every string: the folder the upload was unpacked in (paths become relative to the
+    bot's own folder) and this Python's installation (``python``)."""
+    if isinstance(report, dict):
+        return {k: shown_to_author(v, folder) for k, v in report.items()}
+    if isinstance(report, list):
+        return [shown_to_author(v, folder) for v in report]
+    if not isinstance(report, str):
+        return report
+    for root in {str(folder), str(folder.resolve())}:
+        report = report.replace(root + "/", "").replace(root, ".")
+    for prefix in sorted({sys.executable, sys.prefix, sys.base_prefix, os.path.realpath(sys.executable)},
+                         key=len, reverse=True):
+        report = report.replace(prefix, "python")
+    return report
 
 
 def refusal(summary: str) -> dict[str, Any]:
@@ -178,7 +197,7 @@ class DoctorGate:
             shutil.rmtree(dest, ignore_errors=True)
             self.store.refuse_upload(upload_id, refusal(f"cannot unpack the archive: {exc}"))
             return "failed"
-        report = await self.run_doctor(str(manifest))
+        report = shown_to_author(await self.run_doctor(str(manifest)), dest)
         if self.store.upload_data(upload_id) is None:  # deleted (or decided) meanwhile
             shutil.rmtree(dest, ignore_errors=True)
             return "gone"

@@ -421,6 +421,8 @@ class Store:
                 self.db.execute(f"PRAGMA user_version={step}")
         if version < 1 and SCHEMA_VERSION == 1:
             self.db.execute("PRAGMA user_version=1")
+        # idempotent indexes of tables made by the steps above
+        self.db.execute("CREATE INDEX IF NOT EXISTS uploads_by_author ON uploads(author_id, id)")
 
     def close(self) -> None:
         """Close the database."""
@@ -1158,9 +1160,31 @@ class Store:
         self.db.execute("UPDATE uploads SET status=? WHERE id=?", (status, upload_id))
 
     def refuse_upload(self, upload_id: int, report: dict[str, Any]) -> None:
-        """The doctor refused the upload: keep its ``report``, drop its bytes."""
-        self.db.execute("UPDATE uploads SET status='failed', report=?, data=NULL, finished_at=? WHERE id=?",
-                        (json.dumps(report), time.time(), upload_id))
+        """The doctor refused the upload: keep its ``report`` (its author still sees it), drop
+        its bytes, and, when the bot has nothing else (no version that passed, no submission,
+        no match), free its name: a failed upload holds no name and no bot."""
+        with self._tx():
+            self.db.execute("UPDATE uploads SET status='failed', report=?, data=NULL, finished_at=? WHERE id=?",
+                            (json.dumps(report), time.time(), upload_id))
+            row = self.db.execute("SELECT bot FROM uploads WHERE id=?", (upload_id,)).fetchone()
+            bot = None if row is None else row[0]
+            if bot is None or self.db.execute(
+                "SELECT 1 FROM bot_owners WHERE bot=? AND kind='uploaded' AND NOT EXISTS (SELECT 1 FROM bot_archives "
+                "WHERE bot=?) AND NOT EXISTS (SELECT 1 FROM submissions WHERE name=?) AND NOT EXISTS (SELECT 1 FROM "
+                "uploads WHERE bot=? AND status IN ('queued', 'checking'))", (bot, bot, bot, bot)).fetchone() is None:
+                return
+            if self.db.execute("SELECT 1 FROM ladder WHERE bot=? LIMIT 1", (bot,)).fetchone() is not None:
+                return  # it played (under an earlier owner's version that was deleted): keep the name with its results
+            self.db.execute("DELETE FROM bot_owners WHERE bot=?", (bot,))
+            self.db.execute("DELETE FROM bots WHERE name=?", (bot,))
+
+    def failed_uploads(self, author_id: int, limit: int = 10) -> list[dict[str, Any]]:
+        """The author's newest failed uploads of bots they do not own (a failed first upload
+        frees its name: :meth:`refuse_upload`), as :meth:`upload`, newest first."""
+        ids = [r[0] for r in self.db.execute(
+            "SELECT id FROM uploads WHERE author_id=? AND status='failed' AND NOT EXISTS (SELECT 1 FROM bot_owners o "
+            "WHERE o.bot=uploads.bot AND o.author_id=uploads.author_id) ORDER BY id DESC LIMIT ?", (author_id, limit))]
+        return [self.upload(i) for i in ids]
 
     def accept_upload(self, upload_id: int, manifest: str, report: dict[str, Any],
                       limits: ArchiveLimits = ArchiveLimits()) -> int:
