@@ -331,6 +331,14 @@ def dashboard_html(request: Request, view: dict[str, Any]) -> str:
                    f'<form method="post" action="/author/bots/{name}/withdraw">{hidden_csrf(request)}'
                    f'<button class="withdraw">withdraw {name}</button> (its results stay; its code and '
                    f'versions are deleted)</form></section>')
+    if view.get("failed_uploads"):
+        rows = "".join(f'<tr><td><a href="/author/uploads/{u["id"]}">upload {u["id"]}</a></td>'
+                       f'<td>{escape(u["bot"])}</td><td class="failed">failed</td>'
+                       f'<td>{escape(u["summary"] or "")}</td><td>{_when(u["created_at"])}</td></tr>'
+                       for u in view["failed_uploads"])
+        out.append(f'<section class="failed-uploads"><h2>Uploads that failed</h2><p>A bot whose first upload fails '
+                   f'holds no name: fix it and upload again.</p><table class="uploads"><tr><th>upload</th><th>bot</th>'
+                   f'<th>status</th><th>doctor</th><th>sent</th></tr>{rows}</table></section>')
     out.append(f'<section><h2>Upload a bot</h2><p>A <code>.tar.gz</code> with <code>manifest.toml</code> at its '
                f'root and the bot\'s files beside it (or use <code>arena bots upload</code>). A new upload of a '
                f'bot replaces it in the ladder once the doctor passes it.</p>'
