@@ -12,9 +12,11 @@ import argparse
 import math
 import os
 import shlex
+import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import msgspec
 import trio
@@ -33,10 +35,14 @@ from arena.schedule.formats import FORMATS
 from arena.schedule.formats.duplicate_deals import DEFAULT_DEALS
 from arena.schedule.launcher import command_problem, load_manifest, sandbox_problem
 from arena.schedule.tournament import TournamentConfig, TournamentReport, run_tournament
+from arena.store.postgres import is_url
 from arena.store.postgres import shown as shown_db
 from arena.store.sqlite import Store
 from arena.wagers.ledger import MAX_DEPOSIT
 from protocol.messages import Rules, TimeControl
+
+if TYPE_CHECKING:  # the contest's modules load only for `arena serve`
+    from arena.schedule.contest import ContestConfig
 
 
 def make_console() -> Console:
@@ -555,7 +561,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     console = make_console()
     expected = None
     if args.db:
-        store = Store(args.db)
+        store = Store(args.db, create=False)
         row = store.db.execute("SELECT log_hash FROM matches WHERE log_path LIKE ?",
                                (f"%{Path(args.log).name}",)).fetchone()
         if row is None or row[0] is None:
@@ -580,7 +586,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 def cmd_bots(args: argparse.Namespace) -> int:
     """``arena bots add | submit | list | remove``."""
-    store = Store(args.db)
+    store = Store(args.db, create=args.bots_command not in ("list", "remove"))
     if args.bots_command == "add":
         try:
             token = store.add_bot(args.name)
@@ -701,7 +707,7 @@ def cmd_authors(args: argparse.Namespace) -> int:
 
     from arena.net.accounts import TOKEN_SEPARATOR
 
-    store = Store(args.db)
+    store = Store(args.db, create=args.authors_command != "list")
     verb = args.authors_command
     if verb == "add":
         try:
@@ -739,7 +745,7 @@ def cmd_spectators(args: argparse.Namespace) -> int:
     from arena.net.spectate import SpectatorHub
     from arena.wagers.desk import BettingDesk
 
-    store = Store(args.db)
+    store = Store(args.db, create=args.spectators_command != "list")
     desk = BettingDesk(store, SpectatorHub())
     if args.spectators_command == "add":
         from arena.wagers.ledger import WagerError
@@ -763,6 +769,15 @@ def cmd_spectators(args: argparse.Namespace) -> int:
     return 0
 
 
+def _serve_paths(config: ContestConfig) -> list[str]:
+    """What ``arena serve`` creates on its first start with ``config``: the SQLite database
+    (and its WAL files), the logs and uploads folders."""
+    paths = [config.logs, config.uploads.dir]
+    if not is_url(config.db):
+        paths += [config.db, f"{config.db}-wal", f"{config.db}-shm"]
+    return paths
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     """``arena serve``: run until SIGTERM / Ctrl-C, then shut down cleanly."""
     from arena.schedule.contest import Contest, load_config
@@ -774,6 +789,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if not config.trust_bots and (problem := sandbox_problem()) is not None:
         line = problem.replace("pass --trust-bots", "set trust_bots = true")
         console.print(plain(f"submitted bots will not be launched: {line}", "red"), soft_wrap=True)
+    made = [p for p in _serve_paths(config) if not os.path.lexists(p)]  # removed again if the start fails
     contest = Contest(config)
 
     async def main() -> None:
@@ -783,7 +799,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
             console.print(plain(f"{config.name}: bots and spectators on tcp://{config.server.host}:{ports[0]}, "
                           f"web and /metrics on http://{config.http_host}:{ports[1]}/  (Ctrl-C or SIGTERM to stop)"))
 
-    trio.run(main)
+    try:
+        trio.run(main)
+    except BaseException:
+        if contest.http_port is None:  # it never served: leave no new database or folder behind
+            contest.store.close()
+            for path in made:
+                shutil.rmtree(path) if os.path.isdir(path) else Path(path).unlink(missing_ok=True)
+        raise
     done = contest.store.finished_matches(contest.tournament_id)
     if fault := contest.unsaved or contest.health.reason:  # a full or read-only disk: nothing recorded is lost
         what, _, why = fault.partition(": ")

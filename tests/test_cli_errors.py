@@ -257,3 +257,27 @@ def test_submit_and_upload_refuse_a_command_that_cannot_start(tmp_path: Path) ->
                            str(tmp_path / "s.db")], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert [n for n, _, _ in Store(tmp_path / "s.db").submissions()] == ["ok"]  # nothing of the refused ones
+
+
+def test_read_only_commands_and_a_failed_serve_create_nothing(tmp_path: Path) -> None:
+    """``bots list`` (and the other listings) on a database that does not exist: one line, exit
+    4, no folder or file made; ``arena serve`` whose port is taken leaves no new database, logs
+    or uploads folder behind."""
+    import socket
+
+    for argv in (["bots", "list"], ["authors", "list"], ["spectators", "list"]):
+        proc = subprocess.run([sys.executable, "-m", "arena.cli", *argv, "--db", str(tmp_path / "no" / "x.db")],
+                              capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 4 and "no database at" in proc.stderr and "Traceback" not in proc.stderr, argv
+        assert not (tmp_path / "no").exists()
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        (tmp_path / "c.toml").write_text(f'db = "{tmp_path / "new.db"}"\nlogs = "{tmp_path / "logs"}"\n'
+                                         f'http_port = 0\n[server]\nport = {port}\n'
+                                         f'[uploads]\ndir = "{tmp_path / "uploads"}"\n')
+        proc = subprocess.run([sys.executable, "-m", "arena.cli", "serve", "--config", str(tmp_path / "c.toml")],
+                              capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 3 and "Traceback" not in proc.stderr, proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.toml"]

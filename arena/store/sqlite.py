@@ -336,13 +336,19 @@ class Store:
     PostgreSQL stand-in, :class:`arena.store.postgres.PgConnection`); ``path`` is what to show
     (a URL without its password)."""
 
-    def __init__(self, path: str | Path = "arena.db") -> None:
+    def __init__(self, path: str | Path = "arena.db", create: bool = True) -> None:
+        """Open (``create``: or create, with its folder) the store at ``path``. With ``create``
+        False, as read-only commands open it, a missing SQLite file is
+        :class:`arena.errors.DatabaseError` and nothing is created."""
         self.dialect = "postgresql" if is_url(path) else "sqlite"
         """``"sqlite"`` or ``"postgresql"``: the few statements that differ (row locks) ask."""
         if is_url(path):
             self._open_postgres(str(path))
             return
         self.path = str(path)
+        if self.path != ":memory:" and not create and not Path(self.path).is_file():
+            raise DatabaseError(f"no database at {self.path}: check --db (this command reads a database, it "
+                                "creates none)")
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self.db = sqlite3.connect(self.path, isolation_level=None)
