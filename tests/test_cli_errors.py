@@ -50,7 +50,7 @@ BAD_COMMAND_LINES = [
     (("tournament", "--bots", "missing.toml", RANDOM, "--db", "t.db"), USAGE, ("missing.toml", "no such")),
     (("tournament", "--resume", "--db", "t.db"), USAGE, ("nothing to resume", "t.db")),
     (("spectators", "add", "bob", "--deposit", "-500", "--db", "t.db"), USAGE, ("--deposit", "from 1 to")),
-    (("bots", "remove", "zed", "--db", "t.db"), 1, ("no bot 'zed'",)),
+    (("bots", "remove", "zed", "--db", "t.db"), 4, ("no database at t.db", "creates none")),
     (("serve", "--config", "nothere.toml"), USAGE, ("nothere.toml", "no such contest file")),
     (("watch", "--port", "1"), UNAVAILABLE, ("cannot connect to 127.0.0.1:1", "arena serve")),
 ]
@@ -270,6 +270,12 @@ def test_read_only_commands_and_a_failed_serve_create_nothing(tmp_path: Path) ->
                               capture_output=True, text=True, timeout=60)
         assert proc.returncode == 4 and "no database at" in proc.stderr and "Traceback" not in proc.stderr, argv
         assert not (tmp_path / "no").exists()
+    Store(tmp_path / "have.db").close()
+    proc = subprocess.run([sys.executable, "-m", "arena.cli", "bots", "remove", "zed", "--db",
+                           str(tmp_path / "have.db")], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1 and "no bot 'zed'" in proc.stderr
+    for made in tmp_path.glob("have.db*"):
+        made.unlink()
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
