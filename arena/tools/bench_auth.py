@@ -13,7 +13,10 @@ when they all reconnect at once after the server starts.
   says ``hello`` with its name and token, reads the answer, and holds its connection;
 * the figure is the time from 0 until the server holds every bot (all welcomed, or the
   ``timeout_s`` bound), with the answers the bots got and each bot's wait from its connect to
-  its answer (p50, p99, max), as the bots measured it on the machine's monotonic clock.
+  its answer (p50, p99, max), as the bots measured it on the machine's monotonic clock;
+* then the same again while ``flooders`` clients (default 200, each from its own address)
+  send wrong-token hellos as fast as they are answered: every bot must still get in, no wrong
+  token may, and the failed checks stay within the overall budget (10, then 2 a second).
 
 The **baseline** beside it is the same run on a database from before schema 9 (every token a
 scrypt hash: the first start after an upgrade, when each bot pays one scrypt check and is
@@ -59,7 +62,9 @@ class AuthFigures(msgspec.Struct):
     when the server held every bot, None if some never got in within the bound); ``wait_*_ms``:
     a bot's wait from its connect to the server's answer, in ms; ``answers``: answer code ->
     bots (``welcome`` for a welcome); ``scheme``: how the tokens were stored (``fast``, or
-    ``scrypt`` for a database from before schema 9); the authenticator's counters."""
+    ``scrypt`` for a database from before schema 9); the authenticator's counters;
+    ``flooders`` clients sending wrong tokens meanwhile and the answers they got, over the
+    ``window_s`` seconds from the start until the bots' subprocess had stopped them."""
 
     bots: int
     addresses: int
@@ -75,6 +80,9 @@ class AuthFigures(msgspec.Struct):
     scrypt_checks: int
     failures: int
     upgraded: int
+    flooders: int = 0
+    flood_answers: dict[str, int] = {}
+    window_s: float = 0.0
 
 
 def _address(i: int, per_address: int) -> str:
@@ -98,11 +106,15 @@ def _register(db_path: Path, n: int, scheme: str) -> list[tuple[str, str]]:
 
 
 async def measure(n: int = 1000, db_path: Path | str | None = None, *, spread_s: float = 1.0,
-                  per_address: int = 10, scheme: str = "fast", timeout_s: float = 120.0) -> AuthFigures:
+                  per_address: int = 10, scheme: str = "fast", flooders: int = 0,
+                  timeout_s: float = 120.0) -> AuthFigures:
     """Run the study once (see the module docstring) and return its figures. ``db_path``: the
     store file to make (a temporary one if None; it must not exist yet); ``scheme``: ``fast``
     (tokens as ``arena bots add`` stores them now) or ``scrypt`` (as a database from before
-    schema 9 holds them). Raises ``RuntimeError`` if the bots' subprocess fails."""
+    schema 9 holds them); ``flooders``: clients, each from its own address (``127.1.X.Y``), that
+    send wrong-token hellos one after another, half under the bots' names, half under fresh
+    ones, from time 0 until every bot is in. Raises ``RuntimeError`` if the bots' subprocess
+    fails."""
     from arena.net.server import ArenaServer, ServerConfig
     from arena.store.sqlite import Store
 
@@ -114,10 +126,11 @@ async def measure(n: int = 1000, db_path: Path | str | None = None, *, spread_s:
         roster = Path(tmp) / "bots.json"
         roster.write_bytes(msgspec.json.encode(bots))
         store = Store(db)
-        config = ServerConfig(port=0, max_connections=n + 64, handshake_timeout_s=30.0)
+        config = ServerConfig(port=0, max_connections=n + flooders + 64, handshake_timeout_s=30.0)
         server = ArenaServer(store, config)
         command = [sys.executable, "-m", "arena.tools.bench_auth", "--role", "bots", "--roster", str(roster),
-                   "--spread", str(spread_s), "--per-address", str(per_address), "--timeout", str(timeout_s)]
+                   "--spread", str(spread_s), "--per-address", str(per_address), "--timeout", str(timeout_s),
+                   "--flooders", str(flooders)]
         proc = await trio.lowlevel.open_process(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         try:
             assert proc.stdin is not None and proc.stdout is not None
@@ -136,6 +149,7 @@ async def measure(n: int = 1000, db_path: Path | str | None = None, *, spread_s:
                 welcomed = len(server.bots)
                 await proc.stdin.aclose()  # the bots hang up and report
                 report = msgspec.json.decode(await _read_line(proc.stdout, 10 * 1024 * 1024))
+                window = time.monotonic() - t0
                 nursery.cancel_scope.cancel()
         finally:
             if proc.returncode is None:
@@ -149,7 +163,8 @@ async def measure(n: int = 1000, db_path: Path | str | None = None, *, spread_s:
         welcomed=welcomed, all_in_s=all_in, answers=dict(report["answers"]),
         wait_p50_ms=statistics.median(waits), wait_p99_ms=waits[min(len(waits) - 1, int(0.99 * len(waits)))],
         wait_max_ms=waits[-1], fast_checks=auth.fast_checks, scrypt_checks=auth.scrypt_checks,
-        failures=auth.failures, upgraded=auth.upgraded)
+        failures=auth.failures, upgraded=auth.upgraded, flooders=flooders,
+        flood_answers=dict(report["flood_answers"]), window_s=window)
 
 
 async def _read_line(stream: Any, limit: int = 65536) -> bytes:
@@ -163,10 +178,12 @@ async def _read_line(stream: Any, limit: int = 65536) -> bytes:
     return bytes(data).strip()
 
 
-async def _bots_role(roster: Path, spread_s: float, per_address: int, timeout_s: float) -> dict[str, Any]:
+async def _bots_role(roster: Path, spread_s: float, per_address: int, timeout_s: float,
+                     flooders: int = 0) -> dict[str, Any]:
     """Subprocess side: wait for ``PORT T0`` on stdin, then run every bot of ``roster`` (each
     connects at its moment of the spread, says hello, reads the answer, holds on until stdin
-    closes). Returns the answers and waits."""
+    closes) and ``flooders`` wrong-token clients (until stdin closes). Returns the answers and
+    waits."""
     from arena.net.server import raise_fd_limit
 
     raise_fd_limit()
@@ -179,7 +196,23 @@ async def _bots_role(roster: Path, spread_s: float, per_address: int, timeout_s:
     answers: Counter[str] = Counter()
     waits: list[float] = []
     streams: list[trio.SocketStream] = []
+    flood_answers: Counter[str] = Counter()
     hello_template = {"type": "hello", "protocol": 1}
+
+    async def flooder(i: int) -> None:
+        source = f"127.1.{1 + i // 250}.{1 + i % 250}"
+        for attempt in range(10**9):
+            name = bots[(i + attempt) % len(bots)][0] if attempt % 2 else f"intruder{i}x{attempt}"
+            try:
+                stream = await trio.open_tcp_stream(HOST, port, local_address=source)
+                async with stream:
+                    hello = {**hello_template, "name": name, "token": "wrong-" + "x" * 26}
+                    await stream.send_all(msgspec.json.encode(hello) + b"\n")
+                    answer = await _read_line(stream)
+                code = "closed" if not answer else str(msgspec.json.decode(answer).get("code", "welcome"))
+            except OSError as exc:
+                code = f"error: {type(exc).__name__}"
+            flood_answers[code] += 1
 
     async def bot(i: int, name: str, token: str) -> None:
         await trio.sleep_until(trio.current_time() + max(0.0, t0 + spread_s * i / len(bots) - time.monotonic()))
@@ -198,14 +231,18 @@ async def _bots_role(roster: Path, spread_s: float, per_address: int, timeout_s:
             streams.append(stream)
 
     with trio.move_on_after(timeout_s):
-        async with trio.open_nursery() as nursery:
-            for i, (name, token) in enumerate(bots):
-                nursery.start_soon(bot, i, name, token)
-        while await stdin.receive_some(4096):  # hold every connection until told to stop
-            pass
+        async with trio.open_nursery() as flood:
+            for i in range(flooders):
+                flood.start_soon(flooder, i)
+            async with trio.open_nursery() as nursery:
+                for i, (name, token) in enumerate(bots):
+                    nursery.start_soon(bot, i, name, token)
+            while await stdin.receive_some(4096):  # hold every connection until told to stop
+                pass
+            flood.cancel_scope.cancel()
     for stream in streams:
         await stream.aclose()
-    return {"answers": dict(answers), "waits_ms": waits}
+    return {"answers": dict(answers), "waits_ms": waits, "flood_answers": dict(flood_answers)}
 
 
 def describe(f: AuthFigures) -> str:
@@ -215,7 +252,10 @@ def describe(f: AuthFigures) -> str:
     return (f"{f.bots:,} bots ({f.scheme} rows) from {f.addresses:,} addresses within {f.spread_s:g} s: {when}; "
             f"welcomed {f.welcomed:,}; answers: {got}; wait connect->answer p50 {f.wait_p50_ms:.1f} ms, "
             f"p99 {f.wait_p99_ms:.1f} ms, max {f.wait_max_ms:.1f} ms; checks: {f.fast_checks:,} fast, "
-            f"{f.scrypt_checks:,} scrypt, {f.failures:,} failed, {f.upgraded:,} rows upgraded")
+            f"{f.scrypt_checks:,} scrypt, {f.failures:,} failed, {f.upgraded:,} rows upgraded"
+            + (f"; meanwhile {f.flooders:,} wrong-token clients got: "
+               + ", ".join(f"{code} {count:,}" for code, count in sorted(f.flood_answers.items()))
+               if f.flooders else ""))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -227,27 +267,38 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--baseline-bots", type=int, default=100)
     parser.add_argument("--spread", type=float, default=1.0, help="seconds over which the bots connect")
     parser.add_argument("--per-address", type=int, default=10, help="bots per loopback address")
+    parser.add_argument("--flooders", type=int, default=200,
+                        help="wrong-token clients during a second run of --bots (0 skips that run)")
     parser.add_argument("--timeout", type=float, default=120.0)
     parser.add_argument("--role", choices=("bots",), help=argparse.SUPPRESS)
     parser.add_argument("--roster", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.role == "bots":
-        report = trio.run(_bots_role, args.roster, args.spread, args.per_address, args.timeout)
+        report = trio.run(_bots_role, args.roster, args.spread, args.per_address, args.timeout, args.flooders)
         print(json.dumps(report), flush=True)
         return 0
     figures = trio.run(partial(measure, args.bots, spread_s=args.spread, per_address=args.per_address,
                                timeout_s=args.timeout))
     print(f"now:      {describe(figures)}")
+    runs = [figures]
+    if args.flooders > 0:
+        runs.append(trio.run(partial(measure, args.bots, spread_s=args.spread, per_address=args.per_address,
+                                     flooders=args.flooders, timeout_s=args.timeout)))
+        print(f"flood:    {describe(runs[-1])}")
     if args.baseline_bots > 0:
         old = trio.run(partial(measure, args.baseline_bots, spread_s=args.spread, per_address=args.per_address,
                                scheme="scrypt", timeout_s=args.timeout))
         print(f"baseline: {describe(old)}")
     print(f"baseline: {BEFORE}")
     missed = []
-    if figures.welcomed < figures.bots:
-        missed.append(f"only {figures.welcomed:,} of {figures.bots:,} bots welcomed")
-    if figures.all_in_s is None or figures.all_in_s > TARGET_S:
-        missed.append(f"not all welcomed within {TARGET_S:g} s")
+    for run in runs:
+        during = " during the flood" if run.flooders else ""
+        if run.welcomed < run.bots:
+            missed.append(f"only {run.welcomed:,} of {run.bots:,} bots welcomed{during}")
+        if run.all_in_s is None or run.all_in_s > TARGET_S:
+            missed.append(f"not all welcomed within {TARGET_S:g} s{during}")
+        if run.flood_answers.get("welcome"):
+            missed.append("a wrong token was welcomed")
     for text in missed:
         print(f"target missed: {text}")
     return 1 if missed else 0
