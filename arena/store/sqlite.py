@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import re
 import secrets
 import sqlite3
 import time
@@ -300,7 +301,10 @@ MIGRATIONS: dict[int, list[str]] = {
         "ALTER TABLE authors ADD COLUMN hash_scheme TEXT NOT NULL DEFAULT 'scrypt'",
     ],
 }
-"""Version -> the statements that bring a database of the version before up to it."""
+"""Version -> the statements that bring a database of the version before up to it. An ``ALTER
+TABLE t ADD COLUMN c`` is skipped when ``t`` has ``c`` already, so every step can run again."""
+
+_ADD_COLUMN = re.compile(r"^\s*ALTER\s+TABLE\s+(\w+)\s+ADD\s+COLUMN\s+(\w+)", re.I)
 
 SCRYPT = {"n": 2**14, "r": 8, "p": 1}
 """scrypt cost parameters for the hashes of tokens a person chose (16 MiB and about 30 ms per
@@ -479,6 +483,9 @@ class Store:
         for step in range(max(version, 1) + 1, SCHEMA_VERSION + 1):
             with self._tx():
                 for statement in MIGRATIONS[step]:
+                    added = _ADD_COLUMN.match(statement)
+                    if added and added[2] in {r[1] for r in self.db.execute(f"PRAGMA table_info({added[1]})")}:
+                        continue  # the column is there already (a version set back by hand): nothing to add
                     self.db.execute(statement)
                 self.db.execute(f"PRAGMA user_version={step}")
         if version < 1 and SCHEMA_VERSION == 1:
