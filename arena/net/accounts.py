@@ -4,9 +4,9 @@ The policy, without HTTP (the routes are in :mod:`arena.net.author_pages`):
 
 * **Accounts.** The contest's ``registration`` says who may create one: ``organiser`` (only
   ``arena authors add``), ``open`` (anyone) or ``invite`` (a single-use code from ``arena authors
-  invite``). An author's token is ``NAME:SECRET``; only a salted scrypt hash of the secret is
-  stored (:meth:`arena.store.sqlite.Store.add_author`) and it is shown once. A suspended author
-  cannot log in, and their bots neither connect nor are launched.
+  invite``). An author's token is ``NAME:SECRET``; only a salted HMAC-SHA256 of the secret (192
+  random bits) is stored (:meth:`arena.store.sqlite.Store.add_author`) and it is shown once. A
+  suspended author cannot log in, and their bots neither connect nor are launched.
 * **Uploads** (:func:`accept_archive`): the archive is checked (:func:`arena.store.archives.check`:
   size caps, path safety), its manifest validated as ``arena bots submit`` validates one
   (:func:`arena.schedule.launcher.load_manifest`) plus the program named by a relative command

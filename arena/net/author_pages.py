@@ -19,8 +19,8 @@ API (``Authorization: Bearer NAME:SECRET``; JSON): ``POST /author/api/register``
 Protection:
 
 * **Authentication** by Starlette's ``AuthenticationMiddleware`` (:class:`AuthorBackend`): a
-  bearer token, checked by the contest's :class:`arena.net.auth.Authenticator` (scrypt at a
-  bounded cost, failures rate limited per address and name, a verified token cached), or the
+  bearer token, checked by the contest's :class:`arena.net.auth.Authenticator` (a salted
+  HMAC-SHA256, failures rate limited per address, name and overall), or the
   session of ``SessionMiddleware`` (a signed cookie, ``HttpOnly``, ``SameSite=Strict``, 8 hours,
   key made at start-up) holding the author's name and a fingerprint of their token's salt,
   checked against the database at every request, so a suspended or deleted author's session

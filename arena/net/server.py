@@ -1,9 +1,10 @@
 """The TCP listener: handshake, authentication, and the registry of connected bots.
 
 A client's first line must be ``hello`` (within ``handshake_timeout_s``, default 5 s). A bot
-is authenticated by name and token against the store (a salted scrypt hash) through
-:class:`arena.net.auth.Authenticator`: bounded concurrent checks, failures rate limited per address
-and per name (``rate_limited``), verified tokens cached, constant-time comparisons. A name that
+is authenticated by name and token against the store (a salted HMAC-SHA256 of a generated token,
+scrypt of a chosen one) through :class:`arena.net.auth.Authenticator`: only failures rate limited,
+per address, per name and overall (``rate_limited``), a right generated token never refused,
+bounded scrypt checks, constant-time comparisons. A name that
 is already connected is refused with ``name_in_use``: the first connection keeps its seat. A
 ``spectator`` (any name, no token) may ``list`` the matches in play and ``subscribe`` to their
 feed (see :mod:`arena.net.spectate`). Once welcomed, a bot's :class:`~arena.match.seat.Connection`
@@ -75,8 +76,8 @@ class ServerConfig(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=Tru
     ``max_spectators`` spectators, each dropped after ``spectator_idle_s`` seconds in which it
     sent no line and was sent nothing.
     ``dispatch``: see the field. Authentication (:class:`arena.net.auth.AuthLimits`):
-    ``auth_concurrency`` scrypt checks at
-    once; per address ``auth_addr_burst`` failures then ``auth_addr_per_min`` a minute; per name
+    ``auth_concurrency`` scrypt checks (chosen tokens) at
+    once; failed checks: per address ``auth_addr_burst`` failures then ``auth_addr_per_min`` a minute; per name
     ``auth_name_burst`` then ``auth_name_per_min``; in all ``auth_global_burst`` then
     ``auth_global_per_min``."""
 

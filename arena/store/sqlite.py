@@ -7,7 +7,9 @@ Every match is inserted as ``pending`` when its tournament is scheduled, so an i
 tournament knows exactly what is left; :meth:`Store.record_result` commits a result before
 anyone is told of it (design.md, "Persistence and scale").
 
-Tokens are never stored: only a random salt and ``hashlib.scrypt(token, salt)``.
+Tokens are never stored: only a random salt and a hash of the token, recorded per row with the
+way it was made (``hash_scheme``): a keyed HMAC-SHA256 for the long random tokens the arena
+issues, scrypt for a token a person chose (see :func:`fast_token_hash`).
 """
 
 from __future__ import annotations
@@ -15,11 +17,12 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import re
 import secrets
 import sqlite3
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 
@@ -131,7 +134,7 @@ CREATE TABLE IF NOT EXISTS ladder (
 );
 """
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 """The schema version this code writes, kept in ``PRAGMA user_version``: 1 is the schema of the
 first versioned release (the tables above; a database from before versions has 0 and is brought
 to 1 by adding the columns added since); each later version is a step of :data:`MIGRATIONS`."""
@@ -294,11 +297,36 @@ MIGRATIONS: dict[int, list[str]] = {
         "DELETE FROM ladder_state",
         "INSERT INTO ladder_state(game, results) SELECT game, COUNT(*) FROM matches WHERE status='done' GROUP BY game",
     ],
+    9: [
+        # issue 21, "every bot gets in": how each row's token hash was made (TOKEN_SCHEMES); the
+        # rows made before hold scrypt hashes, checked with scrypt (and upgraded on success when
+        # the token has the shape the arena issues: arena.net.auth)
+        "ALTER TABLE bots ADD COLUMN hash_scheme TEXT NOT NULL DEFAULT 'scrypt'",
+        "ALTER TABLE spectators ADD COLUMN hash_scheme TEXT NOT NULL DEFAULT 'scrypt'",
+        "ALTER TABLE authors ADD COLUMN hash_scheme TEXT NOT NULL DEFAULT 'scrypt'",
+    ],
 }
-"""Version -> the statements that bring a database of the version before up to it."""
+"""Version -> the statements that bring a database of the version before up to it. An ``ALTER
+TABLE t ADD COLUMN c`` is skipped when ``t`` has ``c`` already, so every step can run again."""
+
+_ADD_COLUMN = re.compile(r"^\s*ALTER\s+TABLE\s+(\w+)\s+ADD\s+COLUMN\s+(\w+)", re.I)
 
 SCRYPT = {"n": 2**14, "r": 8, "p": 1}
-"""scrypt cost parameters for token hashes (about 30 ms per check on one core)."""
+"""scrypt cost parameters for the hashes of tokens a person chose (16 MiB and about 30 ms per
+check on one core)."""
+
+FAST = "hmac-sha256"
+"""``hash_scheme`` of a token the arena generated (:func:`fast_token_hash`)."""
+
+SLOW = "scrypt"
+"""``hash_scheme`` of a token a person chose, and of every row made before schema 9 (:func:`hash_token`)."""
+
+TOKEN_SCHEMES = (FAST, SLOW)
+"""The values of the ``hash_scheme`` column of ``bots``, ``spectators`` and ``authors``."""
+
+GENERATED_TOKEN_CHARS = 32
+"""Length of the tokens the arena issues: ``secrets.token_urlsafe(24)``, 24 random bytes (192
+bits) in 32 characters of the URL-safe base64 alphabet."""
 
 
 WITHDRAWN = "SELECT o.bot FROM bot_owners o JOIN authors a ON a.id=o.author_id WHERE a.status<>'active'"
@@ -311,8 +339,51 @@ def _points(winner_seat: int | None) -> float:
 
 
 def hash_token(token: str, salt: bytes) -> bytes:
-    """scrypt hash of ``token`` with ``salt`` (32-byte digest)."""
+    """scrypt hash of ``token`` with ``salt`` (32-byte digest): the slow scheme (:data:`SLOW`),
+    for a token a person chose. Costs :data:`SCRYPT` (about 30 ms of a core)."""
     return hashlib.scrypt(token.encode(), salt=salt, dklen=32, **SCRYPT)  # add_launched_bot: 32 random bytes
+
+
+def fast_token_hash(token: str, salt: bytes) -> bytes:
+    """HMAC-SHA256 of ``token`` keyed with the row's ``salt`` (32-byte digest): the fast scheme
+    (:data:`FAST`), about a microsecond, for the tokens the arena generates.
+
+    Why fast is enough: a generated token is 192 random bits (:data:`GENERATED_TOKEN_CHARS`), so
+    whoever reads the database cannot find it by guessing, whatever the hash costs (2**191
+    tries on average); a slow hash only protects secrets that can be guessed, the ones a person
+    chooses, which keep scrypt. The key is the per-row random salt rather than a server key: two
+    rows never share a function (no precomputed table, equal tokens give unrelated hashes), and
+    there is no secret outside the database to keep, back up, move to another host or lose
+    (losing a server key would void every token). This is how services that issue API tokens
+    store them (a plain or keyed SHA-256 of a long random token)."""
+    return hmac.new(salt, token.encode(), hashlib.sha256).digest()
+
+
+def looks_generated(token: str) -> bool:
+    """True if ``token`` has the shape of a token the arena issues (:data:`GENERATED_TOKEN_CHARS`
+    characters of the URL-safe base64 alphabet). Before schema 9 every bot, spectator and author
+    token the arena handed out had it, and no command let a person choose one (only
+    ``Store.add_bot(name, token)`` in Python did)."""
+    return len(token) == GENERATED_TOKEN_CHARS and all(c.isascii() and (c.isalnum() or c in "-_") for c in token)
+
+
+class TokenHash(NamedTuple):
+    """What a row stores of a token: ``salt`` (16 random bytes), ``digest`` (32 bytes) and
+    ``scheme`` (:data:`FAST` or :data:`SLOW`: which function made ``digest``)."""
+
+    salt: bytes
+    digest: bytes
+    scheme: str
+
+    def matches(self, token: str) -> bool:
+        """True if ``token`` is the token hashed here (its scheme's hash, compared in constant
+        time). Costs scrypt for a :data:`SLOW` row: call it off the event loop then."""
+        made = fast_token_hash(token, self.salt) if self.scheme == FAST else hash_token(token, self.salt)
+        return hmac.compare_digest(made, self.digest)
+
+
+DUMMY_TOKEN_HASH = TokenHash(b"0" * 16, b"", FAST)
+"""Checked for an unknown name so that it costs what a generated token's check costs (and never matches)."""
 
 
 class MatchRow(msgspec.Struct):
@@ -423,6 +494,9 @@ class Store:
         for step in range(max(version, 1) + 1, SCHEMA_VERSION + 1):
             with self._tx():
                 for statement in MIGRATIONS[step]:
+                    added = _ADD_COLUMN.match(statement)
+                    if added and added[2] in {r[1] for r in self.db.execute(f"PRAGMA table_info({added[1]})")}:
+                        continue  # the column is there already (a version set back by hand): nothing to add
                     self.db.execute(statement)
                 self.db.execute(f"PRAGMA user_version={step}")
         if version < 1 and SCHEMA_VERSION == 1:
@@ -436,37 +510,66 @@ class Store:
 
     # ------------------------------------------------------------------ bots and tokens
 
-    def add_bot(self, name: str, token: str | None = None) -> str:
-        """Register ``name`` (or replace its token) and return the token, which is stored only
-        as a salted scrypt hash. Raises :class:`arena.names.BadName` (a ``ValueError``) for a
-        name outside the rule of :mod:`arena.names`."""
-        return self._set_secret("bots", "bot", name, token)
+    def add_bot(self, name: str, token: str | None = None, *, generated: bool = False) -> str:
+        """Register ``name`` (or replace its token) and return the token. With no ``token`` a
+        fresh one is generated (192 random bits) and stored as a salted HMAC-SHA256
+        (:func:`fast_token_hash`); a ``token`` the caller chose is stored as a salted scrypt hash
+        (:func:`hash_token`), since a person's choice may be guessable, unless ``generated``:
+        the caller vouches that it made ``token`` with ``secrets.token_urlsafe(24)`` (say one
+        token for many bots of a benchmark), and it is stored fast too. Raises
+        :class:`arena.names.BadName` (a ``ValueError``) for a name outside the rule of
+        :mod:`arena.names`, ``ValueError`` for a ``generated`` token of another shape
+        (:func:`looks_generated`)."""
+        if generated and (token is None or not looks_generated(token)):
+            raise ValueError("a generated token is secrets.token_urlsafe(24): 32 URL-safe characters")
+        return self._set_secret("bots", "bot", name, token, generated)
 
     def add_launched_bot(self, name: str) -> None:
         """Register ``name`` (or lock it out) with no token anyone holds, for a bot the arena
         launches (each copy gets a token in memory at launch: :mod:`arena.schedule.copies`): a
-        random salt and hash that no token's scrypt matches, so nothing is hashed (scrypt costs
-        tens of ms per bot, a tournament of hundreds of bots seconds). Raises
+        random salt and a random 32-byte digest under the fast scheme, which no token's
+        HMAC-SHA256 matches, so nothing slow is ever hashed for it. Raises
         :class:`arena.names.BadName` as :meth:`add_bot`."""
         check_name(name, "bot")
         self.db.execute(
-            "INSERT INTO bots(name, salt, token_hash, created_at) VALUES (?,?,?,?) "
-            "ON CONFLICT(name) DO UPDATE SET salt=excluded.salt, token_hash=excluded.token_hash",
-            (name, secrets.token_bytes(16), secrets.token_bytes(32), time.time()),
+            "INSERT INTO bots(name, salt, token_hash, hash_scheme, created_at) VALUES (?,?,?,?,?) "
+            "ON CONFLICT(name) DO UPDATE SET salt=excluded.salt, token_hash=excluded.token_hash, "
+            "hash_scheme=excluded.hash_scheme",
+            (name, secrets.token_bytes(16), secrets.token_bytes(32), FAST, time.time()),
         )
 
-    def _set_secret(self, table: str, what: str, name: str, token: str | None) -> str:
-        """Store a salted scrypt hash of ``token`` (a fresh one if None) for ``name`` in
-        ``table`` (``bots`` or ``spectators``); return the token."""
+    def _set_secret(self, table: str, what: str, name: str, token: str | None, generated: bool = False) -> str:
+        """Store ``name``'s token in ``table`` (``bots`` or ``spectators``): a fresh generated
+        one (if ``token`` is None) or a ``generated`` one under :data:`FAST`, a chosen one under
+        :data:`SLOW` (see :meth:`add_bot`); return the token."""
         check_name(name, what)  # names are data: never markup or paths (arena.names)
-        token = token or secrets.token_urlsafe(24)
         salt = secrets.token_bytes(16)
+        if not token or generated:
+            token = token or secrets.token_urlsafe(24)
+            scheme, digest = FAST, fast_token_hash(token, salt)
+        else:
+            scheme, digest = SLOW, hash_token(token, salt)
         self.db.execute(
-            f"INSERT INTO {table}(name, salt, token_hash, created_at) VALUES (?,?,?,?) "
-            "ON CONFLICT(name) DO UPDATE SET salt=excluded.salt, token_hash=excluded.token_hash",
-            (name, salt, hash_token(token, salt), time.time()),
+            f"INSERT INTO {table}(name, salt, token_hash, hash_scheme, created_at) VALUES (?,?,?,?,?) "
+            "ON CONFLICT(name) DO UPDATE SET salt=excluded.salt, token_hash=excluded.token_hash, "
+            "hash_scheme=excluded.hash_scheme",
+            (name, salt, digest, scheme, time.time()),
         )
         return token
+
+    def upgrade_token_hash(self, table: str, name: str, old: TokenHash, token: str) -> bool:
+        """Re-store ``name``'s verified ``token`` in ``table`` (``bots``, ``spectators`` or
+        ``authors``) under the fast scheme, keeping its salt (so the author pages' session
+        fingerprints and the verified-token cache keep their meaning), if the row still holds
+        ``old`` (a token replaced meanwhile is left alone). The caller has checked ``token``
+        against ``old`` and that it :func:`looks_generated`. Returns True if the row changed."""
+        if table not in ("bots", "spectators", "authors"):
+            raise ValueError(f"no tokens in {table!r}")
+        cur = self.db.execute(
+            f"UPDATE {table} SET token_hash=?, hash_scheme=? "
+            "WHERE name=? AND salt=? AND token_hash=? AND hash_scheme=?",
+            (fast_token_hash(token, old.salt), FAST, name, old.salt, old.digest, old.scheme))
+        return cur.rowcount == 1
 
     def bot_id(self, name: str) -> int:
         """The database id of registered bot ``name`` (for file names: never a name in a
@@ -477,19 +580,21 @@ class Store:
         return int(row[0])
 
     def check_token(self, name: str, token: str) -> bool:
-        """True if ``name`` is registered and ``token`` is its token (constant-time compare)."""
-        row = self.db.execute("SELECT salt, token_hash FROM bots WHERE name=?", (name,)).fetchone()
-        if row is None:
-            hash_token(token, b"0" * 16)  # same cost whether or not the name exists
-            return False
-        return hmac.compare_digest(hash_token(token, row["salt"]), row["token_hash"])
+        """True if ``name`` is registered and ``token`` is its token (constant-time compare; the
+        row's own scheme: scrypt costs about 30 ms, the fast hash a microsecond). For a server,
+        :class:`arena.net.auth.Authenticator` does this with rate limits and off the event loop."""
+        row = self.db.execute("SELECT salt, token_hash, hash_scheme FROM bots WHERE name=?", (name,)).fetchone()
+        secret = DUMMY_TOKEN_HASH if row is None else TokenHash(bytes(row[0]), bytes(row[1]), row[2])
+        return secret.matches(token) and row is not None  # an unknown name costs a generated token's check
 
-    def bot_secret(self, name: str) -> tuple[bytes, bytes] | None:
-        """``(salt, token hash)`` of a registered bot, or None (compare with
-        ``hmac.compare_digest``, never ``==``: see :mod:`arena.net.auth`)."""
-        row = self.db.execute(f"SELECT salt, token_hash FROM bots WHERE name=? AND name NOT IN ({WITHDRAWN})",
-                              (name,)).fetchone()
-        return (row[0], row[1]) if row else None
+    def bot_secret(self, name: str) -> TokenHash | None:
+        """The :class:`TokenHash` of a registered bot whose author (if any) is active, or None
+        (check it with :meth:`TokenHash.matches`, never ``==``: see :mod:`arena.net.auth`). One
+        index probe per table, whatever the number of bots and authors."""
+        row = self.db.execute(
+            "SELECT salt, token_hash, hash_scheme FROM bots b WHERE name=? AND NOT EXISTS (SELECT 1 FROM bot_owners o "
+            "JOIN authors a ON a.id=o.author_id WHERE o.bot=b.name AND a.status<>'active')", (name,)).fetchone()
+        return TokenHash(bytes(row[0]), bytes(row[1]), row[2]) if row else None
 
     def bot_names(self) -> list[str]:
         """All registered bot names, sorted."""
@@ -499,13 +604,14 @@ class Store:
 
     def add_spectator(self, name: str, token: str | None = None) -> str:
         """Register a betting spectator (or replace its token); return the token, stored only
-        as a salted scrypt hash."""
+        as a salted hash: HMAC-SHA256 of a generated one, scrypt of a chosen one (as :meth:`add_bot`)."""
         return self._set_secret("spectators", "spectator", name, token)
 
-    def spectator_secret(self, name: str) -> tuple[bytes, bytes] | None:
-        """``(salt, token hash)`` of a betting spectator, or None."""
-        row = self.db.execute("SELECT salt, token_hash FROM spectators WHERE name=?", (name,)).fetchone()
-        return (row[0], row[1]) if row else None
+    def spectator_secret(self, name: str) -> TokenHash | None:
+        """The :class:`TokenHash` of a betting spectator, or None."""
+        row = self.db.execute("SELECT salt, token_hash, hash_scheme FROM spectators WHERE name=?",
+                              (name,)).fetchone()
+        return TokenHash(bytes(row[0]), bytes(row[1]), row[2]) if row else None
 
     def load_ledger(self) -> tuple[bytes, int] | None:
         """The stored wager ledger: ``(snapshot JSON, levies of settled books dropped from it)``."""
@@ -1021,19 +1127,20 @@ class Store:
     # ------------------------------------------------------------------ authors (self-service)
 
     def add_author(self, name: str, invitation: str | None = None) -> tuple[int, str]:
-        """Register author ``name`` and return ``(id, secret)``; only a salted scrypt hash of the
-        secret is stored. With ``invitation``, that unused code is spent in the same
-        transaction. Raises :class:`arena.names.BadName` for a bad name, ``ValueError`` if the
-        name is taken or the code unknown or spent."""
+        """Register author ``name`` and return ``(id, secret)``; the secret is generated (192
+        random bits) and only its salted HMAC-SHA256 is stored (:func:`fast_token_hash`). With
+        ``invitation``, that unused code is spent in the same transaction. Raises
+        :class:`arena.names.BadName` for a bad name, ``ValueError`` if the name is taken or the
+        code unknown or spent."""
         check_name(name, "author")
         secret = secrets.token_urlsafe(24)
         salt = secrets.token_bytes(16)
-        digest = hash_token(secret, salt)  # outside the transaction: it takes tens of ms
+        digest = fast_token_hash(secret, salt)
         with self._tx():
             if self.db.execute("SELECT 1 FROM authors WHERE name=?", (name,)).fetchone() is not None:
                 raise ValueError(f"the author name {name!r} is taken: choose another")
-            cur = self.db.execute("INSERT INTO authors(name, salt, token_hash, created_at) VALUES (?,?,?,?)",
-                                  (name, salt, digest, time.time()))
+            cur = self.db.execute("INSERT INTO authors(name, salt, token_hash, hash_scheme, created_at) "
+                                  "VALUES (?,?,?,?,?)", (name, salt, digest, FAST, time.time()))
             author_id = int(cur.lastrowid)
             if invitation is not None:
                 used = self.db.execute(
@@ -1043,11 +1150,11 @@ class Store:
                     raise ValueError("unknown or already used invitation code: ask the organiser for one")
         return author_id, secret
 
-    def author_secret(self, name: str) -> tuple[bytes, bytes] | None:
-        """``(salt, token hash)`` of an *active* author, or None (unknown or suspended)."""
-        row = self.db.execute("SELECT salt, token_hash FROM authors WHERE name=? AND status='active'",
+    def author_secret(self, name: str) -> TokenHash | None:
+        """The :class:`TokenHash` of an *active* author, or None (unknown or suspended)."""
+        row = self.db.execute("SELECT salt, token_hash, hash_scheme FROM authors WHERE name=? AND status='active'",
                               (name,)).fetchone()
-        return (row[0], row[1]) if row else None
+        return TokenHash(bytes(row[0]), bytes(row[1]), row[2]) if row else None
 
     def author(self, name: str) -> dict[str, Any] | None:
         """Author ``name`` as ``{id, name, status, created_at, salt}``, or None."""

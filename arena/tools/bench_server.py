@@ -67,7 +67,7 @@ from typing import Any
 
 import trio
 
-from arena.store.sqlite import Store
+from arena.store.sqlite import SLOW, Store, TokenHash
 
 CPU_TARGET_US = 50.0
 """Issue 10's target: server CPU per Écarté decision, one match at a time (µs)."""
@@ -122,9 +122,9 @@ class _BenchStore(Store):
 
     _salt = b"bench-salt-0123"
 
-    def bot_secret(self, name: str) -> tuple[bytes, bytes] | None:
-        """``(salt, hash)`` of :data:`TOKEN`, whatever the name."""
-        return self._salt, _cheap_hash(TOKEN, self._salt)
+    def bot_secret(self, name: str) -> TokenHash | None:
+        """The hash of :data:`TOKEN`, whatever the name (the slow scheme's, made by :func:`_cheap_hash`)."""
+        return TokenHash(self._salt, _cheap_hash(TOKEN, self._salt), SLOW)
 
 
 def _cpus() -> list[int]:
