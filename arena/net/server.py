@@ -33,7 +33,8 @@ and is closed before a line of it is read. On a plain port, a client whose first
 handshake gets ``tls_unavailable`` at once. The TLS handshake counts against the caps and
 shares the ``handshake_timeout_s`` with the ``hello``; a failed handshake closes that connection
 only (``arena_protocol_errors_total{code="tls_handshake"}``). Over TLS the fair clock stamps an
-answer when the decrypted line reaches the reader (the kernel's stamp is for encrypted bytes).
+answer with the loop's wake-up (:mod:`arena.match.fairclock`'s rule for streams that are not
+plain sockets), not the kernel's arrival stamp.
 With TLS on, the server also listens in plain on a free loopback port
 (:attr:`ArenaServer.local_port`): the bots it launches itself outside the sandbox (``trust_bots``)
 connect there, as they would without TLS.
@@ -371,7 +372,7 @@ class ArenaServer:
             if first:
                 await self._discard(stream)
                 await self._refuse(stream, "tls_required", "this port speaks TLS: connect with TLS (ARENA_TLS=1 or a "
-                                   "tls://host:port address, docs/protocol.md §2); what you sent was dropped unread")
+                                   "tls://host:port address, docs/protocol.md §2.1); what you sent was dropped unread")
             else:
                 await stream.aclose()
             return None
