@@ -31,6 +31,7 @@ from arena.gc_policy import tune_for_server
 from arena.match.limits import LIMITS
 from arena.match.referee import MatchConfig
 from arena.names import check_name, escape, plain
+from arena.net.tls import exposure_warning
 from arena.schedule.formats import FORMATS
 from arena.schedule.formats.duplicate_deals import DEFAULT_DEALS
 from arena.schedule.launcher import command_problem, load_manifest, sandbox_problem
@@ -189,9 +190,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     wt = sub.add_parser("watch", help="follow a match live in the terminal, as a spectator")
     wt.add_argument("match", nargs="?", help="the match id (default: the first in play, then the next)")
-    wt.add_argument("--host", default="127.0.0.1")
+    wt.add_argument("--host", default="127.0.0.1", help="the contest server (default 127.0.0.1); tls://host:port "
+                    "for TLS")
     wt.add_argument("--port", type=option_int("port"), default=7000,
                     help="the contest server's TCP port (default 7000)")
+    wt.add_argument("--tls", action="store_true", help="connect with TLS (also ARENA_TLS=1)")
+    wt.add_argument("--tls-ca", metavar="PATH", help="the CA file that signed the server's certificate (default "
+                    "$ARENA_TLS_CA, else the system's trust store)")
     wt.add_argument("--once", action="store_true", help="print one snapshot when the match ends, then exit")
     wt.add_argument("--name", default="watcher", help="your spectator name")
 
@@ -204,6 +209,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="run the bot under bubblewrap, speaking over stdin/stdout (ARENA_TRANSPORT=stdio)")
     dr.add_argument("--game", choices=["ecarte", "piquet"], default="ecarte",
                     help="the game the scripted matches play (default ecarte)")
+    dr.add_argument("--tls", action="store_true",
+                    help="the bot connects with TLS (ARENA_TLS=1) to a throwaway certificate (its CA in ARENA_TLS_CA)")
 
     rp = sub.add_parser("replay", help="verify a match log (hash chain, rules engine, result) and print it")
     rp.add_argument("log", help="a match log (.jsonl.gz or .jsonl)")
@@ -791,13 +798,17 @@ def cmd_serve(args: argparse.Namespace) -> int:
         console.print(plain(f"submitted bots will not be launched: {line}", "red"), soft_wrap=True)
     made = [p for p in _serve_paths(config) if not os.path.lexists(p)]  # removed again if the start fails
     contest = Contest(config)
+    tls = config.server.tls_cert is not None  # the web page's HTTPS comes from the same files
+    if (warning := exposure_warning(config.server.host, tls, config.http_host, tls)) is not None:
+        console.print(plain(warning, "yellow"), soft_wrap=True)
 
     async def main() -> None:
         async with trio.open_nursery() as nursery:
             ports = await nursery.start(contest.run)
             tune_for_server()  # start-up is over: a server's garbage collection (arena/gc_policy.py)
-            console.print(plain(f"{config.name}: bots and spectators on tcp://{config.server.host}:{ports[0]}, "
-                          f"web and /metrics on http://{config.http_host}:{ports[1]}/  (Ctrl-C or SIGTERM to stop)"))
+            tcp, http = ("tls", "https") if tls else ("tcp", "http")
+            console.print(plain(f"{config.name}: bots and spectators on {tcp}://{config.server.host}:{ports[0]}, "
+                          f"web and /metrics on {http}://{config.http_host}:{ports[1]}/  (Ctrl-C or SIGTERM to stop)"))
 
     try:
         trio.run(main)
@@ -823,12 +834,13 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "watch":
         from arena.tools.watch import main as watch_main
 
-        return watch_main(args.host, args.port, args.match, once=args.once, name=args.name)
+        return watch_main(args.host, args.port, args.match, once=args.once, name=args.name, tls=args.tls,
+                          ca=args.tls_ca)
     if args.command == "doctor":
         from arena.tools.doctor import main as doctor_main
 
         return doctor_main(args.manifest, move_ms=args.move_ms, verbose=args.verbose, sandbox=args.sandbox,
-                           game=args.game)
+                           game=args.game, tls=args.tls)
     if args.command == "replay":
         return cmd_replay(args)
     if args.command == "sprt":

@@ -491,7 +491,7 @@ class MatchEnd(_Msg, tag="match_end"):
 ErrorCode = Literal[
     # handshake (docs/protocol.md §4)
     "too_many_connections", "server_full", "handshake_timeout", "expected_hello", "bad_version",
-    "unsupported_role", "auth_failed", "rate_limited", "name_in_use", "bad_name",
+    "unsupported_role", "auth_failed", "rate_limited", "name_in_use", "bad_name", "tls_required", "tls_unavailable",
     # framing and protocol faults
     "line_too_long", "truncated", "bad_utf8", "bad_json", "not_object", "missing_type", "unknown_type",
     "bad_message", "unexpected_hello", "unknown_request", "not_your_turn", "duplicate_answer", "late_answer",

@@ -5,6 +5,8 @@
  *   Reads ARENA_HOST, ARENA_PORT, ARENA_NAME, ARENA_TOKEN, ARENA_BOT_SEED and ARENA_TRANSPORT
  *   from the environment. With ARENA_TRANSPORT=stdio (a sandboxed bot, section 3.4) it speaks
  *   over stdin/stdout; otherwise it connects over TCP (retrying while the server starts). It
+ *   has no TLS (libc only): asked for it (ARENA_TLS=1 or ARENA_HOST=tls://...), it says so and
+ *   exits with status 2; put a TLS client such as stunnel beside it (docs/bots.md, "TLS"). It
  *   sends `hello` asking for the compact legal form (section 8.13), then reads newline-ended
  *   JSON lines into a buffer that grows as needed: a line may be of any length (a full-form
  *   Piquet discard request is over 100 KB). Each line is parsed by the small JSON reader below
@@ -447,6 +449,14 @@ int main(void) {
         out_fd = 1;
     } else {
         const char *host = env_or("ARENA_HOST", "127.0.0.1"), *port = env_or("ARENA_PORT", "7000");
+        const char *tls = env_or("ARENA_TLS", "");
+        if (!strncmp(host, "tls://", 6) || !strcmp(tls, "1") || !strcmp(tls, "true") || !strcmp(tls, "yes") ||
+            !strcmp(tls, "on")) {
+            /* never send the token in clear to a server that asked for TLS */
+            fprintf(stderr, "c_bot: no TLS in this bot (libc only): run a TLS client such as stunnel beside it and "
+                            "give the bot its local port, in plain (docs/bots.md, \"TLS\")\n");
+            return 2;
+        }
         in_fd = out_fd = connect_tcp(host, port);
         if (in_fd < 0) {
             fprintf(stderr, "c_bot: cannot connect to %s:%s\n", host, port);

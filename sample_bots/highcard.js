@@ -2,7 +2,8 @@
 // Highcard sample bot for the Écarté arena (Node.js 20, no npm packages).
 //
 // Protocol handling: reads ARENA_HOST, ARENA_PORT, ARENA_NAME and ARENA_TOKEN from the
-// environment, connects over TCP and sends a "hello" line. Incoming data is decoded as UTF-8
+// environment, connects over TCP (TLS with ARENA_TLS=1 or ARENA_HOST=tls://host:port, the CA
+// from ARENA_TLS_CA) and sends a "hello" line. Incoming data is decoded as UTF-8
 // and buffered; only complete "\n"-terminated lines are parsed, so a message split over several
 // TCP packets, or several messages in one packet, are both handled. Every "request" gets one
 // "action" line with the same id, always an element of "legal" (legal[0] if anything goes
@@ -19,7 +20,9 @@
 // card (A K Q J T 9 8 7 6).
 
 "use strict";
+const fs = require("fs");
 const net = require("net");
+const tls = require("tls");
 
 const RANKS = "789TAJQK"; // low to high: K Q J A T 9 8 7 is the order in every suit
 
@@ -143,14 +146,36 @@ function decide(msg) {
   }
 }
 
+function connectTls(host, port) {
+  const caFile = process.env.ARENA_TLS_CA;
+  let ca;
+  try {
+    ca = caFile ? fs.readFileSync(caFile) : undefined;
+  } catch (err) {
+    console.error(`bot: ARENA_TLS_CA=${caFile}: ${err.message}`);
+    process.exit(1);
+  }
+  const servername = net.isIP(host) ? undefined : host; // an IP address is checked against the certificate's IPs
+  return tls.connect({ host, port, servername, ca, minVersion: "TLSv1.2" });
+}
+
 function main() {
-  const host = process.env.ARENA_HOST || "127.0.0.1";
-  const port = parseInt(process.env.ARENA_PORT || "7000", 10);
+  let host = process.env.ARENA_HOST || "127.0.0.1";
+  let port = parseInt(process.env.ARENA_PORT || "7000", 10);
+  // TLS when ARENA_TLS is 1 (true, yes, on) or ARENA_HOST is tls://host[:port] (docs/protocol.md §2.1);
+  // the server's certificate is checked against ARENA_TLS_CA (a PEM file), else the system's CAs
+  let useTls = ["1", "true", "yes", "on"].includes((process.env.ARENA_TLS || "").trim().toLowerCase());
+  const address = /^tls:\/\/(\[[^\]]+\]|[^:/]+)(?::(\d+))?\/?$/.exec(host);
+  if (address) {
+    useTls = true;
+    host = address[1].replace(/^\[|\]$/g, "");
+    if (address[2]) port = parseInt(address[2], 10);
+  }
   const name = process.env.ARENA_NAME || "highcard";
   const token = process.env.ARENA_TOKEN || "";
   // ARENA_TRANSPORT=stdio: the same protocol over stdin/stdout (sandboxed bots have no network)
   const stdio = process.env.ARENA_TRANSPORT === "stdio";
-  const sock = stdio ? process.stdin : net.createConnection({ host, port });
+  const sock = stdio ? process.stdin : useTls ? connectTls(host, port) : net.createConnection({ host, port });
   const out = stdio ? process.stdout : sock;
   const send = (obj) => out.write(JSON.stringify(obj) + "\n");
   let buf = "";
@@ -163,7 +188,7 @@ function main() {
     send({ type: "hello", name, token, protocol: 1, role: "bot", legal: "compact" });
   };
   if (stdio) hello();
-  else sock.on("connect", hello);
+  else sock.on(useTls ? "secureConnect" : "connect", hello); // never a token before TLS is up
   sock.on("data", (chunk) => {
     buf += chunk;
     let nl;

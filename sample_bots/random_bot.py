@@ -24,6 +24,7 @@ import json
 import os
 import random
 import socket
+import ssl
 import sys
 import time
 
@@ -43,19 +44,69 @@ class StdioSocket:
         pass
 
 
-def connect(host, port, attempts=10):
-    """Open the TCP connection, retrying briefly in case the server is still starting; with
-    ``ARENA_TRANSPORT=stdio`` speak over stdin/stdout instead."""
+class TLSFailed(Exception):
+    """The TLS connection could not be made; the message is the one line to print."""
+
+
+def tls_address(host, port):
+    """(host, port, tls) from ARENA_HOST and ARENA_PORT: TLS when ARENA_TLS is 1 (true, yes,
+    on) or ARENA_HOST is written tls://host or tls://host:port (docs/protocol.md §2.1)."""
+    tls = os.environ.get("ARENA_TLS", "").strip().lower() in ("1", "true", "yes", "on")
+    if host.startswith("tls://"):
+        tls, host = True, host[len("tls://"):].rstrip("/")
+        if host.startswith("["):  # an IPv6 address: tls://[::1]:7000
+            host, _, rest = host[1:].partition("]")
+        elif host.count(":") == 1:
+            host, _, rest = host.partition(":")
+            rest = ":" + rest
+        else:
+            rest = ""
+        if rest and not rest[1:].isdigit():
+            raise TLSFailed("ARENA_HOST: the port after the host must be a number, as in tls://host:7000")
+        port = int(rest[1:]) if rest else port
+    return host, port, tls
+
+
+def tls_wrap(sock, host, port):
+    """``sock`` with TLS (1.2 or later) over it; the server's certificate is checked against
+    the CA file ARENA_TLS_CA (default: the system's trust store) and must be for ``host``.
+    Raises :class:`TLSFailed` with one line that says what to fix."""
+    ca = os.environ.get("ARENA_TLS_CA") or None
+    try:
+        ctx = ssl.create_default_context(cafile=ca)
+    except (OSError, ssl.SSLError) as exc:
+        sock.close()
+        raise TLSFailed(f"ARENA_TLS_CA={ca}: cannot read it as PEM certificates ({exc})") from None
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    try:
+        return ctx.wrap_socket(sock, server_hostname=host)
+    except ssl.SSLCertVerificationError as exc:
+        sock.close()
+        raise TLSFailed(f"TLS: the certificate of {host}:{port} was not accepted ({exc.verify_message}): "
+                        "set ARENA_TLS_CA to the CA file that signed it, or connect by the name it is for") from None
+    except (OSError, ssl.SSLError) as exc:
+        sock.close()
+        if getattr(exc, "reason", "") in ("WRONG_VERSION_NUMBER", "RECORD_LAYER_FAILURE", "PACKET_LENGTH_TOO_LONG"):
+            raise TLSFailed(f"TLS: {host}:{port} does not speak TLS: unset ARENA_TLS and drop tls:// for a "
+                            "plain port") from None
+        raise TLSFailed(f"TLS: the handshake with {host}:{port} failed: {exc}") from None
+
+
+def connect(host, port, tls=False, attempts=10):
+    """Open the TCP connection (with ``tls``, TLS over it), retrying briefly in case the server
+    is still starting; with ``ARENA_TRANSPORT=stdio`` speak over stdin/stdout instead."""
     if os.environ.get("ARENA_TRANSPORT") == "stdio":
         return StdioSocket()
     for attempt in range(attempts):
         try:
-            return socket.create_connection((host, port), timeout=10)
+            sock = socket.create_connection((host, port), timeout=10)
         except OSError as exc:
             if attempt == attempts - 1:
                 raise
             print(f"random_bot: connect failed ({exc}), retrying", file=sys.stderr)
             time.sleep(0.5)
+            continue
+        return tls_wrap(sock, host, port) if tls else sock
 
 
 def send(sock, obj):
@@ -93,7 +144,11 @@ def main():
     rngs = {}  # match_id -> random.Random of that match
 
     try:
-        sock = connect(host, port)
+        host, port, tls = tls_address(host, port)
+        sock = connect(host, port, tls)
+    except TLSFailed as exc:
+        print(f"random_bot: {exc}", file=sys.stderr)
+        return 1
     except OSError as exc:
         print(f"random_bot: cannot connect to {host}:{port}: {exc}", file=sys.stderr)
         return 1

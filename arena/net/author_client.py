@@ -3,22 +3,28 @@ upload`` and ``arena bots remote`` talk to a contest server's ``/author/api`` ov
 (:mod:`arena.net.author_pages`) with the standard library's ``urllib``.
 
 The author token comes from ``--token`` or the ``ARENA_AUTHOR_TOKEN`` environment variable and
-travels only in the ``Authorization`` header. Every failure is one line: the server's own
-message for a refusal (a bad archive, a name taken, a rate limit), or what could not be reached.
+travels only in the ``Authorization`` header: give an ``https://`` address for any server beyond
+this machine. An ``https://`` server's certificate is checked against the system's trust store,
+or the CA file named by ``ARENA_TLS_CA`` (:mod:`arena.net.tls`). Every failure is one line: the
+server's own message for a refusal (a bad archive, a name taken, a rate limit), a certificate
+not accepted, or what could not be reached.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import ssl
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from arena.errors import Unavailable, UserError
+from arena.net.tls import ca_file, client_context, describe_failure
 from arena.store.archives import MANIFEST, ArchiveError, pack
 
 TOKEN_ENV = "ARENA_AUTHOR_TOKEN"
@@ -50,8 +56,9 @@ def request(server: str, method: str, path: str, body: bytes | None = None, cont
     if token:
         headers["Authorization"] = f"Bearer {token}"
     req = urllib.request.Request(url, data=body, method=method, headers=headers)
+    context = client_context(ca_file()) if url.startswith("https://") else None
     try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310 - an http(s) URL, checked above
+        with urllib.request.urlopen(req, timeout=timeout, context=context) as resp:  # noqa: S310 - http(s), checked
             return json.loads(resp.read() or b"{}")
     except urllib.error.HTTPError as exc:
         try:
@@ -62,6 +69,9 @@ def request(server: str, method: str, path: str, body: bytes | None = None, cont
         raise UserError(f"the server refused ({exc.code}): {message}", 1) from None
     except (urllib.error.URLError, OSError) as exc:
         reason = getattr(exc, "reason", exc)
+        if isinstance(reason, ssl.SSLError):
+            parsed = urllib.parse.urlsplit(url)
+            raise Unavailable(describe_failure(reason, parsed.hostname or "?", parsed.port or 443)) from None
         raise Unavailable(f"cannot reach {server}: {reason}; check the address and that the contest runs") from None
     except ValueError:
         raise Unavailable(f"{server} did not answer with JSON: is it an arena contest's web address?") from None

@@ -613,7 +613,8 @@ def make_author_app(contest: Any) -> Starlette:
     middleware = [
         Middleware(Guard, max_body=cfg.uploads.packed_bytes + 64 * 1024),
         Middleware(SessionMiddleware, secret_key=secrets.token_urlsafe(32), session_cookie="arena_author",
-                   max_age=SESSION_S, path="/author", same_site="strict", https_only=cfg.secure_cookies),
+                   max_age=SESSION_S, path="/author", same_site="strict",
+                   https_only=cfg.secure_cookies or cfg.server.tls_cert is not None),  # HTTPS: ours or a proxy's
         Middleware(AuthenticationMiddleware, backend=AuthorBackend(store, authenticator, key), on_error=auth_error),
     ]
     return Starlette(routes=routes, middleware=middleware, exception_handlers={HTTPException: http_error})

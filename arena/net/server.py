@@ -27,17 +27,32 @@ Caps, so that no anonymous client can exhaust the process's file descriptors or 
   same for a stream inside the process;
 * at start the soft ``RLIMIT_NOFILE`` is raised to the hard limit (:func:`raise_fd_limit`).
 
+TLS (``tls_cert`` and ``tls_key``, :mod:`arena.net.tls`): every connection accepted on the port
+is wrapped in a ``trio.SSLStream`` (server side, TLS 1.2 or later) once its first byte shows a
+TLS handshake; a client whose first byte is anything else gets ``tls_required`` in plain text
+and is closed before a line of it is read. On a plain port, a client whose first byte is a TLS
+handshake gets ``tls_unavailable`` at once. The TLS handshake counts against the caps and
+shares the ``handshake_timeout_s`` with the ``hello``; a failed handshake closes that connection
+only (``arena_protocol_errors_total{code="tls_handshake"}``). Over TLS the fair clock stamps an
+answer with the loop's wake-up (:mod:`arena.match.fairclock`'s rule for streams that are not
+plain sockets), not the kernel's arrival stamp.
+With TLS on, the server also listens in plain on a free loopback port
+(:attr:`ArenaServer.local_port`): the bots it launches itself outside the sandbox (``trust_bots``)
+connect there, as they would without TLS.
+
 Every failure is answered with an ``error`` whose code is listed in docs/protocol.md, and
 only ever closes that one connection.
 """
 
 from __future__ import annotations
 
+import functools
 import hmac
 import logging
 import resource
 import secrets
 import socket
+import ssl
 from collections import Counter
 from typing import Any
 
@@ -45,6 +60,7 @@ import msgspec
 import trio
 
 from arena import __version__
+from arena.errors import UserError
 from arena.match.dispatch import Dispatcher
 from arena.match.limits import LIMITS
 from arena.match.seat import Connection
@@ -52,6 +68,7 @@ from arena.metrics import METRICS
 from arena.names import NAME_RULE, is_valid_name
 from arena.net.auth import Authenticator, AuthLimits
 from arena.net.spectate import SpectatorHub, Subscriber
+from arena.net.tls import HANDSHAKE_RECORD, server_context
 from arena.store.sqlite import Store
 from arena.wagers.ledger import WagerError
 from protocol import PROTOCOL_VERSION
@@ -79,7 +96,7 @@ class ServerConfig(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=Tru
     ``auth_concurrency`` scrypt checks (chosen tokens) at
     once; failed checks: per address ``auth_addr_burst`` failures then ``auth_addr_per_min`` a minute; per name
     ``auth_name_burst`` then ``auth_name_per_min``; in all ``auth_global_burst`` then
-    ``auth_global_per_min``."""
+    ``auth_global_per_min``. TLS: ``tls_cert`` and ``tls_key`` (see the fields)."""
 
     host: str = "127.0.0.1"
     port: int = 0
@@ -102,6 +119,25 @@ class ServerConfig(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=Tru
     """Bots' readers park at one dispatcher task that reads for all of them
     (:mod:`arena.match.dispatch`: cheaper per decision with many matches); False gives each
     connection its own reading task only (the same results; for comparison)."""
+    tls_cert: str | None = None
+    """PEM file of the server's certificate and its chain: bots and spectators connect over
+    TLS (1.2 or later), and the web page is served over HTTPS (:mod:`arena.net.tls`). None:
+    plain TCP and HTTP."""
+    tls_key: str | None = None
+    """PEM file of the certificate's private key (unencrypted; may be ``tls_cert`` itself).
+    Given with ``tls_cert``, never alone."""
+
+    def ssl_context(self) -> ssl.SSLContext | None:
+        """The server's TLS context from ``tls_cert`` and ``tls_key``, or None without them.
+        Raises :class:`arena.errors.UserError` (one line) when only one is given or a file
+        cannot be used."""
+        if self.tls_cert is None and self.tls_key is None:
+            return None
+        if self.tls_cert is None or self.tls_key is None:
+            given, missing = ("tls_cert", "tls_key") if self.tls_key is None else ("tls_key", "tls_cert")
+            raise UserError(f"[server] {given} is set but {missing} is not: give both (the same file if it holds "
+                            "the certificate and the key)")
+        return server_context(self.tls_cert, self.tls_key)
 
     def auth_limits(self) -> AuthLimits:
         """The ``auth_*`` keys as :class:`arena.net.auth.AuthLimits`."""
@@ -131,6 +167,7 @@ class ArenaServer:
     def __init__(self, store: Store, config: ServerConfig | None = None, hub: SpectatorHub | None = None) -> None:
         self.store = store
         self.config = config or ServerConfig()
+        self.ssl_context = self.config.ssl_context()  # a bad certificate or key fails here, in one line
         self.hub = hub
         self.desk: Any = None  # the contest's BettingDesk, if wagers are served
         self.bots: dict[str, Connection] = {}
@@ -139,6 +176,9 @@ class ArenaServer:
         :mod:`arena.schedule.copies`)."""
         self._copy_tokens: dict[str, dict[int, str]] = {}
         self.port: int | None = None
+        self.local_port: int | None = None
+        """With TLS on, the plain loopback port for the bots this server launches outside the
+        sandbox (see the module docstring); None without TLS or before :meth:`serve`."""
         self.auth = Authenticator(store, self.config.auth_limits())
         self.open_connections = 0  # TCP connections counted against max_connections
         self.reserved = 0  # connections in the bots' reserve
@@ -163,13 +203,21 @@ class ArenaServer:
                         "lower them in [server]", need, limit)
         listeners = await trio.open_tcp_listeners(self.config.port, host=self.config.host)
         self.port = listeners[0].socket.getsockname()[1]
+        local: list[trio.SocketListener] = []
+        if self.ssl_context is not None:
+            local = await trio.open_tcp_listeners(0, host="127.0.0.1")
+            self.local_port = local[0].socket.getsockname()[1]
         async with trio.open_nursery() as nursery:
             if self.config.dispatch and Dispatcher.available():
                 self.dispatcher = Dispatcher()
                 await nursery.start(self.dispatcher.run)
             self._nursery = nursery
             task_status.started(self.port)
-            await trio.serve_listeners(self._handle, listeners, handler_nursery=nursery)
+            if local:  # the plain loopback port beside the TLS one
+                nursery.start_soon(functools.partial(trio.serve_listeners, self._handle, local,
+                                                     handler_nursery=nursery))
+            handle = functools.partial(self._handle, tls=self.ssl_context is not None)
+            await trio.serve_listeners(handle, listeners, handler_nursery=nursery)
 
     async def attach_local(self) -> trio.SocketStream:
         """A connection to this server for a bot it launched (the launcher's stdio relay): one
@@ -243,7 +291,9 @@ class ArenaServer:
                 pass
         await stream.aclose()
 
-    async def _handle(self, stream: trio.SocketStream) -> None:
+    async def _handle(self, stream: trio.SocketStream, tls: bool = False) -> None:
+        """One accepted connection: the caps, then with ``tls`` the TLS handshake, then the
+        session (:meth:`_session`)."""
         try:
             addr = stream.socket.getpeername()[0]
         except OSError:
@@ -263,8 +313,11 @@ class ArenaServer:
         else:
             self.open_connections += 1
             self._per_addr[addr] += 1
+        deadline = trio.current_time() + cfg.handshake_timeout_s  # for the TLS handshake and the hello together
         try:
-            await self._session(stream, addr, reserve=reserve)
+            secured = await self._secure(stream, tls, deadline)
+            if secured is not None:
+                await self._session(secured, addr, reserve=reserve, deadline=deadline)
         except Exception:  # last line of defence: one connection never takes the server down
             log.exception("connection from %s failed", addr)
             await stream.aclose()
@@ -275,13 +328,77 @@ class ArenaServer:
                 self.open_connections -= 1
                 self._per_addr[addr] -= 1
 
-    async def _session(self, stream: trio.SocketStream, addr: str, *, local: bool = False,
-                       reserve: bool = False) -> None:
+    async def _first_byte(self, stream: trio.SocketStream, deadline: float) -> bytes | None:
+        """The client's first byte, left unread (``MSG_PEEK``): ``b""`` at the end of the
+        stream or on an error, None if nothing came before ``deadline``."""
+        with trio.move_on_at(deadline):
+            try:
+                return await stream.socket.recv(1, socket.MSG_PEEK)
+            except OSError:
+                return b""
+        return None
+
+    async def _discard(self, stream: trio.SocketStream) -> None:
+        """Read and drop what the client has sent so far (at most ``max_line`` bytes), so that
+        closing after an error does not reset the connection under the error."""
+        try:
+            await stream.receive_some(self.config.max_line)
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            pass
+
+    async def _secure(self, stream: trio.SocketStream, tls: bool, deadline: float) -> trio.abc.Stream | None:
+        """The stream to hold the session on: ``stream`` itself on a plain port, a
+        ``trio.SSLStream`` with its handshake done on a TLS port (``tls``); None once a client
+        that speaks the other has been told so (``tls_required``, ``tls_unavailable``: what it
+        sent is dropped unread), or a TLS handshake failed or did not finish by ``deadline``
+        (the connection is closed then). A stream without a socket (a memory stream in tests)
+        is taken as the port's kind."""
+        if not isinstance(getattr(stream, "socket", None), trio.socket.SocketType):
+            first: bytes | None = bytes([HANDSHAKE_RECORD]) if tls else b"{"
+        else:
+            first = await self._first_byte(stream, deadline)
+        is_tls = first is not None and first[:1] == bytes([HANDSHAKE_RECORD])
+        if not tls:
+            if is_tls:
+                await self._discard(stream)
+                await self._refuse(stream, "tls_unavailable",
+                                   "this port speaks plain TCP, not TLS: connect without TLS")
+                return None
+            return stream  # a timeout is the session's to report (handshake_timeout)
+        if first is None:
+            await self._refuse(stream, "handshake_timeout",
+                               f"no TLS handshake within {self.config.handshake_timeout_s} s")
+            return None
+        if not is_tls:
+            if first:
+                await self._discard(stream)
+                await self._refuse(stream, "tls_required", "this port speaks TLS: connect with TLS (ARENA_TLS=1 or a "
+                                   "tls://host:port address, docs/protocol.md §2.1); what you sent was dropped unread")
+            else:
+                await stream.aclose()
+            return None
+        assert self.ssl_context is not None
+        secured = trio.SSLStream(stream, self.ssl_context, server_side=True, https_compatible=True)
+        with trio.move_on_at(deadline):
+            try:
+                await secured.do_handshake()
+                return secured
+            except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+                log.info("TLS handshake failed: %s", exc.__cause__ or exc)
+        METRICS.protocol_errors.labels("tls_handshake").inc()
+        await secured.aclose()  # https_compatible: closes the TCP connection at once, no close_notify
+        return None
+
+    async def _session(self, stream: trio.abc.Stream, addr: str, *, local: bool = False,
+                       reserve: bool = False, deadline: float | None = None) -> None:
         """One client from its first line on. ``local``: a launched bot's in-process
-        connection; ``reserve``: a connection in the bots' reserve (bots only)."""
+        connection; ``reserve``: a connection in the bots' reserve (bots only); ``deadline``:
+        when the hello must have come (default: ``handshake_timeout_s`` from now)."""
         reader = LineReader(stream, self.config.max_line)
         line: bytes | None = None
-        with trio.move_on_after(self.config.handshake_timeout_s) as scope:
+        if deadline is None:
+            deadline = trio.current_time() + self.config.handshake_timeout_s
+        with trio.move_on_at(deadline) as scope:
             try:
                 line = await reader.read_line()
             except ProtocolError as exc:

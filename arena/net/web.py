@@ -187,9 +187,14 @@ def make_app(contest: Contest) -> Starlette:
 
 
 async def serve_http(contest: Contest, host: str, port: int, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
-    """Serve the app until cancelled; ``task_status.started(port)`` reports the bound port."""
+    """Serve the app until cancelled; ``task_status.started(port)`` reports the bound port.
+    With the contest's ``[server] tls_cert`` and ``tls_key``, over HTTPS only (hypercorn's own
+    TLS, 1.2 or later, from the same two files as the bots' port)."""
     config = Config()
     config.bind = [f"{host}:{port}"]
+    server = contest.config.server
+    if server.tls_cert is not None and server.tls_key is not None:
+        config.certfile, config.keyfile = server.tls_cert, server.tls_key
     config.accesslog = None
     config.errorlog = None
     config.graceful_timeout = 1.0

@@ -467,7 +467,9 @@ class Contest:
                         self.supervisor.failed(name, [str(exc)])
                         continue
                     m.name = name  # its stored token was never shown: each copy gets its own
-                    env = {"ARENA_HOST": self.config.server.host, "ARENA_PORT": str(self.port),
+                    local = self.server.local_port  # with TLS on, a plain loopback port (trust_bots)
+                    env = {"ARENA_HOST": "127.0.0.1" if local else self.config.server.host,
+                           "ARENA_PORT": str(local or self.port),
                            "ARENA_BOT_SEED": str(derive_seed(self.seed, "bot", name))}
                     others = [str(Path(r[1]).parent) for r in rows if r[0] != name]
                     try:

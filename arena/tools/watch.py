@@ -1,6 +1,7 @@
 """``arena watch``: follow a contest's matches live in the terminal, as a spectator.
 
-The watcher connects to an ``arena serve`` server over TCP like any spectator
+The watcher connects to an ``arena serve`` server over TCP (or TLS: ``--tls``, ``ARENA_TLS=1``
+or ``--host tls://host:port``, the CA from ``--tls-ca`` or ``ARENA_TLS_CA``; :mod:`arena.net.tls`) like any spectator
 (docs/protocol.md): ``hello`` with ``"role": "spectator"``, then ``list`` (answered by
 ``matches``) and ``subscribe`` to one match id, or to ``"*"`` for every match now and to come.
 The server then sends the feed:
@@ -42,7 +43,8 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from arena.errors import UNAVAILABLE
+from arena.errors import UNAVAILABLE, UserError
+from arena.net.tls import ca_file, open_stream, split_address, tls_asked
 from protocol import PROTOCOL_VERSION
 from protocol.framing import LineReader, ProtocolError
 
@@ -655,7 +657,7 @@ class WatchError(Exception):
     """The server refused us or went away; the message says why."""
 
 
-async def _send(stream: trio.SocketStream, obj: dict[str, Any]) -> None:
+async def _send(stream: trio.abc.Stream, obj: dict[str, Any]) -> None:
     await stream.send_all(msgspec.json.encode(obj) + b"\n")
 
 
@@ -689,13 +691,19 @@ async def _recv(reader: LineReader) -> dict[str, Any] | None:
             return msg
 
 
-async def _watch(host: str, port: int, match: str | None, once: bool, name: str, console: Console) -> int:
+async def _watch(host: str, port: int, match: str | None, once: bool, name: str, console: Console,
+                 tls: bool = False, ca: str | None = None) -> int:
+    """Connect (TLS with ``tls``, verified against ``ca`` or the system's trust store), say
+    hello as a spectator, list, subscribe and follow; the exit status."""
     try:
-        stream = await trio.open_tcp_stream(host, port)
+        stream = await open_stream(host, port, tls=tls, ca=ca)
     except OSError as exc:
         console.print(Text.assemble(("error:", "red"), f" cannot connect to {host}:{port}: {exc.strerror or exc}; "
                                     "start the contest server (arena serve) or fix --host/--port"), soft_wrap=True)
         return UNAVAILABLE
+    except UserError as exc:  # TLS: a certificate not accepted, a port that does not speak TLS, a CA file
+        console.print(Text.assemble(("error:", "red"), f" {exc}"), soft_wrap=True)
+        return exc.status
     reader = LineReader(stream)
     state = WatchState(follow=match)
     async with stream:
@@ -731,13 +739,14 @@ async def _watch(host: str, port: int, match: str | None, once: bool, name: str,
             return 1
 
 
-async def _leave(stream: trio.SocketStream, reader: LineReader, match_id: str) -> None:
+async def _leave(stream: trio.abc.Stream, reader: LineReader, match_id: str) -> None:
     """Close politely: stop the feed, say we are done writing, and read what is still in
     flight until the server closes (closing with unread data would reset the connection)."""
     with trio.move_on_after(2):
         try:
             await _send(stream, {"type": "unsubscribe", "match_id": match_id})
-            await stream.send_eof()
+            if isinstance(stream, trio.abc.HalfCloseableStream):  # TLS has no half-close: the server closes
+                await stream.send_eof()
             while await reader.read_line() is not None:
                 pass
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError, ProtocolError):
@@ -808,15 +817,24 @@ async def _follow_live(reader: LineReader, state: WatchState, match: str | None,
     return result
 
 
-def main(host: str, port: int, match: str | None, *, once: bool = False, name: str = "watcher") -> int:
+def main(host: str, port: int, match: str | None, *, once: bool = False, name: str = "watcher", tls: bool = False,
+         ca: str | None = None) -> int:
     """``arena watch``: follow ``match`` (or every match) on the contest server at
-    ``host:port``. With ``once``, print one snapshot when the first match followed is over and
-    return. Returns the exit status (0 fine, 1 refused or unreachable, 130 interrupted)."""
+    ``host:port`` (``host`` may be ``tls://host[:port]``). TLS with ``tls``, ``ARENA_TLS=1`` or a
+    ``tls://`` host, the server's certificate checked against ``ca`` (default ``$ARENA_TLS_CA``,
+    else the system's trust store). With ``once``, print one snapshot when the first match
+    followed is over and return. Returns the exit status (0 fine, 1 refused, 2 a bad address or
+    CA file, 3 unreachable or TLS failed, 130 interrupted)."""
     console = Console()
     if not console.is_terminal:
         console = Console(width=110)
     try:
-        return trio.run(_watch, host, port, match, once, name, console)
+        host, port, tls_address = split_address(host, port)
+    except UserError as exc:
+        console.print(Text.assemble(("error:", "red"), f" --host: {exc}"), soft_wrap=True)
+        return exc.status
+    try:
+        return trio.run(_watch, host, port, match, once, name, console, tls_address or tls_asked(tls), ca_file(ca))
     except KeyboardInterrupt:
         return 130
     except BaseExceptionGroup as group:  # Ctrl-C while the live view's tasks were running
@@ -829,8 +847,11 @@ def main(host: str, port: int, match: str | None, *, once: bool = False, name: s
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="arena watch", description="follow a contest's matches live")
     p.add_argument("match", nargs="?", help="a match id (default: every match, the first in play shown)")
-    p.add_argument("--host", default="127.0.0.1", help="contest server (default 127.0.0.1)")
+    p.add_argument("--host", default="127.0.0.1", help="contest server (default 127.0.0.1; tls://host:port for TLS)")
     p.add_argument("--port", type=int, default=7000, help="its TCP port (default 7000, the [server] port)")
+    p.add_argument("--tls", action="store_true", help="connect with TLS (also ARENA_TLS=1)")
+    p.add_argument("--tls-ca", help="CA file that signed the server's certificate (default $ARENA_TLS_CA, else the "
+                   "system's)")
     p.add_argument("--once", action="store_true", help="print one snapshot when the first match ends, then exit")
     p.add_argument("--name", default="watcher", help="the name you are known by (default watcher)")
     return p
@@ -838,4 +859,4 @@ def _parser() -> argparse.ArgumentParser:
 
 if __name__ == "__main__":
     args = _parser().parse_args()
-    sys.exit(main(args.host, args.port, args.match, once=args.once, name=args.name))
+    sys.exit(main(args.host, args.port, args.match, once=args.once, name=args.name, tls=args.tls, ca=args.tls_ca))

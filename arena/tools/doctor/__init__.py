@@ -17,7 +17,8 @@ How it works:
   in-memory :class:`~arena.store.sqlite.Store`; the bot is registered with a fresh token and started
   with :func:`arena.schedule.launcher.launch` (its output captured in a temporary directory, whose tail is
   shown when something fails).
-* **A recording proxy.** The bot is told to connect to a small TCP proxy that relays bytes to
+* **A recording proxy.** The bot is told to connect to a small TCP proxy (TLS with ``--tls``: a
+  throwaway self-signed certificate for 127.0.0.1, its CA in ``ARENA_TLS_CA``) that relays bytes to
   the server unchanged in the bot-to-server direction and records every line in both
   directions with a timestamp. The proxy is also how the doctor probes the bot's robustness: it
   adds unknown fields to the server's messages of one match, sends messages of an unknown type,
@@ -51,6 +52,7 @@ from pathlib import Path
 import trio
 from rich.console import Console
 
+from arena.errors import UserError
 from arena.tools.doctor.checks import (
     GLOBAL_CHECKS,
     PIQUET_SITUATIONS,
@@ -89,19 +91,27 @@ async def run_doctor(
     keep_logs: bool | None = None,
     sandbox: bool = False,
     game: str = "ecarte",
+    tls: bool = False,
 ) -> Report:
     """Run every check on the bot of ``manifest_path`` and return the :class:`Report`. With
-    ``sandbox`` the bot runs under bubblewrap and speaks over stdin/stdout."""
+    ``sandbox`` the bot runs under bubblewrap and speaks over stdin/stdout; with ``tls`` it
+    connects over TLS (``ARENA_TLS=1``) to a throwaway certificate whose CA it is given in
+    ``ARENA_TLS_CA``. ``ValueError`` for ``tls`` with ``sandbox``;
+    :class:`arena.errors.Unavailable` if ``tls`` and no ``openssl`` command makes the certificate."""
     doctor = Doctor(manifest_path, move_ms=move_ms, connect_timeout_s=connect_timeout_s, keep_logs=keep_logs,
-                    sandbox=sandbox, game=game)
+                    sandbox=sandbox, game=game, tls=tls)
     return await doctor.run()
 
 
 def main(manifest_path: str, *, move_ms: int = 2000, verbose: bool = False, sandbox: bool = False,
-         game: str = "ecarte") -> int:
+         game: str = "ecarte", tls: bool = False) -> int:
     """``arena doctor MANIFEST``: run the checks, print the report; 0 if every check passed
-    (skipped situations included), 1 otherwise."""
-    report = trio.run(lambda: run_doctor(manifest_path, move_ms=move_ms, sandbox=sandbox, game=game))
+    (skipped situations included), 1 otherwise. :class:`arena.errors.UserError` for ``tls``
+    with ``sandbox``."""
+    if tls and sandbox:
+        raise UserError("--tls checks a bot that connects over TCP with TLS: it cannot go with --sandbox "
+                        "(stdin/stdout)")
+    report = trio.run(lambda: run_doctor(manifest_path, move_ms=move_ms, sandbox=sandbox, game=game, tls=tls))
     print_report(Console(), report, verbose=verbose)
     return 0 if report.ok else 1
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 OPPONENT = "doctor-opponent"
 CONNECT_TIMEOUT_S = 20.0
 """As in a tournament (docs/protocol.md §3.3): the bot must connect within 20 s."""
+TLS_HANDSHAKE_S = 10.0
+"""With ``--tls``: how long the bot's TLS handshake with the doctor may take."""
 LINGER_S = 3.0
 """After ``goodbye``: how long the bot may stay connected before the doctor closes its side."""
 EXIT_WAIT_S = 2.0

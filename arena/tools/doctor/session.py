@@ -17,6 +17,7 @@ from arena.match.log import MatchLog
 from arena.match.referee import MatchConfig, Referee
 from arena.match.seat import SendFailed
 from arena.net.server import ArenaServer, ServerConfig
+from arena.net.tls import CA_ENV, TLS_ENV, server_context, throwaway_certificate
 from arena.schedule.formats.chouette import legal_bids
 from arena.schedule.launcher import BotProcess, Manifest, launch, load_manifest
 from arena.schedule.tournament import ask_bid
@@ -110,11 +111,15 @@ class Doctor(Verdicts):
         keep_logs: bool | None = None,
         sandbox: bool = False,
         game: str = "ecarte",
+        tls: bool = False,
     ) -> None:
         if game not in ("ecarte", "piquet"):
             raise ValueError(f"unknown game {game!r}: ecarte or piquet")
+        if tls and sandbox:
+            raise ValueError("TLS is for a bot that connects over TCP: --tls cannot go with --sandbox (stdin/stdout)")
         self.manifest_path = str(manifest_path)
         self.sandbox = sandbox
+        self.tls = tls
         self.game = game
         self.situations = SITUATIONS if game == "ecarte" else PIQUET_SITUATIONS
         self.move_ms = move_ms
@@ -134,6 +139,7 @@ class Doctor(Verdicts):
         self.long_match = ""
         self.match_no = 0
         self.proxy: Proxy | None = None
+        self.tls_files: tuple[Path, Path] = (Path(), Path())  # with tls: the throwaway cert.pem and key.pem
         self.token = ""
         self.t_matches = 0.0
         self.left_note = ""  # how the bot left, when it left before goodbye
@@ -154,6 +160,12 @@ class Doctor(Verdicts):
         self.checks["manifest"] = Check(
             "manifest", "manifest", PASS, f"name {name!r}, command {' '.join(self.manifest.command)}"
         )
+        if self.tls:  # the bot's TLS client meets a throwaway certificate, its CA handed over in ARENA_TLS_CA
+            try:
+                self.tls_files = throwaway_certificate(log_dir)
+            except BaseException:
+                shutil.rmtree(log_dir, ignore_errors=True)
+                raise
         store = Store(":memory:")
         try:
             async with trio.open_nursery() as nursery:
@@ -186,7 +198,8 @@ class Doctor(Verdicts):
         name = self.manifest.name
         server = ArenaServer(store, ServerConfig(host="127.0.0.1", port=0))
         port = await nursery.start(server.serve)
-        proxy = Proxy(self.wire, port, linger_s=LINGER_S)
+        ssl_context = server_context(*map(str, self.tls_files), what="arena doctor --tls:") if self.tls else None
+        proxy = Proxy(self.wire, port, linger_s=LINGER_S, ssl_context=ssl_context)
         proxy.rewrite = self._rewrite
         proxy.after_welcome = [UNKNOWN_TYPE]
         proxy_port = await nursery.start(proxy.serve)
@@ -208,7 +221,10 @@ class Doctor(Verdicts):
             "ARENA_NAME": name,
             "ARENA_TOKEN": token,
             "ARENA_BOT_SEED": "20260101",
+            TLS_ENV: "1" if self.tls else "0",  # not the author's own ARENA_TLS: the doctor's port is its own
         }
+        if self.tls:
+            env[CA_ENV] = str(self.tls_files[0])
         t_launch = trio.current_time()
         try:
             self.proc = await launch(nursery, self.manifest, env, log_dir / "bot.log", sandbox=self.sandbox)
@@ -225,7 +241,14 @@ class Doctor(Verdicts):
     def _transport(self) -> str:
         if self.sandbox:
             return "in the sandbox over stdin/stdout (ARENA_TRANSPORT=stdio, docs/protocol.md §3.4)"
+        if self.tls:
+            return f"over TLS ({TLS_ENV}=1, the doctor's throwaway CA in {CA_ENV})"
         return "over TCP"
+
+    def _tls_note(self) -> str:
+        """With ``--tls``, why the bot's TLS handshakes failed, if they did."""
+        failures = self.proxy.tls_failures if self.proxy is not None else []
+        return f"; its TLS handshake failed: {failures[-1]}" if failures else ""
 
     def _redact(self, text: str) -> str:
         return text.replace(self.token, "<ARENA_TOKEN>") if self.token else text
@@ -262,7 +285,7 @@ class Doctor(Verdicts):
                     self.checks["connects"] = Check(
                         "connects", "launch and connect", FAIL,
                         f"{what}the bot exited with status {code} "
-                        f"{now - t_launch:.1f} s after launch (see its output below)",
+                        f"{now - t_launch:.1f} s after launch (see its output below){self._tls_note()}",
                     )  # fmt: skip
                     return False
             if now > deadline:
@@ -270,7 +293,7 @@ class Doctor(Verdicts):
                 self.checks["connects"] = Check(
                     "connects", "launch and connect", FAIL,
                     f"{what} within {self.connect_timeout_s:.0f} s (ARENA_HOST/ARENA_PORT were "
-                    f"127.0.0.1:{self.proxy.port}); see its output below",
+                    f"127.0.0.1:{self.proxy.port}); see its output below{self._tls_note()}",
                 )  # fmt: skip
                 return False
             await trio.sleep(0.01)

@@ -1,15 +1,16 @@
-"""The doctor's recording proxy between the bot and the server (TCP on the bot's side; with
-``--sandbox`` the launcher relays the bot's stdin/stdout to it)."""
+"""The doctor's recording proxy between the bot and the server (TCP on the bot's side, or TLS
+with ``--tls``; with ``--sandbox`` the launcher relays the bot's stdin/stdout to it)."""
 
 from __future__ import annotations
 
 import json
+import ssl
 from collections.abc import Callable
 from typing import Any
 
 import trio
 
-from arena.tools.doctor.limits import LINGER_S
+from arena.tools.doctor.limits import LINGER_S, TLS_HANDSHAKE_S
 from arena.tools.doctor.wire import Wire
 
 
@@ -20,10 +21,15 @@ class Proxy:
     (which may add fields or extra lines) and are written to the bot in one write per batch
     received, as the server wrote them. When the server closes (after ``goodbye``), the bot's
     side stays open until the bot closes it, :meth:`release` is called, or ``linger_s`` passes.
+    With ``ssl_context`` the bot's side is TLS (the proxy holds the server's certificate): the
+    lines are recorded decrypted, and each failed handshake's reason is kept in ``tls_failures``.
     """
 
-    def __init__(self, wire: Wire, server_port: int, linger_s: float = LINGER_S) -> None:
+    def __init__(self, wire: Wire, server_port: int, linger_s: float = LINGER_S,
+                 ssl_context: ssl.SSLContext | None = None) -> None:
         self.wire = wire
+        self.ssl_context = ssl_context
+        self.tls_failures: list[str] = []
         self.server_port = server_port
         self.linger_s = linger_s
         self.port: int | None = None
@@ -32,7 +38,7 @@ class Proxy:
         )
         self.after_welcome: list[bytes] = []
         self.released = trio.Event()
-        self.bot_streams: dict[int, trio.SocketStream] = {}
+        self.bot_streams: dict[int, trio.abc.Stream] = {}
         self.locks: dict[int, trio.Lock] = {}
         self.slowest_write_s = 0.0
 
@@ -46,7 +52,17 @@ class Proxy:
         """Close the bot's side of every connection whose server side has closed."""
         self.released.set()
 
-    async def _handle(self, bot: trio.SocketStream) -> None:
+    async def _handle(self, tcp: trio.SocketStream) -> None:
+        bot: trio.abc.Stream = tcp
+        if self.ssl_context is not None:
+            bot = trio.SSLStream(tcp, self.ssl_context, server_side=True, https_compatible=True)
+            try:
+                with trio.fail_after(TLS_HANDSHAKE_S):
+                    await bot.do_handshake()
+            except (trio.BrokenResourceError, trio.TooSlowError) as exc:
+                self.tls_failures.append(str(exc.__cause__ or f"no TLS handshake within {TLS_HANDSHAKE_S:g} s"))
+                await tcp.aclose()
+                return
         self.wire.connections += 1
         conn = self.wire.connections
         self.bot_streams[conn] = bot
@@ -62,7 +78,7 @@ class Proxy:
             nursery.start_soon(self._server_to_bot, conn, up, bot, bot_closed)
 
     async def _bot_to_server(
-        self, conn: int, bot: trio.SocketStream, up: trio.SocketStream, bot_closed: trio.Event
+        self, conn: int, bot: trio.abc.Stream, up: trio.SocketStream, bot_closed: trio.Event
     ) -> None:
         buf = bytearray()
         up_ok = True
@@ -98,7 +114,7 @@ class Proxy:
                     pass
 
     async def _server_to_bot(
-        self, conn: int, up: trio.SocketStream, bot: trio.SocketStream, bot_closed: trio.Event
+        self, conn: int, up: trio.SocketStream, bot: trio.abc.Stream, bot_closed: trio.Event
     ) -> None:
         buf = bytearray()
         try:
@@ -138,7 +154,7 @@ class Proxy:
                         pass
                 self.wire.connection_closed("the connection was closed")
 
-    async def _write(self, conn: int, bot: trio.SocketStream, lines: list[tuple[bytes, str]]) -> None:
+    async def _write(self, conn: int, bot: trio.abc.Stream, lines: list[tuple[bytes, str]]) -> None:
         data = b"".join(raw + b"\n" for raw, _ in lines)
         async with self.locks[conn]:
             for raw, src in lines:
