@@ -14,6 +14,7 @@ import io
 import json
 import re
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -420,3 +421,52 @@ def test_grafana_dashboard_parses_and_queries_only_arena_metrics():
             assert p["datasource"]["uid"] == "${datasource}"
     assert any("histogram_quantile(0.99" in e and "by (le)" in e for e in exprs)
     assert not any("decision_latency" in e and "bot" in e for e in exprs)  # one series for all bots
+
+
+async def test_a_watcher_that_falls_behind_skips_to_the_live_state_in_one_line():
+    """The server drops a slow spectator (``too_slow``), or closes without a goodbye: the
+    watcher says so in one line, connects again and goes on; no traceback, exit 0 at the
+    server's goodbye. A scripted server on loopback plays the three connections."""
+    from arena.tools.watch import _watch
+
+    sessions: list[int] = []
+
+    async def serve(stream: trio.SocketStream) -> None:
+        sessions.append(len(sessions))
+        n = sessions[-1]
+        buf = b""
+        async with stream:
+            async def line() -> dict:
+                nonlocal buf
+                while b"\n" not in buf:
+                    buf += await stream.receive_some(4096)
+                raw, buf = buf.split(b"\n", 1)
+                return json.loads(raw)
+
+            async def send(obj: dict) -> None:
+                await stream.send_all(json.dumps(obj).encode() + b"\n")
+
+            assert (await line())["role"] == "spectator"
+            await send({"type": "welcome", "name": "w", "server": "test"})
+            assert (await line())["type"] == "list"
+            await send({"type": "matches", "matches": []})
+            assert (await line())["type"] == "subscribe"
+            if n == 0:
+                await send({"type": "error", "code": "too_slow", "message": "the feed overflowed: read faster",
+                            "id": None, "fatal": True})
+            elif n == 1:
+                pass  # closed without a word
+            else:
+                await send({"type": "goodbye", "reason": "server shutting down"})
+
+    out = io.StringIO()
+    console = Console(file=out, width=100)
+    async with trio.open_nursery() as nursery:
+        listeners = await nursery.start(partial(trio.serve_tcp, serve, 0, host="127.0.0.1"))
+        port = listeners[0].socket.getsockname()[1]
+        status = await _watch("127.0.0.1", port, None, False, "w", console)
+        nursery.cancel_scope.cancel()
+    text = out.getvalue()
+    assert status == 0 and sessions == [0, 1, 2], text
+    assert text.count("fell behind the live feed") == 2 and "Traceback" not in text
+    assert "read faster" in text and "without a goodbye" in text and "goodbye (server shutting down)" in text

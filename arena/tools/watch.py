@@ -691,10 +691,35 @@ async def _recv(reader: LineReader) -> dict[str, Any] | None:
             return msg
 
 
+class FellBehind(WatchError):
+    """The server dropped the feed because the watcher read it too slowly (``too_slow``), or
+    closed it without a goodbye: the watcher connects again and goes on from the live state."""
+
+
+CATCH_UP_LIMIT = 20
+"""Reconnections in a row after falling behind (with no match seen to its end between them)
+before the watcher gives up."""
+
+
 async def _watch(host: str, port: int, match: str | None, once: bool, name: str, console: Console,
                  tls: bool = False, ca: str | None = None) -> int:
+    """Follow (see :func:`_session`); after falling behind the live feed, say so in one line,
+    connect again and go on from the live state: the exit status."""
+    for _ in range(CATCH_UP_LIMIT):
+        try:
+            return await _session(host, port, match, once, name, console, tls, ca)
+        except FellBehind as exc:
+            console.print(Text(f"fell behind the live feed ({exc}): skipping to the live state"))
+    console.print(Text.assemble(("error:", "red"), f" fell behind the live feed {CATCH_UP_LIMIT} times in a row: "
+                                "this terminal cannot keep up; follow one match (arena watch MATCH_ID)"))
+    return 1
+
+
+async def _session(host: str, port: int, match: str | None, once: bool, name: str, console: Console,
+                   tls: bool = False, ca: str | None = None) -> int:
     """Connect (TLS with ``tls``, verified against ``ca`` or the system's trust store), say
-    hello as a spectator, list, subscribe and follow; the exit status."""
+    hello as a spectator, list, subscribe and follow; the exit status. Raises
+    :class:`FellBehind` when the server drops the feed for reading too slowly."""
     try:
         stream = await open_stream(host, port, tls=tls, ca=ca)
     except OSError as exc:
@@ -734,6 +759,8 @@ async def _watch(host: str, port: int, match: str | None, once: bool, name: str,
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
             console.print(Text.assemble(("error:", "red"), f" connection lost: {exc}"))
             return UNAVAILABLE
+        except FellBehind:
+            raise
         except WatchError as exc:
             console.print(Text.assemble(("error:", "red"), f" {exc}"))
             return 1
@@ -754,7 +781,11 @@ async def _leave(stream: trio.abc.Stream, reader: LineReader, match_id: str) -> 
 
 
 def _fatal(state: WatchState) -> str | None:
+    """The fatal error the server sent, if any; raises :class:`FellBehind` for ``too_slow``."""
     err = state.error
+    if err is not None and err.get("code") == "too_slow":
+        state.error = None
+        raise FellBehind(f"the server dropped it: {err.get('message')}")
     if err is not None and (err.get("fatal") or err.get("code") == "unknown_match"):
         return f"{err.get('code')}: {err.get('message')}"
     return None
@@ -768,6 +799,8 @@ async def _follow_plain(reader: LineReader, state: WatchState, match: str | None
     while True:
         msg = await _recv(reader)
         if msg is None:
+            if state.goodbye is None and printed == 0 and not once:
+                raise FellBehind("the server closed the connection without a goodbye")
             console.print("the server closed the connection")
             return 0 if printed else 1
         shown = state.current
@@ -785,9 +818,9 @@ async def _follow_plain(reader: LineReader, state: WatchState, match: str | None
 
 
 async def _follow_live(reader: LineReader, state: WatchState, match: str | None, console: Console) -> int:
-    """Redraw the view four times a second and on every message until the match asked for
-    ends (or, following every match, until the server goes away)."""
-    result = 0
+    """Redraw the view four times a second until the match asked for ends (or, following every
+    match, until the server goes away). Raises :class:`FellBehind` or :class:`WatchError`."""
+    failure: WatchError | None = None
     with Live(state.render(), console=console, auto_refresh=False, transient=False) as live:
         async with trio.open_nursery() as nursery:
 
@@ -801,20 +834,27 @@ async def _follow_live(reader: LineReader, state: WatchState, match: str | None,
                 msg = await _recv(reader)
                 if msg is None:
                     live.update(state.render(), refresh=True)
+                    if state.goodbye is None:  # dropped without a word: the feed overflowed meanwhile
+                        failure = FellBehind("the server closed the connection without a goodbye")
                     break
                 state.apply(msg)
-                if (why := _fatal(state)) is not None:
-                    nursery.cancel_scope.cancel()
-                    raise WatchError(why)
-                live.update(state.render(), refresh=True)
-                if state.goodbye is not None:
+                try:
+                    if (why := _fatal(state)) is not None:
+                        failure = WatchError(why)
+                except FellBehind as exc:
+                    failure = exc
+                if failure is not None or state.goodbye is not None:
                     break
+                # no redraw per message: the ticker redraws four times a second, so a busy feed
+                # costs the terminal no more (a redraw per message is what fell behind)
                 if match is not None and msg.get("type") == "watch_end" and msg.get("match_id") == match:
                     break
             nursery.cancel_scope.cancel()
+    if failure is not None:
+        raise failure
     if state.goodbye is not None:
         console.print(Text(f"server: goodbye ({state.goodbye})"))
-    return result
+    return 0
 
 
 def main(host: str, port: int, match: str | None, *, once: bool = False, name: str = "watcher", tls: bool = False,
