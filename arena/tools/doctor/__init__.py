@@ -51,6 +51,7 @@ from pathlib import Path
 import trio
 from rich.console import Console
 
+from arena.schedule.launcher import Limits
 from arena.tools.doctor.checks import (
     GLOBAL_CHECKS,
     PIQUET_SITUATIONS,
@@ -89,11 +90,14 @@ async def run_doctor(
     keep_logs: bool | None = None,
     sandbox: bool = False,
     game: str = "ecarte",
+    limits: Limits | None = None,
 ) -> Report:
     """Run every check on the bot of ``manifest_path`` and return the :class:`Report`. With
-    ``sandbox`` the bot runs under bubblewrap and speaks over stdin/stdout."""
+    ``sandbox`` the bot runs under bubblewrap and speaks over stdin/stdout. ``limits``: the
+    bot's resource limits (the defaults of a tournament when None); ``Report.limits`` says how
+    its memory was limited (a cgroup or ``RLIMIT_DATA``) and, with a cgroup, its peak use."""
     doctor = Doctor(manifest_path, move_ms=move_ms, connect_timeout_s=connect_timeout_s, keep_logs=keep_logs,
-                    sandbox=sandbox, game=game)
+                    sandbox=sandbox, game=game, limits=limits)
     return await doctor.run()
 
 
