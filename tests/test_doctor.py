@@ -23,6 +23,7 @@ import arena.tools.doctor as doctor
 import arena.tools.doctor.session as doctor_session
 from arena.cards import PACK_32
 from arena.games.ecarte import EcarteMatch
+from arena.schedule import cgroups
 from arena.schedule.launcher import Limits, sandbox_available
 from arena.tools.doctor import (
     DEALER_X,
@@ -40,6 +41,7 @@ from arena.tools.doctor import (
     opponent_discard_count,
     run_doctor,
 )
+from arena.tools.doctor.__main__ import report_dict
 from protocol.messages import Rules
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -122,9 +124,6 @@ def test_main_prints_the_table(capsys: pytest.CaptureFixture[str]) -> None:
 def test_the_report_says_how_the_bots_memory_is_limited(monkeypatch: pytest.MonkeyPatch) -> None:
     """The doctor's report (printed and in the gate's JSON) names the mechanism: the bot's cgroup
     with its peak use where one can be made, else RLIMIT_DATA and why there is no cgroup."""
-    from arena.schedule import cgroups
-    from arena.tools.doctor.__main__ import report_dict
-
     report = trio.run(lambda: run_doctor(SAMPLES / "greedy.toml", keep_logs=False))
     public = report_dict(report)["limits"]
     assert public == report.limits_brief and "/sys/" not in public  # an author never sees the server's paths

@@ -18,6 +18,7 @@ import trio
 import trio.testing
 
 from arena.schedule import cgroups, launcher
+from arena.schedule.contest import load_config
 from arena.schedule.launcher import Limits, launch, load_manifest
 from arena.schedule.tournament import TournamentConfig, run_tournament
 from arena.store.sqlite import Store
@@ -80,6 +81,16 @@ async def test_without_a_cgroup_rlimits_limit_the_memory_used_not_the_address_sp
     limits = Limits(address_space=900 * 2**20, cgroup="no")
     got = rlimits_of(await _run_to_exit(manifest(tmp_path, "lim", RLIMITS_CODE), tmp_path, limits))
     assert got["AS"] == 900 * 2**20
+
+
+async def test_a_bot_that_cannot_join_its_cgroup_gets_the_rlimits_instead(tmp_path, monkeypatch):
+    """Should writing to the group's ``cgroup.procs`` fail between fork and exec, the bot still
+    has a memory limit: RLIMIT_DATA and RLIMIT_NPROC, as without a cgroup."""
+    gone = cgroups.BotGroup(1, {"memory": tmp_path / "gone", "pids": tmp_path / "gone"}, 900 * 2**20)
+    monkeypatch.setattr(launcher, "_make_group", lambda limits: gone)
+    limits = Limits(memory_bytes=900 * 2**20, processes=44)
+    got = rlimits_of(await _run_to_exit(manifest(tmp_path, "lim", RLIMITS_CODE), tmp_path, limits))
+    assert got["DATA"] == cgroups.data_limit(900 * 2**20) and got["NPROC"] == 44
 
 
 def test_the_data_limit_lets_a_jvm_start_on_any_host(monkeypatch):
@@ -468,8 +479,6 @@ async def test_a_bot_that_uses_more_memory_than_its_limit_is_stopped_and_forfeit
     ("[limits]\naddress_space = -1\n", "[limits] address_space must be from 0 to"),
 ])
 def test_a_contests_limits_are_checked_in_one_line(tmp_path, text, error):
-    from arena.schedule.contest import load_config
-
     (tmp_path / "c.toml").write_text(text)
     with pytest.raises(ValueError) as info:
         load_config(tmp_path / "c.toml")

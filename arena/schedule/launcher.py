@@ -577,11 +577,8 @@ async def launch(
     ``connect`` is how the stdio relay reaches the server (see :func:`_relay_tcp`). Raises
     ``OSError`` if the command cannot be started, :class:`SandboxError` if ``sandbox`` is asked
     and ``bwrap`` is missing or a hidden path cannot be hidden, or if ``limits.cgroup`` is
-    ``"yes"`` and no cgroup can be made.
-
-    The bot's memory and tasks are limited by a cgroup of its own where one can be made
-    (:func:`memory_setup`), else by rlimits (:func:`limits_line`); the group is removed when the
-    bot's exit is seen (``running``, ``stop``)."""
+    ``"yes"`` and no cgroup can be made. A cgroup of its own limits the bot where one can be
+    made, rlimits otherwise (:func:`limits_line`); it is removed once the bot's exit is seen."""
     limits = limits or Limits()
     log_path.parent.mkdir(parents=True, exist_ok=True)
     rotate(log_path, limits.log_bytes, limits.log_keep)  # retention: arena.schedule.botlog
@@ -596,14 +593,11 @@ async def launch(
         full_env = {**os.environ, **env}
     log_path.touch()
     group = _make_group(limits)
-    try:
-        ours, theirs = loopback_pair() if sandbox and attach is not None else (None, None)
-    except BaseException:
-        if group is not None:
-            group.remove()
-        raise
+    ours = theirs = None
     stdio: Any = subprocess.PIPE if sandbox else subprocess.DEVNULL
     try:
+        if sandbox and attach is not None:
+            ours, theirs = loopback_pair()
         # forked here, in the main thread, so that PR_SET_PDEATHSIG tracks the arena's lifetime
         popen = subprocess.Popen(
             command,
