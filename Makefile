@@ -12,10 +12,21 @@ CC     = gcc
 CFLAGS ?= -O2 -std=c11 -Wall -Wextra -Werror
 C_BOT  := sample_bots/c_bot
 
-all: $(STAMP) $(C_BOT)
+# the Java sample bot (the JDK only), `java -jar bot.jar`: built by `make` and `make test` where javac is
+JAVAC    ?= javac
+JAVA_BOT := sample_bots/java/bot.jar
+HAVE_JDK := $(and $(shell command -v $(JAVAC) 2>/dev/null),$(shell command -v jar 2>/dev/null))
+
+all: $(STAMP) $(C_BOT) $(if $(HAVE_JDK),$(JAVA_BOT))
 
 $(C_BOT): sample_bots/c_bot.c
 	$(CC) $(CFLAGS) -o $@ $<
+
+$(JAVA_BOT): sample_bots/java/Bot.java
+	rm -rf sample_bots/java/build
+	$(JAVAC) --release 11 -Xlint:all -Werror -d sample_bots/java/build $<
+	jar --create --file $@ --main-class Bot -C sample_bots/java/build .
+	rm -rf sample_bots/java/build
 
 # the benchmark's instant bot (answers legal[0] at once; libc only): built by `make bench`
 BENCH_BOT := sample_bots/bench/instant
@@ -50,9 +61,10 @@ run-piquet: $(STAMP) $(C_BOT)
 	$(NOTRUST)
 	$(BIN)/arena tournament $(TRUST) --game piquet --bots sample_bots/random.toml sample_bots/greedy.toml sample_bots/highcard.toml sample_bots/cautious.toml sample_bots/c_bot.toml --games 40 --seed 2026 --db arena.db
 
-## make test: the whole test suite
+## make test: the whole test suite (the Java bot's doctor checks and tournament included where a JDK is)
 test: $(TESTS)
 	@if command -v $(CC) >/dev/null 2>&1; then $(MAKE) -s $(C_BOT); else echo "note: no $(CC): the C sample bot's tests are skipped"; fi
+	@if [ -n "$(HAVE_JDK)" ]; then $(MAKE) -s $(JAVA_BOT); else echo "note: no JDK (javac, jar): the Java sample bot's tests are skipped; install default-jdk-headless"; fi
 	$(BIN)/python -m pytest -q -m "not slow"
 
 ## make test-slow: the load studies (marker `slow`) and every property test at its full example
@@ -89,4 +101,4 @@ schema: $(STAMP)
 	$(BIN)/python -m protocol.schema > docs/protocol.schema.json
 
 clean:
-	rm -rf $(VENV) arena.db arena.db-wal arena.db-shm logs $(C_BOT) $(BENCH_BOT)
+	rm -rf $(VENV) arena.db arena.db-wal arena.db-shm logs $(C_BOT) $(BENCH_BOT) $(JAVA_BOT) sample_bots/java/build

@@ -100,8 +100,11 @@ def check_contest_numbers(cfg) -> None:  # noqa: ANN001 - an arena.schedule.cont
             check_int(key, value, *INT_BOUNDS[bounds])
     check_int("[server] max_line", cfg.server.max_line, 1, 2**30)
     check_int("[server] max_conns_per_addr", cfg.server.max_conns_per_addr, 1, MAX_COUNT)
-    for key in ("cpu_s", "address_space", "open_files", "processes", "file_bytes", "log_bytes"):
+    for key in ("cpu_s", "memory_bytes", "open_files", "processes", "file_bytes", "log_bytes"):
         check_int(f"[limits] {key}", getattr(cfg.limits, key), 1, 2**62)
+    check_int("[limits] address_space", cfg.limits.address_space, 0, 2**62)  # 0: no RLIMIT_AS
+    if cfg.limits.cgroup not in ("auto", "yes", "no"):
+        raise ValueError(f'[limits] cgroup must be "auto", "yes" or "no", not {cfg.limits.cgroup!r}')
     for key, value in (("betting_s", cfg.betting_s), ("reveal_delay_s", cfg.reveal_delay_s),
                        ("shutdown_grace_s", cfg.shutdown_grace_s),
                        ("[server] handshake_timeout_s", cfg.server.handshake_timeout_s),

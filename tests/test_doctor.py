@@ -11,17 +11,20 @@ import copy
 import random
 import re
 import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import msgspec
 import pytest
+import trio
 
 import arena.tools.doctor as doctor
 import arena.tools.doctor.session as doctor_session
 from arena.cards import PACK_32
 from arena.games.ecarte import EcarteMatch
-from arena.schedule.launcher import sandbox_available
+from arena.schedule import cgroups
+from arena.schedule.launcher import Limits, sandbox_available
 from arena.tools.doctor import (
     DEALER_X,
     ELDER_X,
@@ -38,6 +41,7 @@ from arena.tools.doctor import (
     opponent_discard_count,
     run_doctor,
 )
+from arena.tools.doctor.__main__ import report_dict
 from protocol.messages import Rules
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -111,6 +115,48 @@ def test_main_prints_the_table(capsys: pytest.CaptureFixture[str]) -> None:
     assert "keeps reading" in out and "PASS" in out and "FAIL" not in out
     n = 2 + len(SITUATIONS) + len(doctor.GLOBAL_CHECKS)
     assert out.strip().splitlines()[-1].startswith(f"{n} checks, {n} passed")
+    assert "limits: memory: 2 GiB" in out  # which mechanism limits the bot: a cgroup, or RLIMIT_DATA
+
+
+# --------------------------------------------------------------------------- the limits
+
+
+def test_the_report_says_how_the_bots_memory_is_limited(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The doctor's report (printed and in the gate's JSON) names the mechanism: the bot's cgroup
+    with its peak use where one can be made, else RLIMIT_DATA and why there is no cgroup."""
+    report = trio.run(lambda: run_doctor(SAMPLES / "greedy.toml", keep_logs=False))
+    public = report_dict(report)["limits"]
+    assert public == report.limits_brief and "/sys/" not in public  # an author never sees the server's paths
+    if isinstance(setup := cgroups.setup("auto"), cgroups.Setup):
+        assert f"per bot copy, all its processes together ({setup.describe()})" in report.limits
+        assert re.search(r"; peak use of the bot: [\d.]+ (MiB|KiB|GiB)$", report.limits), report.limits
+        assert f"per bot copy, all its processes together (cgroup v{setup.version});" in public
+    else:
+        assert f"(RLIMIT_DATA; no cgroup: {setup})" in report.limits
+        assert "(RLIMIT_DATA; no cgroup here)" in public
+    report = trio.run(lambda: run_doctor(SAMPLES / "greedy.toml", keep_logs=False, limits=Limits(cgroup="no")))
+    assert report.ok and 'no cgroup: rlimits only ([limits] cgroup = "no")' in report.limits
+
+
+def go_like_bot(tmp_path: Path) -> Path:
+    """tests/bots/bigreserve.c (the C bot behind a 64 GiB PROT_NONE reservation, as Go and .NET
+    make; neither is installed here) built in ``tmp_path``; its manifest."""
+    if shutil.which("gcc") is None:
+        pytest.skip("gcc not on PATH: the Go-like reservation bot cannot be built")
+    subprocess.run(["gcc", "-O2", "-std=c11", "-I", str(SAMPLES), "-o", str(tmp_path / "bigreserve"),
+                    str(Path(__file__).resolve().parent / "bots" / "bigreserve.c")], check=True, timeout=120)
+    (tmp_path / "go_like.toml").write_text('name = "go_like"\ncommand = ["./bigreserve"]\n')
+    return tmp_path / "go_like.toml"
+
+
+@pytest.mark.skipif(not sandbox_available(), reason="bwrap (Debian bubblewrap) is not installed")
+@pytest.mark.parametrize("cgroup", ["auto", "no"])
+async def test_a_bot_that_reserves_64_gib_like_go_passes_the_doctor_sandboxed(tmp_path: Path, cgroup: str) -> None:
+    """Under the default limits (the bot's cgroup where there is one, else RLIMIT_DATA) a
+    runtime's big reservation costs nothing: the bot starts and plays."""
+    report = await run_doctor(go_like_bot(tmp_path), keep_logs=False, sandbox=True, limits=Limits(cgroup=cgroup))
+    assert report.ok, table(report)
+    assert "bigreserve: 64 GiB reserved, 16 MiB committed and touched" in report.log_tail
 
 
 # --------------------------------------------------------------------------- broken bots

@@ -19,8 +19,12 @@ Containment:
   process dies (Linux ``PR_SET_PDEATHSIG``), so even a SIGKILLed arena leaves no bot behind.
   That signal fires when the *thread* that forked exits, so bots are forked from the main
   thread (trio's ``open_process`` forks from worker threads, which retire after 10 s idle);
-* resource limits (:class:`Limits`): CPU seconds, address space, open files, processes,
-  largest file written;
+* resource limits (:class:`Limits`): the memory the bot uses (not the address space it
+  reserves, which the JVM, Go, .NET and V8 make far larger than what they touch) and its tasks,
+  through a cgroup of its own where the arena can make one (:mod:`arena.schedule.cgroups`:
+  ``memory.max``, ``pids.max``, the whole copy together), else ``RLIMIT_DATA`` per process and
+  ``RLIMIT_NPROC`` per user (:func:`limits_line` says which applies); CPU seconds, open files
+  and the largest file written (``setrlimit``); an address-space limit only if asked;
 * the bot's output relayed to a per-bot log file capped at ``Limits.log_bytes``.
 
 Sandbox (``sandbox=True``, the default of every command that launches bots; needs ``bwrap``
@@ -51,6 +55,7 @@ from __future__ import annotations
 import ctypes
 import errno
 import functools
+import logging
 import os
 import resource
 import shutil
@@ -66,7 +71,10 @@ import msgspec
 import trio
 
 from arena.names import BadName, check_name
+from arena.schedule import cgroups
 from arena.schedule.botlog import rotate
+
+log = logging.getLogger(__name__)
 
 
 class Manifest(msgspec.Struct, forbid_unknown_fields=True):
@@ -80,15 +88,28 @@ class Manifest(msgspec.Struct, forbid_unknown_fields=True):
 
 
 class Limits(msgspec.Struct, forbid_unknown_fields=True):
-    """Resource limits per bot process (``setrlimit``): CPU seconds, address space (bytes),
-    open files, processes (counted per user by the kernel, and not enforced for root), largest
-    file written (bytes); how much captured output is kept (bytes); the size of a sandboxed
-    bot's ``/tmp`` (bytes)."""
+    """Resource limits per bot copy: the memory it uses and its processes (a cgroup, or
+    rlimits: see :func:`limits_line`), CPU seconds, open files, largest file written (bytes),
+    an optional address-space limit; how much captured output is kept (bytes); the size of a
+    sandboxed bot's ``/tmp`` (bytes)."""
 
     cpu_s: int = 3600
-    address_space: int = 2 * 2**30
+    memory_bytes: int = 2 * 2**30
+    """Memory a bot copy may use: its cgroup's ``memory.max`` (every process of the copy, RSS,
+    page cache and tmpfs together, no swap beyond), or without a cgroup ``RLIMIT_DATA`` per
+    process (private writable memory, raised to what a JVM commits at start on a host with more
+    than about 112 GiB of RAM: :func:`arena.schedule.cgroups.data_limit`)."""
+    cgroup: str = "auto"
+    """``auto``: a cgroup per copy where the arena's own cgroup is delegated to it, else rlimits;
+    ``yes``: a cgroup or no bot (:class:`SandboxError` saying why); ``no``: rlimits only."""
+    address_space: int = 0
+    """``RLIMIT_AS`` (bytes); 0, the default, sets none: runtimes reserve far more address space
+    than they use, and the JVM cannot start under 2 GiB."""
     open_files: int = 256
     processes: int = 256
+    """Processes and threads of a copy: its cgroup's ``pids.max``, or without one
+    ``RLIMIT_NPROC``, which the kernel counts per user (every process of the arena's user) and
+    does not enforce for root."""
     file_bytes: int = 64 * 2**20
     log_bytes: int = 2**20
     log_keep: int = 2
@@ -136,6 +157,18 @@ SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 ETC_ENTRIES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "nsswitch.conf", "passwd", "group",
                "hosts", "alternatives", "ssl", "ca-certificates", "os-release")
 """The parts of /etc an interpreter may read (the dynamic loader, time zone, user names)."""
+ETC_PATTERNS = ("java-*", "java", "mono", "dotnet")
+"""And the runtimes' configuration, where installed: Debian's OpenJDK keeps ``jvm.cfg`` and its
+security settings in ``/etc/java-<version>-openjdk`` (``lib/jvm.cfg`` is a link there)."""
+
+
+def etc_entries() -> list[str]:
+    """The entries of ``/etc`` bound into the sandbox (:data:`ETC_ENTRIES`, then those matching
+    :data:`ETC_PATTERNS`), existing ones only."""
+    found = [f"/etc/{e}" for e in ETC_ENTRIES if os.path.lexists(f"/etc/{e}")]
+    for pattern in ETC_PATTERNS:
+        found += [str(p) for p in sorted(Path("/etc").glob(pattern)) if str(p) not in found]
+    return found
 
 
 def interpreter_prefixes() -> list[str]:
@@ -188,10 +221,9 @@ def sandbox_command(command: list[str], directory: str, hide: Sequence[str | Pat
         elif os.path.isdir(d):
             args += ["--ro-bind", d, d]
             bound.append(d)
-    for entry in ETC_ENTRIES:
-        if os.path.lexists(path := f"/etc/{entry}"):
-            args += ["--ro-bind", path, path]
-            bound.append(path)
+    for path in etc_entries():
+        args += ["--ro-bind", path, path]
+        bound.append(path)
     binds = [p for p in interpreter_prefixes() if not any(_inside(p, b) for b in bound)] + [directory]
     for p in sorted(set(binds), key=len):  # parents before children
         args += ["--ro-bind", p, p]
@@ -301,17 +333,59 @@ except OSError:  # pragma: no cover - not Linux
     _libc = None
 
 
-def _limit(limits: Limits):  # runs in the child between fork and exec
+def memory_setup(limits: Limits) -> cgroups.Setup | str:
+    """Where bot copies get their cgroup (:func:`arena.schedule.cgroups.setup` for
+    ``limits.cgroup``), or the one line that says why they get rlimits instead."""
+    if limits.cgroup not in cgroups.MODES:
+        return f"unknown [limits] cgroup {limits.cgroup!r}: auto, yes or no"
+    return cgroups.setup(limits.cgroup)
+
+
+def limits_line(limits: Limits, detail: bool = True) -> str:
+    """One line saying how a bot copy's memory and processes are limited here, e.g.
+    ``memory: 2 GiB per bot copy, all its processes together (cgroup v1 (memory, pids) under
+    ...); 256 processes and threads per copy (pids.max)``, or the ``RLIMIT_DATA`` fallback with
+    the reason no cgroup applies. ``detail=False`` leaves out the host's paths and the reason
+    (for a report an author sees)."""
+    s = memory_setup(limits)
+    mem = cgroups.human(limits.memory_bytes)
+    if isinstance(s, cgroups.Setup):
+        tasks = (f"{limits.processes} processes and threads per copy (pids.max)" if "pids" in s.bases
+                 else f"{limits.processes} processes per user (RLIMIT_NPROC)")
+        where = s.describe() if detail else f"cgroup v{s.version}"
+        return f"memory: {mem} per bot copy, all its processes together ({where}); {tasks}"
+    data = cgroups.data_limit(limits.memory_bytes)
+    raised = f", raised from {mem} for the JVM's start on this host" if data > limits.memory_bytes else ""
+    why = f"no cgroup: {s}" if detail else "no cgroup here"
+    return (f"memory: {cgroups.human(data)} of private writable memory per process (RLIMIT_DATA{raised}; {why}); "
+            f"{limits.processes} processes per user (RLIMIT_NPROC)")
+
+
+def _limit(limits: Limits, procs_files: list[str] | None, tasks_in_group: bool):
+    """The function run in the child between fork and exec: die with the arena, join the
+    copy's cgroup (``procs_files``), set the rlimits. Should joining fail, ``RLIMIT_DATA`` and
+    ``RLIMIT_NPROC`` apply instead, so the bot is never without a memory limit."""
+    data = cgroups.data_limit(limits.memory_bytes)
+
     def apply() -> None:
         if _libc is not None:
             _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-        for what, value in (
-            (resource.RLIMIT_CPU, limits.cpu_s),
-            (resource.RLIMIT_AS, limits.address_space),
-            (resource.RLIMIT_NOFILE, limits.open_files),
-            (resource.RLIMIT_NPROC, limits.processes),
-            (resource.RLIMIT_FSIZE, limits.file_bytes),
-        ):
+        joined = False
+        if procs_files:
+            try:
+                cgroups.BotGroup.join(procs_files)
+                joined = True
+            except OSError:
+                pass
+        rlimits = [(resource.RLIMIT_CPU, limits.cpu_s), (resource.RLIMIT_NOFILE, limits.open_files),
+                   (resource.RLIMIT_FSIZE, limits.file_bytes)]
+        if limits.address_space:
+            rlimits.append((resource.RLIMIT_AS, limits.address_space))
+        if not joined:
+            rlimits.append((resource.RLIMIT_DATA, data))
+        if not (joined and tasks_in_group):
+            rlimits.append((resource.RLIMIT_NPROC, limits.processes))
+        for what, value in rlimits:
             resource.setrlimit(what, (value, value))
 
     return apply
@@ -319,14 +393,22 @@ def _limit(limits: Limits):  # runs in the child between fork and exec
 
 class _Process:
     """A ``subprocess.Popen`` made usable from trio: ``pid``, ``returncode``, ``async wait()``,
-    and its pipes as trio streams (``stdin``, ``stdout``, ``stderr``)."""
+    and its pipes as trio streams (``stdin``, ``stdout``, ``stderr``). ``on_exit`` is called
+    once, when the exit is first seen."""
 
-    def __init__(self, popen: subprocess.Popen) -> None:
+    def __init__(self, popen: subprocess.Popen, on_exit: Callable[[], None] | None = None) -> None:
         self.popen = popen
         self.pid = popen.pid
         self.stdin = self._stream(popen.stdin)
         self.stdout = self._stream(popen.stdout)
         self.stderr = self._stream(popen.stderr)
+        self.on_exit = on_exit
+
+    def _exited(self, code: int | None) -> int | None:
+        if code is not None and self.on_exit is not None:
+            on_exit, self.on_exit = self.on_exit, None
+            on_exit()
+        return code
 
     @staticmethod
     def _stream(pipe):
@@ -339,22 +421,48 @@ class _Process:
     @property
     def returncode(self) -> int | None:
         """The exit status, or None while running."""
-        return self.popen.poll()
+        return self._exited(self.popen.poll())
 
     async def wait(self) -> int:
         """Wait for the process to exit (polled every 20 ms); return its status."""
         while (code := self.popen.poll()) is None:
             await trio.sleep(0.02)
+        self._exited(code)
         return code
 
 
 class BotProcess:
-    """A running bot: its manifest, process and captured output file."""
+    """A running bot: its manifest, process and captured output file, and its cgroup (None
+    where rlimits limit it instead)."""
 
-    def __init__(self, manifest: Manifest, process: _Process, log_path: Path) -> None:
+    def __init__(self, manifest: Manifest, process: _Process, log_path: Path,
+                 group: cgroups.BotGroup | None = None) -> None:
         self.manifest = manifest
         self.process = process
         self.log_path = log_path
+        self.group = group
+        self.memory_peak: int | None = None
+        """The most memory its cgroup was charged (bytes), read when it exits; None without one."""
+        self.oom_killed = False
+        """True if the kernel killed a process of its cgroup for going over the memory limit."""
+
+    def _exited(self) -> None:
+        """The bot's process has exited: note its cgroup's peak and any OOM kill (in its log,
+        so its author reads why it stopped), then kill what is left of it and remove the group."""
+        group = self.group
+        if group is None:
+            return
+        self.memory_peak = group.peak_bytes()
+        if group.oom_kills():
+            self.oom_killed = True
+            limit = cgroups.human(group.memory_limit)
+            try:
+                with open(self.log_path, "ab") as fh:
+                    fh.write(f"\n[arena: the bot was killed for going over its memory limit ({limit}, "
+                             f"cgroup v{group.version})]\n".encode())
+            except OSError:
+                pass
+        group.remove()
 
     @property
     def running(self) -> bool:
@@ -362,11 +470,16 @@ class BotProcess:
         return self.process.returncode is None
 
     def stop_now(self) -> None:
-        """SIGKILL the bot's whole process group (safe to call more than once)."""
+        """SIGKILL the bot's whole process group, and every process of its cgroup (even one
+        that left the group with ``setsid``); safe to call more than once."""
         try:
             os.killpg(self.process.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
+        if self.group is not None:
+            self.group.kill()
+            if self.process.returncode is not None:
+                self.group.remove()
 
     async def stop(self, grace_s: float = 1.0, exit_grace_s: float = 1.0) -> None:
         """Wait up to ``exit_grace_s`` for the bot to exit on its own (it has just been sent
@@ -492,7 +605,9 @@ async def launch(
     stdout: no relay in between, and the kernel stamps its answers as a TCP bot's; else
     ``connect`` is how the stdio relay reaches the server (see :func:`_relay_tcp`). Raises
     ``OSError`` if the command cannot be started, :class:`SandboxError` if ``sandbox`` is asked
-    and ``bwrap`` is missing or a hidden path cannot be hidden."""
+    and ``bwrap`` is missing or a hidden path cannot be hidden, or if ``limits.cgroup`` is
+    ``"yes"`` and no cgroup can be made. A cgroup of its own limits the bot where one can be
+    made, rlimits otherwise (:func:`limits_line`); it is removed once the bot's exit is seen."""
     limits = limits or Limits()
     log_path.parent.mkdir(parents=True, exist_ok=True)
     rotate(log_path, limits.log_bytes, limits.log_keep)  # retention: arena.schedule.botlog
@@ -506,9 +621,12 @@ async def launch(
     else:
         full_env = {**os.environ, **env}
     log_path.touch()
-    ours, theirs = loopback_pair() if sandbox and attach is not None else (None, None)
+    group = _make_group(limits)
+    ours = theirs = None
     stdio: Any = subprocess.PIPE if sandbox else subprocess.DEVNULL
     try:
+        if sandbox and attach is not None:
+            ours, theirs = loopback_pair()
         # forked here, in the main thread, so that PR_SET_PDEATHSIG tracks the arena's lifetime
         popen = subprocess.Popen(
             command,
@@ -518,16 +636,20 @@ async def launch(
             stdout=theirs.fileno() if theirs is not None else subprocess.PIPE,
             stderr=subprocess.PIPE if sandbox else subprocess.STDOUT,
             start_new_session=True,
-            preexec_fn=_limit(limits),
+            preexec_fn=_limit(limits, group.procs_files() if group else None, bool(group and group.limits_tasks)),
         )
     except BaseException:
         for sock in (ours, theirs):
             if sock is not None:
                 sock.close()
+        if group is not None:
+            group.remove()
         raise
     if theirs is not None:
         theirs.close()  # the bot holds it now: its exit is the connection's end
     process = _Process(popen)
+    bot = BotProcess(manifest, process, log_path, group)
+    process.on_exit = bot._exited
     await trio.lowlevel.cancel_shielded_checkpoint()  # never cancelled here: the caller must get the process to stop it
     if sandbox:
         assert process.stderr is not None
@@ -539,4 +661,20 @@ async def launch(
     else:
         assert process.stdout is not None
         nursery.start_soon(_relay, process.stdout, log_path, limits.log_bytes)
-    return BotProcess(manifest, process, log_path)
+    return bot
+
+
+def _make_group(limits: Limits) -> cgroups.BotGroup | None:
+    """A cgroup for one bot copy, or None where rlimits apply; raises :class:`SandboxError` if
+    ``limits.cgroup`` is ``"yes"`` (or unknown) and none can be made."""
+    s = memory_setup(limits)
+    if isinstance(s, cgroups.Setup):
+        try:
+            return cgroups.BotGroup.create(s, limits.memory_bytes, limits.processes)
+        except OSError as exc:
+            s = f"cannot make a cgroup for the bot: {exc}"
+            if limits.cgroup == "auto":
+                log.warning("%s; RLIMIT_DATA limits this bot's memory instead", s)
+    if limits.cgroup in ("auto", "no"):
+        return None
+    raise SandboxError(f'[limits] cgroup = "yes" but {s}' if limits.cgroup == "yes" else s)

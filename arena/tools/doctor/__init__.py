@@ -53,6 +53,7 @@ import trio
 from rich.console import Console
 
 from arena.errors import UserError
+from arena.schedule.launcher import Limits
 from arena.tools.doctor.checks import (
     GLOBAL_CHECKS,
     PIQUET_SITUATIONS,
@@ -92,14 +93,17 @@ async def run_doctor(
     sandbox: bool = False,
     game: str = "ecarte",
     tls: bool = False,
+    limits: Limits | None = None,
 ) -> Report:
     """Run every check on the bot of ``manifest_path`` and return the :class:`Report`. With
     ``sandbox`` the bot runs under bubblewrap and speaks over stdin/stdout; with ``tls`` it
     connects over TLS (``ARENA_TLS=1``) to a throwaway certificate whose CA it is given in
-    ``ARENA_TLS_CA``. ``ValueError`` for ``tls`` with ``sandbox``;
+    ``ARENA_TLS_CA``. ``limits``: the bot's resource limits (the defaults of a tournament when
+    None); ``Report.limits`` says how its memory was limited (a cgroup or ``RLIMIT_DATA``) and,
+    with a cgroup, its peak use. ``ValueError`` for ``tls`` with ``sandbox``;
     :class:`arena.errors.Unavailable` if ``tls`` and no ``openssl`` command makes the certificate."""
     doctor = Doctor(manifest_path, move_ms=move_ms, connect_timeout_s=connect_timeout_s, keep_logs=keep_logs,
-                    sandbox=sandbox, game=game, tls=tls)
+                    sandbox=sandbox, game=game, tls=tls, limits=limits)
     return await doctor.run()
 
 

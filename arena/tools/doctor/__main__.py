@@ -1,7 +1,7 @@
 """``python -m arena.tools.doctor MANIFEST --game G [--sandbox]``: the doctor's report as one JSON
 object on stdout, for a program that runs the doctor in a separate process (the contest's upload
 gate, :mod:`arena.schedule.gate`): ``{"ok", "summary", "seconds", "checks": [{"key", "title",
-"status", "details"}], "log_tail"}``. Exit status 0 if every check passed, 1 otherwise."""
+"status", "details"}], "log_tail", "limits"}``. Exit status 0 if every check passed, 1 otherwise."""
 
 from __future__ import annotations
 
@@ -19,12 +19,13 @@ LOG_TAIL_CHARS = 4000
 
 
 def report_dict(report: Report) -> dict:
-    """The parts of ``report`` an author may see: the checks, the summary and the tail of
-    their own bot's output (the transcript and its token are left out)."""
+    """The parts of ``report`` an author may see: the checks, the summary, the tail of their
+    own bot's output and how its memory was limited, without the server's paths (the
+    transcript and its token are left out)."""
     return {"ok": report.ok, "summary": report.summary(), "seconds": round(report.seconds, 1),
             "checks": [{"key": c.key, "title": c.title, "status": c.status, "details": c.details}
                        for c in report.checks],
-            "log_tail": report.log_tail[-LOG_TAIL_CHARS:]}
+            "log_tail": report.log_tail[-LOG_TAIL_CHARS:], "limits": report.limits_brief}
 
 
 def main(argv: list[str] | None = None) -> int:

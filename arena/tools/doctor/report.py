@@ -35,6 +35,10 @@ class Report:
     seconds: float = 0.0
     transcript: list[WireLine] = field(default_factory=list)
     secret: str = ""  # the bot's token, masked when the transcript is printed
+    limits: str = ""
+    """How the bot's memory and processes were limited (a cgroup or rlimits), and its peak use."""
+    limits_brief: str = ""
+    """The same without the host's paths nor why there is no cgroup (for an author's report)."""
 
     @property
     def ok(self) -> bool:
@@ -89,6 +93,8 @@ def print_report(console: Console, report: Report, verbose: bool = False) -> Non
     if report.log_tail and (verbose or not report.ok):
         console.rule("last lines of the bot's output")
         console.print(Text(report.log_tail))
+    if report.limits:
+        console.print(Text(f"limits: {report.limits}"))
     if report.log_dir:
         console.print(Text(f"bot output and match logs kept in {report.log_dir}"))
     console.print(Text(f"{report.summary()} ({report.seconds:.1f} s)", style="bold green" if report.ok else "bold red"))

@@ -18,8 +18,9 @@ from arena.match.referee import MatchConfig, Referee
 from arena.match.seat import SendFailed
 from arena.net.server import ArenaServer, ServerConfig
 from arena.net.tls import CA_ENV, TLS_ENV, server_context, throwaway_certificate
+from arena.schedule import cgroups
 from arena.schedule.formats.chouette import legal_bids
-from arena.schedule.launcher import BotProcess, Manifest, launch, load_manifest
+from arena.schedule.launcher import BotProcess, Limits, Manifest, launch, limits_line, load_manifest
 from arena.schedule.tournament import ask_bid
 from arena.store.sqlite import Store
 from arena.tools.doctor.checks import PIQUET_SITUATIONS, PLAYED_OUT, SITUATIONS
@@ -112,6 +113,7 @@ class Doctor(Verdicts):
         sandbox: bool = False,
         game: str = "ecarte",
         tls: bool = False,
+        limits: Limits | None = None,
     ) -> None:
         if game not in ("ecarte", "piquet"):
             raise ValueError(f"unknown game {game!r}: ecarte or piquet")
@@ -120,6 +122,7 @@ class Doctor(Verdicts):
         self.manifest_path = str(manifest_path)
         self.sandbox = sandbox
         self.tls = tls
+        self.limits = limits or Limits()
         self.game = game
         self.situations = SITUATIONS if game == "ecarte" else PIQUET_SITUATIONS
         self.move_ms = move_ms
@@ -182,7 +185,8 @@ class Doctor(Verdicts):
             store.close()
         log_path = log_dir / "bot.log"
         tail = _tail(log_path)
-        report = Report(name, self.manifest_path, self._build_checks(), log_tail=tail)
+        report = Report(name, self.manifest_path, self._build_checks(), log_tail=tail, limits=self._limits_note(),
+                        limits_brief=self._limits_note(detail=False))
         report.transcript = self.wire.lines
         report.secret = self.token
         report.seconds = time.monotonic() - t0
@@ -227,7 +231,8 @@ class Doctor(Verdicts):
             env[CA_ENV] = str(self.tls_files[0])
         t_launch = trio.current_time()
         try:
-            self.proc = await launch(nursery, self.manifest, env, log_dir / "bot.log", sandbox=self.sandbox)
+            self.proc = await launch(nursery, self.manifest, env, log_dir / "bot.log", self.limits,
+                                     sandbox=self.sandbox)
         except (OSError, RuntimeError) as exc:
             self.checks["connects"] = Check("connects", "launch and connect", FAIL, f"cannot start the bot: {exc}")
             return
@@ -237,6 +242,16 @@ class Doctor(Verdicts):
         await self._bid(server, name)
         await self._goodbye(server, name)
         await opponent.aclose()
+
+    def _limits_note(self, detail: bool = True) -> str:
+        """How the bot's memory was limited (:func:`arena.schedule.launcher.limits_line`), and
+        the peak its cgroup was charged, or that it was killed for going over."""
+        line = limits_line(self.limits, detail)
+        if self.proc is not None and self.proc.oom_killed:
+            line += "; the bot was killed for going over its memory limit"
+        elif self.proc is not None and self.proc.memory_peak is not None:
+            line += f"; peak use of the bot: {cgroups.human(self.proc.memory_peak)}"
+        return line
 
     def _transport(self) -> str:
         if self.sandbox:
