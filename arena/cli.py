@@ -206,11 +206,15 @@ def build_parser() -> argparse.ArgumentParser:
                     help="time per decision in ms (default 2000)")
     dr.add_argument("--verbose", action="store_true", help="print the full transcript (token masked)")
     dr.add_argument("--sandbox", action="store_true",
-                    help="run the bot under bubblewrap, speaking over stdin/stdout (ARENA_TRANSPORT=stdio)")
+                    help="the default: the bot runs as the upload gate and the ladder run it, under bubblewrap, "
+                         "speaking over stdin/stdout (ARENA_TRANSPORT=stdio); kept for old command lines")
+    dr.add_argument("--tcp", action="store_true",
+                    help="the bot connects over TCP as a remote bot does (ARENA_HOST, ARENA_PORT), unsandboxed")
     dr.add_argument("--game", choices=["ecarte", "piquet"], default="ecarte",
                     help="the game the scripted matches play (default ecarte)")
     dr.add_argument("--tls", action="store_true",
-                    help="the bot connects with TLS (ARENA_TLS=1) to a throwaway certificate (its CA in ARENA_TLS_CA)")
+                    help="the bot connects over TCP with TLS (ARENA_TLS=1) to a throwaway certificate (its CA in "
+                         "ARENA_TLS_CA); implies --tcp")
 
     rp = sub.add_parser("replay", help="verify a match log (hash chain, rules engine, result) and print it")
     rp.add_argument("log", help="a match log (.jsonl.gz or .jsonl)")
@@ -839,8 +843,10 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "doctor":
         from arena.tools.doctor import main as doctor_main
 
-        return doctor_main(args.manifest, move_ms=args.move_ms, verbose=args.verbose, sandbox=args.sandbox,
-                           game=args.game, tls=args.tls)
+        if args.sandbox and (args.tcp or args.tls):
+            raise UserError("--sandbox (stdin/stdout, the default) cannot go with --tcp or --tls: choose one")
+        return doctor_main(args.manifest, move_ms=args.move_ms, verbose=args.verbose,
+                           sandbox=not (args.tcp or args.tls), game=args.game, tls=args.tls)
     if args.command == "replay":
         return cmd_replay(args)
     if args.command == "sprt":

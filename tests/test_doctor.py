@@ -434,3 +434,29 @@ async def test_doctor_sandbox_runs_the_bot_over_stdin_stdout() -> None:
     report = await run_doctor(SAMPLES / "random.toml", keep_logs=False, sandbox=True)
     assert report.ok, table(report)
     assert "over stdin/stdout" in report.check("connects").details
+
+
+def test_the_doctor_runs_a_bot_as_the_gate_does_by_default(tmp_path):
+    """``arena doctor`` with no option runs the bot sandboxed over stdin/stdout, as the upload
+    gate and the ladder do: a bot that prints a debug line to stdout fails there (``bad_json``
+    quoting the line) though it passes with ``--tcp``, where stdout is only its log."""
+    import shutil
+    import subprocess
+    import sys
+
+    from arena.schedule.launcher import sandbox_problem
+
+    if sandbox_problem() is not None:
+        pytest.skip(f"no sandbox here: {sandbox_problem()}")
+    shutil.copy(SAMPLES / "random_bot.py", tmp_path / "random_bot.py")
+    (tmp_path / "chatty.py").write_text("import runpy\nprint('debug: starting', flush=True)\n"
+                                        "runpy.run_path('random_bot.py', run_name='__main__')\n")
+    (tmp_path / "chatty.toml").write_text('name = "chatty"\ncommand = ["{python}", "chatty.py"]\n')
+
+    def doctor(*extra: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "arena.cli", "doctor", str(tmp_path / "chatty.toml"), *extra],
+                              capture_output=True, text=True, timeout=300)
+
+    sandboxed, tcp = doctor(), doctor("--tcp")
+    assert sandboxed.returncode == 1 and "debug: starting" in sandboxed.stdout, sandboxed.stdout[-2000:]
+    assert tcp.returncode == 0, tcp.stdout[-2000:]

@@ -52,8 +52,8 @@ from pathlib import Path
 import trio
 from rich.console import Console
 
-from arena.errors import UserError
-from arena.schedule.launcher import Limits
+from arena.errors import Unavailable, UserError
+from arena.schedule.launcher import Limits, sandbox_problem
 from arena.tools.doctor.checks import (
     GLOBAL_CHECKS,
     PIQUET_SITUATIONS,
@@ -109,12 +109,17 @@ async def run_doctor(
 
 def main(manifest_path: str, *, move_ms: int = 2000, verbose: bool = False, sandbox: bool = False,
          game: str = "ecarte", tls: bool = False) -> int:
-    """``arena doctor MANIFEST``: run the checks, print the report; 0 if every check passed
-    (skipped situations included), 1 otherwise. :class:`arena.errors.UserError` for ``tls``
-    with ``sandbox``."""
+    """``arena doctor MANIFEST``: run the checks, print the report; 0 if no check failed (a
+    situation the scripted deals did not bring about is shown as not exercised and does not
+    fail), 1 otherwise. ``sandbox`` (the command's default) runs the bot as the gate does.
+    :class:`arena.errors.UserError` for ``tls`` with ``sandbox``; :class:`arena.errors.Unavailable`
+    for ``sandbox`` where bubblewrap cannot run."""
     if tls and sandbox:
         raise UserError("--tls checks a bot that connects over TCP with TLS: it cannot go with --sandbox "
                         "(stdin/stdout)")
+    if sandbox and (problem := sandbox_problem()) is not None:
+        raise Unavailable(f"{problem.split(':')[0]}: the doctor runs bots sandboxed, as the upload gate and the "
+                          "ladder do; install bubblewrap, or check the TCP transport alone with --tcp")
     report = trio.run(lambda: run_doctor(manifest_path, move_ms=move_ms, sandbox=sandbox, game=game, tls=tls))
     print_report(Console(), report, verbose=verbose)
     return 0 if report.ok else 1
