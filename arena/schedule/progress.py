@@ -13,6 +13,9 @@ A progress bar redrawn in place is unreadable in a log file, so when stdout is n
   :func:`arena.stats.rating.fit` over the matches so far, ± the 95% interval)::
 
       [200/1000 61.0s] Elo: greedy 1737 ±48, random 1263 ±48
+
+  (the first one says why its ± may differ from the final table's: there each duplicate pair
+  is one unit of variance, :func:`arena.stats.rating.fit_units`).
 """
 
 from __future__ import annotations
@@ -22,6 +25,11 @@ from collections.abc import Callable
 from typing import Any
 
 from arena.stats.rating import fit
+
+
+NOTE = ("  (± here counts each match on its own; the final table's counts the two matches of a duplicate "
+        "pair as one unit, so it may differ)")
+"""Said after the first running Elo line: why its ± is not the final table's."""
 
 
 class PlainProgress:
@@ -38,6 +46,7 @@ class PlainProgress:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.every, self.every_s, self.elo_every = max(1, every), every_s, max(1, elo_every)
+        self._elo_said = False
         self.out, self.clock = out, clock
         self.total = 0
         self.done = 0
@@ -85,7 +94,10 @@ class PlainProgress:
         """Print the running Elo of every bot."""
         now = self.clock() if now is None else now
         ratings = fit(self.results).ratings
-        self.out(f"{self._prefix(now)} Elo: " + ", ".join(f"{r.name} {r.elo:.0f} ±{r.ci95:.0f}" for r in ratings))
+        note = "" if self._elo_said else NOTE
+        self._elo_said = True
+        self.out(f"{self._prefix(now)} Elo: " + ", ".join(f"{r.name} {r.elo:.0f} ±{r.ci95:.0f}" for r in ratings)
+                 + note)
 
     def on_result(self, row: Any, result: Any) -> None:
         """An ``on_result`` callback of :func:`arena.schedule.tournament.run_tournament`."""

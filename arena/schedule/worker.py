@@ -626,14 +626,15 @@ class Worker:
                             self.queue.release(self.id)
                         except STORAGE_ERRORS:  # the database is away: the lease frees it when it runs out
                             pass
-                    await self.stop_bots()
+                    await self.stop_bots("server shutting down" if self.stopped_by_signal else "tournament over")
                 nursery.cancel_scope.cancel()
         if self.own_workdir:
             shutil.rmtree(self.workdir, ignore_errors=True)
         return self.played
 
-    async def stop_bots(self) -> None:
-        """Goodbye to every connected copy, then stop the processes (launches ahead first
+    async def stop_bots(self, reason: str = "tournament over") -> None:
+        """Goodbye to every connected copy (``reason``: protocol.md §6.2, ``"tournament over"``
+        or ``"server shutting down"``), then stop the processes (launches ahead first
         cancelled: a copy they started is stopped with the others)."""
         for scope in list(self._ahead):
             scope.cancel()
@@ -642,10 +643,10 @@ class Worker:
         for conn in [*self.server.bots.values(), *self.server.copies.values()]:
             with trio.move_on_after(1):
                 try:
-                    await conn.send(Goodbye(reason="worker stopping"))
+                    await conn.send(Goodbye(reason=reason))
                 except Exception:  # noqa: BLE001 - a bot already gone is fine
                     pass
-            await conn.aclose("worker stopping")
+            await conn.aclose(reason)
         with trio.move_on_after(3):
             for proc in self.procs.values():
                 await proc.stop()
