@@ -26,7 +26,6 @@ from typing import Any
 
 from arena.stats.rating import fit
 
-
 NOTE = ("  (± here counts each match on its own; the final table's counts the two matches of a duplicate "
         "pair as one unit, so it may differ)")
 """Said after the first running Elo line: why its ± is not the final table's."""
