@@ -292,6 +292,23 @@ MIGRATIONS: dict[int, list[str]] = {
 }
 """Version -> the statements that bring a database of the version before up to it."""
 
+PAGE_INDEXES = [
+    # a game's finished matches, newest first (the history page), without the pending ones
+    "CREATE INDEX IF NOT EXISTS matches_done ON matches(game, id) WHERE status<>'pending'",
+    # one bot's matches in each seat by outcome: its wins, losses and draws are counted from them
+    # (a covering index), its history is read newest first from each outcome's run of ids
+    "CREATE INDEX IF NOT EXISTS matches_bot0_outcomes ON matches(game, bot0, status, winner_seat, id)",
+    "CREATE INDEX IF NOT EXISTS matches_bot1_outcomes ON matches(game, bot1, status, winner_seat, id)",
+    # the matches a bot lost by its own fault (few: small indexes)
+    "CREATE INDEX IF NOT EXISTS matches_faults0 ON matches(bot0, id) WHERE faulty_seat=0",
+    "CREATE INDEX IF NOT EXISTS matches_faults1 ON matches(bot1, id) WHERE faulty_seat=1",
+    # the leaderboard by rank, and its search by a prefix of the name in any case
+    "CREATE INDEX IF NOT EXISTS ladder_by_elo ON ladder(game, elo DESC, bot)",
+    "CREATE INDEX IF NOT EXISTS ladder_by_name ON ladder(game, lower(bot), bot)",
+]
+"""The indexes of the web pages' statements (:mod:`arena.store.pages`), made at every open (a
+database of any version gets them; on a large existing one the first open builds them once)."""
+
 SCRYPT = {"n": 2**14, "r": 8, "p": 1}
 """scrypt cost parameters for token hashes (about 30 ms per check on one core)."""
 
@@ -407,6 +424,8 @@ class Store:
                 self.db.execute(f"ALTER TABLE matches ADD COLUMN {column} {kind}")
         # idempotent additions of the ladder's refit (arena.stats.ladder), whatever the version
         self.db.execute("CREATE INDEX IF NOT EXISTS matches_by_pair ON matches(tournament_id, pair_key)")
+        for index in PAGE_INDEXES:  # what the pages read (arena.store.pages), whatever the version
+            self.db.execute(index)
         if "ci95" not in {r[1] for r in self.db.execute("PRAGMA table_info(ladder)")}:
             self.db.execute("ALTER TABLE ladder ADD COLUMN ci95 REAL")
         for step in range(max(version, 1) + 1, SCHEMA_VERSION + 1):
