@@ -250,3 +250,14 @@ def test_arena_bots_list_says_how_old_the_ratings_are_and_marks_provisional_ones
     assert len(rows) == 40
     for name, cells in rows.items():
         assert cells[6].strip().endswith("?") == (name in provisional), (name, cells)
+
+
+async def test_text_no_name_could_be_is_one_line_too(tmp_path: Path) -> None:
+    contest = make_contest(tmp_path)
+    season(contest.store, 20, 50)
+    async with client(contest) as c:
+        for url in ("/api/leaderboard?q=%00", "/api/leaderboard?after=a%0Ab", "/api/leaderboard?q=" + "x" * 65,
+                    "/api/history?bot=%00x"):
+            r = await c.get(url)
+            assert r.status_code == 400 and r.json()["error"] == "bad_cursor" and "\n" not in r.json()["message"], url
+        assert (await c.get("/api/leaderboard?q=%C3%89")).json()["leaderboard"] == []  # É: a prefix, no such bot

@@ -237,9 +237,32 @@ def _limit(limit: int | None, default: int) -> int:
     return limit
 
 
+MAX_TEXT = 64
+"""Longest name, prefix or cursor a URL may give (the names of :mod:`arena.names` have 32)."""
+
+
+def check_text(value: str | None, name: str) -> str | None:
+    """A name, a prefix or a cursor from a URL as given (None when absent), or
+    :class:`BadCursor`: over :data:`MAX_TEXT` characters, a control character, or not text
+    (a lone surrogate) - what no name holds and a database may refuse."""
+    if value is None or value == "":
+        return None
+    if len(value) > MAX_TEXT or any(c < " " or c == "\x7f" or "\ud800" <= c <= "\udfff" for c in value):
+        raise BadCursor(f"{name} must be a bot's name or the start of one (at most {MAX_TEXT} printable characters)")
+    return value
+
+
+def _ascii_lower(text: str) -> str:
+    """``text`` with A-Z lowered, as SQL's ``lower()`` does on both backends (SQLite lowers ASCII
+    only; PostgreSQL's C collation too)."""
+    return "".join(chr(ord(c) + 32) if "A" <= c <= "Z" else c for c in text)
+
+
 def _prefix_bounds(q: str) -> tuple[str, str]:
     """The range ``[lo, hi)`` of lower-cased names that start with ``q`` (any case)."""
-    lo = q.lower()
+    lo = _ascii_lower(q)
+    if lo[-1] == "\U0010ffff":  # no character above: every name from lo on
+        return lo, "\U0010ffff" * (MAX_TEXT + 1)
     return lo, lo[:-1] + chr(ord(lo[-1]) + 1)
 
 
@@ -256,20 +279,22 @@ def leaderboard_page(store: Any, game: str, *, after: str | None = None, before:
     or None), "prev" (the ``before`` of the previous page, or None), "q", "bots" (bots in the
     ladder)}``. A cursor naming no bot of the ladder gives the first page. Reads the page's rows,
     their ranks' index entries and their matches' index entries (wins, losses, draws), never a
-    whole table. Raises :class:`BadCursor` for a ``limit`` out of 1-:data:`MAX_PAGE`."""
+    whole table. Raises :class:`BadCursor` for a ``limit`` out of 1-:data:`MAX_PAGE`, or a
+    prefix or cursor that no name could be (:func:`check_text`)."""
     n = _limit(limit, LEADERBOARD_PAGE)
     db = store.db
-    q = q.strip() if q else None
+    q = check_text(q.strip() if q else None, "q")
+    after, before = check_text(after, "after"), check_text(before, "before")
     cursor_name = before if before is not None else after
     cursor = db.execute(SQL["ladder_row"], (game, cursor_name)).fetchone() if cursor_name else None
     backwards = cursor is not None and before is not None
     if q:
         lo, hi = _prefix_bounds(q)
         if backwards:
-            key = cursor[0].lower()
+            key = _ascii_lower(cursor[0])
             rows = db.execute(SQL["ladder_search_back"], (game, lo, key, key, cursor[0], n + 1)).fetchall()
         else:
-            key, name = (cursor[0].lower(), cursor[0]) if cursor is not None else ("", "")
+            key, name = (_ascii_lower(cursor[0]), cursor[0]) if cursor is not None else ("", "")
             rows = db.execute(SQL["ladder_search"], (game, max(lo, key), hi, key, name, n + 1)).fetchall()
     elif cursor is None:
         rows = db.execute(SQL["ladder_top"], (game, n + 1)).fetchall()
@@ -330,9 +355,10 @@ def history_page(store: Any, game: str, *, bot: str | None = None, before: int |
     stored_log (bool)], "next" (the ``before`` of the next, older page, or None), "prev" (the
     ``after`` of the previous, newer page, or None), "results" (results of the game, or of the
     bot, so far: aborted matches are listed but not counted)}``. Raises :class:`BadCursor` for
-    a ``limit`` out of range."""
+    a ``limit`` out of range or a ``bot`` no name could be (:func:`check_text`)."""
     n = _limit(limit, HISTORY_PAGE)
     db = store.db
+    bot = check_text(bot, "bot")
     newer = after is not None and before is None
     edge = after if newer else (NO_ID if before is None else before)
     if bot:
