@@ -1,7 +1,7 @@
 """The read side of the pages (arena/store/pages.py) and what shows it: keyset pages that together
 hold every row once and in order, in both directions, on both backends; the leaderboard's ranks,
-wins, losses and draws, its search by a prefix of the name in any case; how old the ratings are
-and which are provisional, in /api, on the author's page and in ``arena bots list``; a bad
+games and points (from the units each result keeps), its search by a prefix of the name in any
+case; how old the ratings are and which are provisional, in /api, on the author's page and in ``arena bots list``; a bad
 cursor is one line; names and details are escaped on the author's pages. The seeded stores come
 from arena/store/seed.py (the benchmark's). Query plans: test_query_plans.py."""
 
@@ -42,12 +42,13 @@ def ranked(store: Store) -> list[tuple[str, float, Any]]:
     return sorted(((r[0], r[1], r[2]) for r in rows), key=lambda r: (-r[1], r[0]))
 
 
-def tallies(store: Store) -> dict[str, list[int]]:
-    """Wins, losses, draws of every bot, by brute force over the matches."""
-    out: dict[str, list[int]] = {}
+def scores(store: Store) -> dict[str, tuple[int, float]]:
+    """Games and points of every bot, by brute force over the finished matches."""
+    out: dict[str, tuple[int, float]] = {}
     for b0, b1, w in store.db.execute("SELECT bot0, bot1, winner_seat FROM matches WHERE status='done'"):
         for seat, bot in ((0, b0), (1, b1)):
-            out.setdefault(bot, [0, 0, 0])[0 if w == seat else 2 if w is None else 1] += 1
+            games, points = out.get(bot, (0, 0.0))
+            out[bot] = (games + 1, points + (1.0 if w == seat else 0.5 if w is None else 0.0))
     return out
 
 
@@ -64,7 +65,7 @@ def walk(fetch, start: dict[str, Any], key: str, cursor: str) -> list[dict[str, 
 
 def test_the_leaderboard_pages_by_rating_in_both_directions(seeded: Store) -> None:
     truth = ranked(seeded)
-    wld = tallies(seeded)
+    truth_scores = scores(seeded)
 
     def fetch(**kw: Any) -> dict[str, Any]:
         return pages.leaderboard_page(seeded, GAME, limit=50, **kw)
@@ -74,8 +75,9 @@ def test_the_leaderboard_pages_by_rating_in_both_directions(seeded: Store) -> No
     rows = [r for p in forward for r in p["rows"]]
     assert [r["bot"] for r in rows] == [t[0] for t in truth]  # each bot once, in order
     assert [r["rank"] for r in rows] == list(range(1, 131))
-    assert all([r["wins"], r["losses"], r["draws"]] == wld.get(r["bot"], [0, 0, 0]) for r in rows)
-    assert all(r["games"] == sum(wld.get(r["bot"], [0, 0, 0])) for r in rows)
+    assert all((r["games"], r["points"]) == truth_scores.get(r["bot"], (0, 0.0)) for r in rows)
+    assert sum(r["games"] for r in rows) == 2 * seeded.db.execute("SELECT COUNT(*) FROM matches WHERE status='done'"
+                                                                  ).fetchone()[0]
     assert all(r["provisional"] == (t[2] is None or t[2] > PROVISIONAL_CI95) for r, t in zip(rows, truth, strict=True))
     assert any(r["provisional"] for r in rows) and not all(r["provisional"] for r in rows)
     assert forward[0]["prev"] is None and forward[0]["bots"] == 130
@@ -166,7 +168,7 @@ async def test_the_api_pages_and_refuses_a_bad_cursor_in_one_line(tmp_path: Path
         assert len(board["leaderboard"]) == 25 and board["bots"] == 60 and board["next"] is not None
         assert re.fullmatch(r"ratings fitted \d+ s ago, 37 results since", board["ratings"]["text"])
         assert board["ratings"]["provisional_ci95"] == PROVISIONAL_CI95
-        assert {"provisional", "interval", "wins", "connected"} <= set(board["leaderboard"][0])
+        assert {"provisional", "interval", "games", "points", "score", "connected"} <= set(board["leaderboard"][0])
         second = (await c.get(f"/api/leaderboard?limit=25&after={board['next']}")).json()
         assert second["leaderboard"][0]["rank"] == 26 and second["prev"] == second["leaderboard"][0]["bot"]
         found = (await c.get("/api/leaderboard?q=ALP")).json()["leaderboard"]

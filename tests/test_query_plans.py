@@ -63,7 +63,7 @@ def test_the_check_sees_a_full_scan_of_matches(sqlite_store: Store) -> None:
     """The check can fail: a statement without a usable index is caught, alias or not."""
     assert sqlite_scans(sqlite_store, "SELECT COUNT(*) FROM matches WHERE reason=?", ("target",))
     assert sqlite_scans(sqlite_store, "SELECT m.id FROM matches m WHERE m.detail=? LIMIT 5", ("x",))
-    full_index_scan = "SELECT COUNT(*) FROM matches INDEXED BY matches_bot0_outcomes"
+    full_index_scan = "SELECT COUNT(*) FROM matches INDEXED BY matches_bot0_done"
     assert sqlite_scans(sqlite_store, full_index_scan, ())
     assert not sqlite_scans(sqlite_store, "SELECT id FROM matches WHERE match_key=?", ("t1-m00000001",))
 

@@ -6,8 +6,8 @@ Routes:
   view of one match, updated without reloading from the event stream below;
 * ``GET /api/leaderboard?after=BOT|before=BOT&q=PREFIX&limit=N`` - a page of the persistent ladder
   of the contest's game (:func:`leaderboard_page`: 50 bots, best first, keyed on the rating and
-  the name; ``q``: the bots whose name starts with it, any case, by name), with wins, losses and
-  draws, how old the ratings are and which are provisional, as JSON;
+  the name; ``q``: the bots whose name starts with it, any case, by name), with games and score,
+  how old the ratings are and which are provisional, as JSON;
 * ``GET /api/matches`` - the matches in play;
 * ``GET /api/events`` - server-sent events: every message of the spectator feed
   (:mod:`arena.net.spectate`: ``watch``, ``spectate``, ``reveal``, ``watch_end``) as ``data:``
@@ -71,15 +71,17 @@ def leaderboard_page(contest: Contest, *, after: str | None = None, before: str 
     "ratings"}``. Each row: ``rank``, ``bot``, ``elo`` (maximum likelihood, :mod:`arena.stats.ladder`),
     ``interval`` (half-width of its 95% interval, Elo points; ``None`` until the bot has been
     fitted), ``provisional`` (interval unknown or wider than ``ratings.provisional_ci95``),
-    ``games`` (finished matches, counted now: the ratings may lag them), ``wins``, ``losses``,
-    ``draws``, ``connected``. ``ratings``: how old the ratings are
-    (:func:`arena.store.pages.ratings_age`, with ``text``: "ratings fitted 12 s ago, 3 results
-    since"). Raises :class:`arena.store.pages.BadCursor` for a bad ``limit``."""
+    ``games`` (finished matches, aborted ones aside, counted now: the ratings may lag them),
+    ``points`` (1 a win, ½ a draw), ``score`` (points / games, None before a game),
+    ``connected``. ``ratings``: how old the ratings are (:func:`arena.store.pages.ratings_age`,
+    with ``text``: "ratings fitted 12 s ago, 3 results since"). Raises
+    :class:`arena.store.pages.BadCursor` for a bad ``limit``, prefix or cursor."""
     store, game = contest.store, contest.config.game
     page = pages.leaderboard_page(store, game, after=after, before=before, q=q, limit=limit)
     rows = [{"rank": r["rank"], "bot": r["bot"], "elo": round(r["elo"], 1),
              "interval": None if r["ci95"] is None else round(r["ci95"], 1), "provisional": r["provisional"],
-             "games": r["games"], "wins": r["wins"], "losses": r["losses"], "draws": r["draws"],
+             "games": r["games"], "points": r["points"],
+             "score": round(r["points"] / r["games"], 4) if r["games"] else None,
              "connected": r["bot"] in contest.server.bots} for r in page["rows"]]
     age = pages.ratings_age(store, game)
     return {"leaderboard": rows, "next": page["next"], "prev": page["prev"], "q": page["q"], "bots": page["bots"],

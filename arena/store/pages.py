@@ -10,12 +10,12 @@ or skips the history: every list pages **by key**, never with ``OFFSET``:
 * the leaderboard goes by rating, best first, keyed on ``(elo, bot)``: ``after=BOT`` gives the
   bots ranked below ``BOT``, ``before=BOT`` those above; a search (``q``) is a case-insensitive
   prefix of the name, listed by name (keyed on ``(lower(bot), bot)``), each row with its rank;
-* counts come from the counters each result keeps (``ladder_state.results``, ``pair_counts``),
-  never from ``COUNT(*)`` over ``matches``.
+* counts come from the counters each result keeps (``ladder_state.results``, ``pair_counts``,
+  ``ladder_units`` for a bot's games and points), never from ``COUNT(*)`` over ``matches``: a
+  page of the leaderboard costs the same after a bot's 10th match as after its 10,000th.
 
 The indexes these statements need are made by :meth:`arena.store.sqlite.Store._migrate`
-(``matches_done``, ``matches_bot0_outcomes``/``matches_bot1_outcomes``, ``matches_faults0``/``1``,
-``ladder_by_elo``, ``ladder_by_name``); :data:`PLAN_CASES` lists every statement with example parameters, and
+(:data:`arena.store.sqlite.PAGE_INDEXES`); :data:`PLAN_CASES` lists every statement with example parameters, and
 tests/test_query_plans.py reads each one's query plan on SQLite and PostgreSQL and fails on a full
 scan of ``matches``.
 
@@ -53,26 +53,6 @@ def _in(n: int) -> str:
     return ",".join("?" * max(1, n))
 
 
-OUTCOMES = (("done", "=0"), ("done", "=1"), ("done", " IS NULL"), ("aborted", " IS NULL"))
-"""A finished match's status and winner seat: seat 0 won, seat 1 won, a draw, aborted (which has
-no winner: :meth:`arena.match.core.MatchCore.abort`). A bot's history is the merge of the runs of
-ids of each outcome in each seat: 8 index ranges, each read for one page at most."""
-
-
-def _bot_history(op: str, order: str) -> str:
-    """One bot's finished matches with an id ``op`` (``<`` or ``>``) a cursor, in id ``order``:
-    parameters ``(game, bot, cursor, limit)`` for each of the 8 runs, then the page's limit."""
-    runs = [f"SELECT {MATCH_COLUMNS} FROM (SELECT {MATCH_COLUMNS} FROM matches WHERE game=? AND {side}=? "
-            f"AND status='{status}' AND winner_seat{seat} AND id{op}? ORDER BY id {order} LIMIT ?) AS r{i}"
-            for i, (side, (status, seat)) in enumerate((s, o) for s in ("bot0", "bot1") for o in OUTCOMES)]
-    return " UNION ALL ".join(runs) + f" ORDER BY id {order} LIMIT ?"
-
-
-def _bot_history_params(game: str, bot: str, edge: int, n: int, limit: int) -> tuple:
-    """The parameters of :func:`_bot_history`'s statement."""
-    return (game, bot, edge, n) * (2 * len(OUTCOMES)) + (limit,)
-
-
 SQL: dict[str, str] = {
     # how old the ratings are (one row per game; arena.store.sqlite, schema 8)
     "ratings_state": "SELECT results, fitted_results, fitted_at, fit_ms FROM ladder_state WHERE game=?",
@@ -91,21 +71,27 @@ SQL: dict[str, str] = {
                      "AND (lower(bot)>? OR bot>?) ORDER BY lower(bot), bot LIMIT ?",
     "ladder_search_back": "SELECT bot, elo, ci95, games FROM ladder WHERE game=? AND lower(bot)>=? AND lower(bot)<=? "
                           "AND (lower(bot)<? OR bot<?) ORDER BY lower(bot) DESC, bot DESC LIMIT ?",
-    # wins, losses and draws of the bots on a page: matches_bot0/1_outcomes cover them, in order,
-    # so only the index entries of those bots are read
-    "tally_seat0": "SELECT bot0, winner_seat, COUNT(*) FROM matches WHERE game=? AND bot0 IN ({}) AND status='done' "
-                   "GROUP BY bot0, winner_seat",
-    "tally_seat1": "SELECT bot1, winner_seat, COUNT(*) FROM matches WHERE game=? AND bot1 IN ({}) AND status='done' "
-                   "GROUP BY bot1, winner_seat",
+    # games and points of the bots on a page, from the units each result keeps (arena.stats.ladder:
+    # a match, or a duplicate pair's two; a's points, b has the rest): ladder_units_by_a/b cover
+    # them, a few rows per opponent and outcome, however many matches were played
+    "scores_as_a": "SELECT a, SUM(games*n), SUM(points*n) FROM ladder_units WHERE game=? AND a IN ({}) GROUP BY a",
+    "scores_as_b": "SELECT b, SUM(games*n), SUM((games-points)*n) FROM ladder_units WHERE game=? AND b IN ({}) "
+                   "GROUP BY b",
     # a game's finished matches: matches_done (game, id) WHERE status<>'pending'
     "history_older": f"SELECT {MATCH_COLUMNS} FROM matches WHERE game=? AND status<>'pending' AND id<? "
                      "ORDER BY id DESC LIMIT ?",
     "history_newer": f"SELECT {MATCH_COLUMNS} FROM matches WHERE game=? AND status<>'pending' AND id>? "
                      "ORDER BY id LIMIT ?",
-    # one bot's: its matches in either seat and of each outcome (see OUTCOMES), each run of ids read
-    # from matches_bot0/1_outcomes (game, botN, status, winner_seat, id), merged
-    "bot_history_older": _bot_history("<", "DESC"),
-    "bot_history_newer": _bot_history(">", "ASC"),
+    # one bot's: its matches in either seat, each side by matches_bot0/1_done (game, botN, id)
+    # WHERE status<>'pending', merged
+    "bot_history_older": f"SELECT {MATCH_COLUMNS} FROM (SELECT {MATCH_COLUMNS} FROM matches WHERE game=? AND bot0=? "
+                         "AND status<>'pending' AND id<? ORDER BY id DESC LIMIT ?) AS s0 UNION ALL "
+                         f"SELECT {MATCH_COLUMNS} FROM (SELECT {MATCH_COLUMNS} FROM matches WHERE game=? AND bot1=? "
+                         "AND status<>'pending' AND id<? ORDER BY id DESC LIMIT ?) AS s1 ORDER BY id DESC LIMIT ?",
+    "bot_history_newer": f"SELECT {MATCH_COLUMNS} FROM (SELECT {MATCH_COLUMNS} FROM matches WHERE game=? AND bot0=? "
+                         "AND status<>'pending' AND id>? ORDER BY id LIMIT ?) AS s0 UNION ALL "
+                         f"SELECT {MATCH_COLUMNS} FROM (SELECT {MATCH_COLUMNS} FROM matches WHERE game=? AND bot1=? "
+                         "AND status<>'pending' AND id>? ORDER BY id LIMIT ?) AS s1 ORDER BY id LIMIT ?",
     # results (not aborted) so far: the counters each result keeps
     "bot_results": "SELECT COALESCE(SUM(n), 0) FROM pair_counts WHERE game=? AND a=?",
     # which of a page's matches have their log stored in the database: the primary key
@@ -137,13 +123,13 @@ PLAN_CASES: list[tuple[str, str, tuple]] = [
     ("ladder_row", SQL["ladder_row"], ("ecarte", "bot00042")),
     ("ladder_search", SQL["ladder_search"], ("ecarte", "bot0004", "bot0005", "", "", 50)),
     ("ladder_search_back", SQL["ladder_search_back"], ("ecarte", "bot0004", "bot00045", "bot00045", "bot00045", 50)),
-    ("tally_seat0", SQL["tally_seat0"].format(_in(3)), ("ecarte", "bot00001", "bot00002", "bot00003")),
-    ("tally_seat1", SQL["tally_seat1"].format(_in(3)), ("ecarte", "bot00001", "bot00002", "bot00003")),
+    ("scores_as_a", SQL["scores_as_a"].format(_in(3)), ("ecarte", "bot00001", "bot00002", "bot00003")),
+    ("scores_as_b", SQL["scores_as_b"].format(_in(3)), ("ecarte", "bot00001", "bot00002", "bot00003")),
     ("history_older", SQL["history_older"], ("ecarte", NO_ID, 21)),
     ("history_older_deep", SQL["history_older"], ("ecarte", 1000, 21)),
     ("history_newer", SQL["history_newer"], ("ecarte", 1000, 21)),
-    ("bot_history_older", SQL["bot_history_older"], _bot_history_params("ecarte", "bot00042", NO_ID, 21, 21)),
-    ("bot_history_newer", SQL["bot_history_newer"], _bot_history_params("ecarte", "bot00042", 1000, 21, 21)),
+    ("bot_history_older", SQL["bot_history_older"], ("ecarte", "bot00042", NO_ID, 21) * 2 + (21,)),
+    ("bot_history_newer", SQL["bot_history_newer"], ("ecarte", "bot00042", 1000, 21) * 2 + (21,)),
     ("bot_results", SQL["bot_results"], ("ecarte", "bot00042")),
     ("stored_logs", SQL["stored_logs"].format(_in(3)), ("t1-m1", "t1-m2", "t1-m3")),
     ("faults_older", SQL["faults_older"], ("bot00042", NO_ID, 11, "bot00042", NO_ID, 11, 11)),
@@ -218,14 +204,16 @@ def rank_of(store: Any, game: str, elo: float, bot: str) -> int:
     return 1 + store.db.execute(SQL["ladder_rank"], (game, elo, elo, bot)).fetchone()[0]
 
 
-def _tallies(store: Any, game: str, bots: list[str]) -> dict[str, list[int]]:
-    """``{bot: [wins, losses, draws]}`` over the finished (not aborted) matches of ``bots``."""
-    out = {b: [0, 0, 0] for b in bots}
+def _scores(store: Any, game: str, bots: list[str]) -> dict[str, tuple[int, float]]:
+    """``{bot: (games, points)}``: the finished (not aborted) matches of each of ``bots`` and the
+    points it made in them (1 a win, ½ a draw), from ``ladder_units``."""
+    out = {b: (0, 0.0) for b in bots}
     if not bots:
         return out
-    for seat, key in ((0, "tally_seat0"), (1, "tally_seat1")):
-        for bot, winner_seat, n in store.db.execute(SQL[key].format(_in(len(bots))), (game, *bots)):
-            out[bot][0 if winner_seat == seat else 2 if winner_seat is None else 1] += n
+    for key in ("scores_as_a", "scores_as_b"):
+        for bot, games, points in store.db.execute(SQL[key].format(_in(len(bots))), (game, *bots)):
+            had = out[bot]
+            out[bot] = (had[0] + int(games or 0), had[1] + float(points or 0.0))
     return out
 
 
@@ -274,12 +262,13 @@ def leaderboard_page(store: Any, game: str, *, after: str | None = None, before:
     bot ``after``, or just above bot ``before``, or the top. With ``q`` (a name prefix, any case):
     the bots whose name starts with it, by name, after/before the named bot in that order.
 
-    Returns ``{"rows": [{"rank", "bot", "elo", "ci95", "provisional", "games" (finished
-    matches, counted now), "wins", "losses", "draws"}], "next" (the ``after`` of the next page,
+    Returns ``{"rows": [{"rank", "bot", "elo", "ci95", "provisional", "games" (finished, not
+    aborted, matches, counted now: the ratings may lag them), "points" (1 a win, ½ a draw)}],
+    "next" (the ``after`` of the next page,
     or None), "prev" (the ``before`` of the previous page, or None), "q", "bots" (bots in the
     ladder)}``. A cursor naming no bot of the ladder gives the first page. Reads the page's rows,
-    their ranks' index entries and their matches' index entries (wins, losses, draws), never a
-    whole table. Raises :class:`BadCursor` for a ``limit`` out of 1-:data:`MAX_PAGE`, or a
+    their ranks' index entries and their units (a few per opponent and outcome), never a whole
+    table nor a bot's matches. Raises :class:`BadCursor` for a ``limit`` out of 1-:data:`MAX_PAGE`, or a
     prefix or cursor that no name could be (:func:`check_text`)."""
     n = _limit(limit, LEADERBOARD_PAGE)
     db = store.db
@@ -314,10 +303,9 @@ def leaderboard_page(store: Any, game: str, *, after: str | None = None, before:
         first = rank_of(store, game, out[0]["elo"], out[0]["bot"])
         for i, row in enumerate(out):
             row["rank"] = first + i
-    tally = _tallies(store, game, [r["bot"] for r in out])
+    scores = _scores(store, game, [r["bot"] for r in out])
     for row in out:
-        w, lo_, d = tally[row["bot"]]
-        row.update(games=w + lo_ + d, wins=w, losses=lo_, draws=d)
+        row["games"], row["points"] = scores[row["bot"]]
     if backwards:
         prev, nxt = (out[0]["bot"] if more and out else None), (out[-1]["bot"] if out else None)
     else:
@@ -363,7 +351,7 @@ def history_page(store: Any, game: str, *, bot: str | None = None, before: int |
     edge = after if newer else (NO_ID if before is None else before)
     if bot:
         key = "bot_history_newer" if newer else "bot_history_older"
-        rows = db.execute(SQL[key], _bot_history_params(game, bot, edge, n + 1, n + 1)).fetchall()
+        rows = db.execute(SQL[key], (game, bot, edge, n + 1) * 2 + (n + 1,)).fetchall()
         seen: set[int] = set()
         rows = [r for r in rows if not (r[0] in seen or seen.add(r[0]))]  # a bot against itself: once
     else:
@@ -384,7 +372,7 @@ def history_page(store: Any, game: str, *, bot: str | None = None, before: int |
         nxt = rows[-1]["id"] if more and rows else None
         prev = rows[0]["id"] if rows and before is not None else None
     if prev is not None:  # is anything newer there? one index probe
-        probe = (db.execute(SQL["bot_history_newer"], _bot_history_params(game, bot, prev, 1, 1)) if bot
+        probe = (db.execute(SQL["bot_history_newer"], (game, bot, prev, 1) * 2 + (1,)) if bot
                  else db.execute(SQL["history_newer"], (game, prev, 1))).fetchone()
         prev = prev if probe is not None else None
     if bot:

@@ -295,16 +295,18 @@ MIGRATIONS: dict[int, list[str]] = {
 PAGE_INDEXES = [
     # a game's finished matches, newest first (the history page), without the pending ones
     "CREATE INDEX IF NOT EXISTS matches_done ON matches(game, id) WHERE status<>'pending'",
-    # one bot's matches in each seat by outcome: its wins, losses and draws are counted from them
-    # (a covering index), its history is read newest first from each outcome's run of ids
-    "CREATE INDEX IF NOT EXISTS matches_bot0_outcomes ON matches(game, bot0, status, winner_seat, id)",
-    "CREATE INDEX IF NOT EXISTS matches_bot1_outcomes ON matches(game, bot1, status, winner_seat, id)",
+    # one bot's finished matches in each seat, newest first
+    "CREATE INDEX IF NOT EXISTS matches_bot0_done ON matches(game, bot0, id) WHERE status<>'pending'",
+    "CREATE INDEX IF NOT EXISTS matches_bot1_done ON matches(game, bot1, id) WHERE status<>'pending'",
     # the matches a bot lost by its own fault (few: small indexes)
     "CREATE INDEX IF NOT EXISTS matches_faults0 ON matches(bot0, id) WHERE faulty_seat=0",
     "CREATE INDEX IF NOT EXISTS matches_faults1 ON matches(bot1, id) WHERE faulty_seat=1",
     # the leaderboard by rank, and its search by a prefix of the name in any case
     "CREATE INDEX IF NOT EXISTS ladder_by_elo ON ladder(game, elo DESC, bot)",
     "CREATE INDEX IF NOT EXISTS ladder_by_name ON ladder(game, lower(bot), bot)",
+    # a bot's games and points from its units, as either side (covering: read in the index alone)
+    "CREATE INDEX IF NOT EXISTS ladder_units_by_a ON ladder_units(game, a, points, games, n)",
+    "CREATE INDEX IF NOT EXISTS ladder_units_by_b ON ladder_units(game, b, points, games, n)",
 ]
 """The indexes of the web pages' statements (:mod:`arena.store.pages`), made at every open (a
 database of any version gets them; on a large existing one the first open builds them once)."""
@@ -424,8 +426,6 @@ class Store:
                 self.db.execute(f"ALTER TABLE matches ADD COLUMN {column} {kind}")
         # idempotent additions of the ladder's refit (arena.stats.ladder), whatever the version
         self.db.execute("CREATE INDEX IF NOT EXISTS matches_by_pair ON matches(tournament_id, pair_key)")
-        for index in PAGE_INDEXES:  # what the pages read (arena.store.pages), whatever the version
-            self.db.execute(index)
         if "ci95" not in {r[1] for r in self.db.execute("PRAGMA table_info(ladder)")}:
             self.db.execute("ALTER TABLE ladder ADD COLUMN ci95 REAL")
         for step in range(max(version, 1) + 1, SCHEMA_VERSION + 1):
@@ -433,6 +433,8 @@ class Store:
                 for statement in MIGRATIONS[step]:
                     self.db.execute(statement)
                 self.db.execute(f"PRAGMA user_version={step}")
+        for index in PAGE_INDEXES:  # idempotent too: what the pages read (arena.store.pages), once the tables exist
+            self.db.execute(index)
         if version < 1 and SCHEMA_VERSION == 1:
             self.db.execute("PRAGMA user_version=1")
 
