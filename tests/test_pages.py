@@ -86,6 +86,7 @@ def test_the_leaderboard_pages_by_rating_in_both_directions(seeded: Store) -> No
     assert fetch(after="nobody-of-that-name")["rows"] == forward[0]["rows"]  # a stale cursor: the top
     with pytest.raises(pages.BadCursor):
         pages.leaderboard_page(seeded, GAME, limit=pages.MAX_PAGE + 1)
+    assert seeded.create_tournament(GAME, "ladder", 2, {}, [], []) == 2  # the seeded store goes on (ids)
 
 
 def test_the_leaderboard_finds_a_prefix_of_the_name_in_any_case(seeded: Store) -> None:

@@ -88,11 +88,6 @@ def leaderboard_page(contest: Contest, *, after: str | None = None, before: str 
             "ratings": {**age, "text": pages.describe_age(age)}}
 
 
-def leaderboard(contest: Contest) -> list[dict[str, Any]]:
-    """The first page of the ladder (:func:`leaderboard_page`'s rows)."""
-    return leaderboard_page(contest)["leaderboard"]
-
-
 def launched_bots(contest: Contest, shown: int = LAUNCHED_SHOWN) -> list[dict[str, Any]]:
     """The bots the server launches, with their supervision state (:mod:`arena.schedule.supervisor`):
     ``{"bot", "state", "failures", "last_output" (lines)}``; at most ``shown`` of them, those

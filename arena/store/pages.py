@@ -63,6 +63,9 @@ SQL: dict[str, str] = {
     "ladder_above": "SELECT bot, elo, ci95, games FROM ladder WHERE game=? AND elo>=? AND (elo>? OR bot<?) "
                     "ORDER BY elo, bot DESC LIMIT ?",
     "ladder_rank": "SELECT COUNT(*) FROM ladder WHERE game=? AND elo>=? AND (elo>? OR bot<?)",
+    # the ranks of a page of search results, in one pass down the ladder to the lowest of them
+    "ladder_ranks": "SELECT bot, r FROM (SELECT bot, ROW_NUMBER() OVER (ORDER BY elo DESC, bot) AS r FROM ladder "
+                    "WHERE game=? AND elo>=?) AS ranked WHERE bot IN ({})",
     "ladder_size": "SELECT COUNT(*) FROM ladder WHERE game=?",
     # one bot's rating: the primary key (game, bot)
     "ladder_row": "SELECT bot, elo, ci95, games FROM ladder WHERE game=? AND bot=?",
@@ -119,6 +122,7 @@ PLAN_CASES: list[tuple[str, str, tuple]] = [
     ("ladder_below", SQL["ladder_below"], ("ecarte", 1500.0, 1500.0, "bot00042", 50)),
     ("ladder_above", SQL["ladder_above"], ("ecarte", 1500.0, 1500.0, "bot00042", 50)),
     ("ladder_rank", SQL["ladder_rank"], ("ecarte", 1500.0, 1500.0, "bot00042")),
+    ("ladder_ranks", SQL["ladder_ranks"].format(_in(3)), ("ecarte", 1400.0, "bot00001", "bot00002", "bot00003")),
     ("ladder_size", SQL["ladder_size"], ("ecarte",)),
     ("ladder_row", SQL["ladder_row"], ("ecarte", "bot00042")),
     ("ladder_search", SQL["ladder_search"], ("ecarte", "bot0004", "bot0005", "", "", 50)),
@@ -267,7 +271,7 @@ def leaderboard_page(store: Any, game: str, *, after: str | None = None, before:
     "next" (the ``after`` of the next page,
     or None), "prev" (the ``before`` of the previous page, or None), "q", "bots" (bots in the
     ladder)}``. A cursor naming no bot of the ladder gives the first page. Reads the page's rows,
-    their ranks' index entries and their units (a few per opponent and outcome), never a whole
+    the index entries above them (their ranks) and their units (a few per opponent and outcome), never a whole
     table nor a bot's matches. Raises :class:`BadCursor` for a ``limit`` out of 1-:data:`MAX_PAGE`, or a
     prefix or cursor that no name could be (:func:`check_text`)."""
     n = _limit(limit, LEADERBOARD_PAGE)
@@ -296,9 +300,11 @@ def leaderboard_page(store: Any, game: str, *, after: str | None = None, before:
     if backwards:
         rows.reverse()
     out = [_rating_row(r) for r in rows]
-    if q:
+    if q and out:
+        ranks = dict(db.execute(SQL["ladder_ranks"].format(_in(len(out))),
+                                (game, min(r["elo"] for r in out), *(r["bot"] for r in out))).fetchall())
         for row in out:
-            row["rank"] = rank_of(store, game, row["elo"], row["bot"])
+            row["rank"] = ranks[row["bot"]]
     elif out:
         first = rank_of(store, game, out[0]["elo"], out[0]["bot"])
         for i, row in enumerate(out):

@@ -138,6 +138,8 @@ def season(store: Any, bots: int = 10_000, matches: int = 1_000_000, *, game: st
         store.db.execute("DELETE FROM ladder_state WHERE game=?", (game,))
         store.db.execute("INSERT INTO ladder_state(game, results, fitted_results, fitted_at, fit_ms) "
                          "VALUES (?,?,?,?,?)", (game, made.done, max(0, made.done - 37), now - 12.3, 850))
-    if store.dialect == "postgresql":
+    if store.dialect == "postgresql":  # ids were given: the identity columns go on after them
+        for table in ("tournaments", "matches"):
+            store.db.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), (SELECT MAX(id) FROM {table}))")
         store.db.execute("ANALYZE")
     return {"bots": bots, "matches": matches, "results": made.done, "seconds": time.perf_counter() - start}
