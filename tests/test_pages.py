@@ -264,3 +264,21 @@ async def test_text_no_name_could_be_is_one_line_too(tmp_path: Path) -> None:
             r = await c.get(url)
             assert r.status_code == 400 and r.json()["error"] == "bad_cursor" and "\n" not in r.json()["message"], url
         assert (await c.get("/api/leaderboard?q=%C3%89")).json()["leaderboard"] == []  # É: a prefix, no such bot
+
+
+def test_the_page_benchmark_finds_its_pages_and_gives_a_p99_for_each(tmp_path: Path) -> None:
+    """arena/tools/bench_pages.py against a real `arena serve` on a small seeded store (what the
+    season benchmark calls): five figures, no timing asserted."""
+    from arena.tools.bench_pages import REPRESENTATIVE, page_p99s, serve
+
+    db = tmp_path / "arena.db"
+    store = Store(db)
+    season(store, 60, 300)
+    store.close()
+    proc, base = serve(str(db), tmp_path)
+    try:
+        p99 = page_p99s(base, requests=5)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
+    assert set(p99) == set(REPRESENTATIVE) and all(v > 0 for v in p99.values())

@@ -34,8 +34,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit
 
-from arena.store.seed import WORDS
-
 TARGET_P99_MS = 100.0
 """The issue's target for every page and endpoint."""
 REQUESTS = 200
@@ -99,12 +97,14 @@ def representative_pages(base_url: str, rng_seed: int = 7, variants: int = 20) -
         newest = c.json("/api/history")
         if not newest["matches"]:
             raise RuntimeError("the server has no finished match: seed the store first (--seed-matches)")
-        names = [r["bot"] for r in top["leaderboard"]]
-        for word in rng.sample(WORDS, min(len(WORDS), variants)):  # bots anywhere in the ranking
-            names += [r["bot"] for r in c.json(f"/api/leaderboard?q={quote(word[:3])}")["leaderboard"]]
-        names = rng.sample(names, min(len(names), variants))
         top_id = newest["matches"][0]["id"]
         deep_ids = [rng.randint(1, max(1, top_id)) for _ in range(variants)]
+        names = set()
+        for before in deep_ids:  # bots anywhere in the ranking: those of matches anywhere in the history
+            for m in c.json(f"/api/history?before={before}&limit=3")["matches"]:
+                names.update(m["bots"])
+        pool = sorted(names) or [r["bot"] for r in top["leaderboard"]]
+        names = rng.sample(pool, min(len(pool), variants))
     finally:
         c.close()
     return {
