@@ -9,7 +9,6 @@
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import shlex
 import shutil
@@ -634,27 +633,34 @@ def print_bots(store: Store, game: str) -> None:
     """``arena bots list``: every registered bot with its kind, its state as the contest server
     last published it (:mod:`arena.schedule.supervisor`: running, backoff, disabled, stopped; ``-`` if no
     server has published for 15 s), whether it is connected, its failures in a row, ladder Elo
-    and games; then the last output lines of each bot that is failing."""
+    (``?`` after a provisional one: its interval unknown or wider than
+    :data:`arena.stats.rating.PROVISIONAL_CI95`) and games; how old the ratings are (the ladder is
+    fitted in the background); then the last output lines of each bot that is failing. Every
+    statement it runs is in :mod:`arena.store.pages`."""
     import time
 
-    status = store.bot_status()
+    from arena.store import pages
+
+    status = pages.bot_status(store)
     fresh = bool(status) and time.time() - max(r["updated_at"] for r in status.values()) < 15
+    age = pages.ratings_age(store, game)
     console = make_console()
-    table = Table(title=f"bots ({game} ladder)" + ("" if fresh else "; no contest server running"))
+    table = Table(title=f"bots ({game} ladder)" + ("" if fresh else "; no contest server running"),
+                  caption=Text(pages.describe_age(age) + f"; ? marks a provisional Elo (interval over "
+                               f"±{age['provisional_ci95']:.0f} or not known yet)"))
     for col in ("bot", "kind", "state", "connected", "failures", "Elo", "±95%", "games"):
         table.add_column(col, justify="left" if col in ("bot", "kind", "state", "connected") else "right")
     failing = []
-    interval = {bot: ci95 for bot, _, ci95, _ in store.ladder_intervals(game)}
-    for name, kind, elo, games in store.bots_overview(game):
-        ci95 = interval.get(name, math.inf)
+    for row in pages.bots_listing(store, game):
+        name, kind, elo, ci95 = row["bot"], row["kind"], row["elo"], row["ci95"]
         st = status.get(name) if fresh else None
         state = st["state"] if st and kind == "submitted" else "-"
         if st and st["state"] == "backoff" and st["next_launch"]:
             state += f" (next in {max(0, st['next_launch'] - time.time()):.0f} s)"
         connected = ("yes" if st and st["connected"] else "no") if fresh else "-"
         table.add_row(plain(name), kind, state, connected, str(st["failures"]) if st and kind == "submitted" else "-",
-                      "-" if elo is None else f"{elo:.0f}", f"{ci95:.0f}" if math.isfinite(ci95) else "-",
-                      str(games))
+                      "-" if elo is None else f"{elo:.0f}" + ("?" if row["provisional"] else ""),
+                      "-" if ci95 is None else f"{ci95:.0f}", str(row["games"]))
         if st and st["state"] in ("backoff", "disabled") and st["last_output"]:
             failing.append((name, st["last_output"].splitlines()))
     console.print(table)

@@ -105,19 +105,19 @@ SNAPSHOT_JS = """() => {
     logLines: q("#live-log li").length,
     matches: q("#matches li").map((li) => li.dataset.match),
     board: Object.fromEntries(q("#leaderboard tbody tr").map((tr) => [tr.dataset.bot,
-      Object.fromEntries(q("td[data-col]", tr).map((td) => [td.dataset.col, td.textContent]))])),
+      Object.fromEntries(q("td[data-col]", tr).map((td) => [td.dataset.col, td.dataset.points ?? td.textContent]))])),
   };
 }"""
 
 
-def board_numbers(board: dict[str, dict[str, str]]) -> dict[str, tuple[int, int, int, int]]:
-    return {bot: tuple(int(row[k]) for k in ("games", "wins", "losses", "draws")) for bot, row in board.items()}
+def board_numbers(board: dict[str, dict[str, str]]) -> dict[str, tuple[int, float]]:
+    return {bot: (int(row["games"]), float(row["score"])) for bot, row in board.items()}  # score: its points
 
 
-def api_board(base: str) -> dict[str, tuple[int, int, int, int]]:
+def api_board(base: str) -> dict[str, tuple[int, float]]:
     with urllib.request.urlopen(base + "/api/leaderboard", timeout=30) as r:
         rows = json.load(r)["leaderboard"]
-    return {row["bot"]: (row["games"], row["wins"], row["losses"], row["draws"]) for row in rows}
+    return {row["bot"]: (row["games"], float(row["points"])) for row in rows}
 
 
 def drive_browser(base: str, submit_bots, deadline: float) -> dict[str, Any]:
@@ -184,7 +184,7 @@ def drive_browser(base: str, submit_bots, deadline: float) -> dict[str, Any]:
             out.update(progressed=progressed, played=played, lb_grew=lb_grew)
 
             # The end: every match played, and the page's leaderboard refetched after the last one.
-            final_api: dict[str, tuple[int, int, int, int]] = {}
+            final_api: dict[str, tuple[int, float]] = {}
             while time.monotonic() < deadline:
                 s = snap()
                 final_api = api_board(base)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -129,12 +130,14 @@ def drive(base: str, ids: list[str], bots: list[str]) -> dict[str, Any]:
 async def test_history_replay_urls_and_narrow_screens(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import arena.net.web
 
-    plain_board = arena.net.web.leaderboard
+    plain_board = arena.net.web.leaderboard_page
 
-    def with_intervals(contest: Contest) -> list[dict[str, Any]]:  # what /api/leaderboard gives with i14's fit
-        return [{**row, "interval": 47.6 + row["rank"]} for row in plain_board(contest)]
+    def with_intervals(contest: Contest, **kw: Any) -> dict[str, Any]:  # narrow intervals: not provisional
+        board = plain_board(contest, **kw)
+        return {**board, "leaderboard": [{**row, "interval": 47.6 + row["rank"], "provisional": False}
+                                         for row in board["leaderboard"]]}
 
-    monkeypatch.setattr(arena.net.web, "leaderboard", with_intervals)
+    monkeypatch.setattr(arena.net.web, "leaderboard_page", with_intervals)
     db = tmp_path / "arena.db"
     store = Store(db)
     config = ContestConfig(db=str(db), logs=str(tmp_path / "logs"), http_port=0, server=ServerConfig(port=0),
@@ -155,7 +158,7 @@ async def test_history_replay_urls_and_narrow_screens(tmp_path: Path, monkeypatc
                     await trio.sleep(0.1)
                 status, hist = await trio.to_thread.run_sync(get_json, base + "/api/history")
                 ids = [m["match_id"] for m in hist["matches"]]
-                assert hist["total"] == MATCHES == len(ids)
+                assert hist["results"] == MATCHES == len(ids) and hist["next"] is None
                 replays = {}
                 for mid in ids:
                     status, data = await trio.to_thread.run_sync(get_json, base + f"/api/replay/{mid}")
@@ -193,8 +196,8 @@ async def test_history_replay_urls_and_narrow_screens(tmp_path: Path, monkeypatc
 
 def test_a_duplicate_twin_in_play_keeps_the_replay_closed_and_pages(db_target: str) -> None:
     """No replay (so no hidden card) of a match whose duplicate twin is still pending; the
-    history pages and filters, newest first and a match aborted without an end time last (on
-    both backends)."""
+    history pages by key (``before``/``after`` cursors) and filters, newest first by match id,
+    listing an aborted match but not counting it as a result (on both backends)."""
     store = Store(db_target)
     pairs = [Pairing(i, "a" if i % 2 == 0 else "b", "b" if i % 2 == 0 else "a", 7, pair=f"p{i // 2}")
              for i in range(5)]
@@ -217,13 +220,20 @@ def test_a_duplicate_twin_in_play_keeps_the_replay_closed_and_pages(db_target: s
         replay_feed(store, rows[0].match_key)  # pair over, but no log
     assert err.value.status == 404
     store.db.execute("UPDATE matches SET status='aborted', reason='aborted' WHERE match_key=?", (rows[4].match_key,))
-    first = finished_matches(store, "ecarte", page=1, per_page=2)
-    second = finished_matches(store, "ecarte", page=2, per_page=2)
-    assert (first["total"], first["pages"], len(first["matches"]), len(second["matches"])) == (4, 2, 2, 2)
-    assert {m["match_id"] for m in first["matches"] + second["matches"]} == {r.match_key for r in rows[:3] + rows[4:]}
-    assert second["matches"][-1]["match_id"] == rows[4].match_key and second["matches"][-1]["finished_at"] is None
-    assert finished_matches(store, "ecarte", bot="nobody")["total"] == 0
-    assert finished_matches(store, "ecarte", page=99, per_page=2)["page"] == 2
+    first = finished_matches(store, "ecarte", per_page=2)
+    second = finished_matches(store, "ecarte", before=first["next"], per_page=2)
+    keys = [r.match_key for r in rows]
+    assert [m["match_id"] for m in first["matches"]] == [keys[4], keys[2]]  # newest first, the pending one not
+    assert [m["match_id"] for m in second["matches"]] == [keys[1], keys[0]]
+    assert (first["prev"], first["next"], second["next"]) == (None, first["matches"][-1]["id"], None)
+    assert first["results"] == 3 and first["matches"][0]["finished_at"] is None  # aborted: listed, not counted
+    back = finished_matches(store, "ecarte", after=second["prev"], per_page=2)  # "newer" from the second page
+    assert back["matches"] == first["matches"] and back["prev"] is None and back["next"] == first["next"]
+    of_a = finished_matches(store, "ecarte", bot="a", per_page=3)
+    assert [m["match_id"] for m in of_a["matches"]] == [keys[4], keys[2], keys[1]] and of_a["results"] == 3
+    assert finished_matches(store, "ecarte", bot="a", before=of_a["next"])["matches"][0]["match_id"] == keys[0]
+    nobody = finished_matches(store, "ecarte", bot="nobody")
+    assert (nobody["matches"], nobody["results"], nobody["next"], nobody["prev"]) == ([], 0, None, None)
     store.close()
 
 
@@ -251,3 +261,130 @@ def test_a_replay_is_the_live_feed_of_its_log() -> None:
     assert msgs[4]["events"][0]["cards"] == ["7c", "8c", "9c", "Tc", "Jc"]
     assert not any("7c" in json.dumps(m) for m in msgs[:4])
     assert gzip  # the log was compressed: read_bytes read it
+
+
+HOSTILE = "<img src=x onerror=alert(1)>"
+
+
+def drive_pages(base: str) -> dict[str, Any]:
+    """The leaderboard's pages and search, and the history's pages, in the browser."""
+    out: dict[str, Any] = {"errors": []}
+    ranks = "[...document.querySelectorAll('#leaderboard tbody tr td[data-col=rank]')].map(t => Number(t.textContent))"
+    bots = "[...document.querySelectorAll('#leaderboard tbody tr')].map(t => t.dataset.bot)"
+    with sync_api.sync_playwright() as p:
+        try:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"], timeout=30_000)
+        except Exception as exc:  # noqa: BLE001 - an unusable browser is an environment problem
+            out["skip"] = f"chromium did not start: {exc}"
+            return out
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.set_default_timeout(10_000)
+            page.on("pageerror", lambda e: out["errors"].append(str(e)))
+            page.on("dialog", lambda d: out["errors"].append(f"a dialog opened: {d.message}"))
+            page.goto(base + "/")
+            page.wait_for_function(f"{ranks}.length === 50")
+            out["pages"] = [page.evaluate(bots)]
+            out["ranks"] = [page.evaluate(ranks)]
+            out["age"] = page.text_content("#ratings-age")
+            out["range"] = page.text_content("#lb-range")
+            out["provisional"] = page.eval_on_selector_all(
+                "#leaderboard tbody tr.provisional", "rs => rs.map(r => [r.dataset.bot, r.querySelector("
+                "'td[data-col=elo]').title, getComputedStyle(r.querySelector('td[data-col=elo]'), '::after').content])")
+            out["hostile_elements"] = page.locator("#leaderboard img").count()
+            for button, first in (("#lb-down", 51), ("#lb-down", 101), ("#lb-up", 51)):
+                page.click(button)
+                page.wait_for_function(f"{ranks}[0] === {first}")
+                out["pages"].append(page.evaluate(bots))
+                out["ranks"].append(page.evaluate(ranks))
+            out["down_disabled_at_end"] = None
+            page.click("#lb-down")
+            page.wait_for_function(f"{ranks}[0] === 101")
+            out["down_disabled_at_end"] = page.is_disabled("#lb-down")
+            page.fill("#lb-search", "MIKE")
+            page.wait_for_function(f"{bots}.every(b => b.startsWith('Mike'))")
+            out["found"] = page.evaluate(bots)
+            page.fill("#lb-search", "<b")
+            page.wait_for_function("!document.getElementById('leaderboard-empty').hidden")
+            out["not_found"] = page.text_content("#leaderboard-empty")
+            # the history, 20 a page by match id, the cursor in the URL
+            page.wait_for_function("document.querySelectorAll('#history a').length === 20")
+            newest = page.eval_on_selector_all("#history a", "as => as.map(a => a.dataset.match)")
+            page.click("#history-older")
+            page.wait_for_function("location.search.includes('before=')")
+            page.wait_for_function(f"document.querySelector('#history a').dataset.match !== '{newest[0]}'")
+            out["older"] = page.eval_on_selector_all("#history a", "as => as.map(a => a.dataset.match)")
+            out["older_url"] = page.url
+            page.click("#history-newer")
+            page.wait_for_function("location.search.includes('after=')")
+            page.wait_for_function(f"document.querySelector('#history a').dataset.match === '{newest[0]}'")
+            out["newest"] = newest
+            out["back"] = page.eval_on_selector_all("#history a", "as => as.map(a => a.dataset.match)")
+            out["newer_disabled"] = page.is_disabled("#history-newer")
+            out["count"] = page.text_content("#history-count")
+            fresh = browser.new_page(viewport={"width": 420, "height": 900})  # the URL alone opens that page
+            fresh.goto(out["older_url"])
+            fresh.wait_for_function("document.querySelectorAll('#history a').length === 20")
+            out["older_again"] = fresh.eval_on_selector_all("#history a", "as => as.map(a => a.dataset.match)")
+            out["narrow_width"] = fresh.evaluate("document.documentElement.scrollWidth")
+        finally:
+            browser.close()
+    return out
+
+
+async def test_the_leaderboard_and_history_page_by_key_and_search_in_a_browser(tmp_path: Path) -> None:
+    """130 rated bots and 400 matches (arena/store/seed.py), no bot playing: the page shows the
+    leaderboard 50 at a time (lower, higher), finds bots by the start of their name in any case,
+    says how old the ratings are, marks the provisional ones, shows a hostile name as text, and
+    pages the history with a ``before``/``after`` cursor in its URL."""
+    from arena.store.pages import PROVISIONAL_CI95
+    from arena.store.seed import season
+
+    db = tmp_path / "arena.db"
+    store = Store(db)
+    season(store, 130, 400)
+    top = store.db.execute("SELECT MAX(elo) FROM ladder").fetchone()[0]
+    store.db.execute("UPDATE ladder SET bot=?, elo=?, ci95=NULL WHERE bot='alpha00000'", (HOSTILE, top + 50))
+    store.db.execute("UPDATE ladder SET ci95=? WHERE bot='bravo00001'", (PROVISIONAL_CI95 + 20,))
+    config = ContestConfig(db=str(db), logs=str(tmp_path / "logs"), http_port=0, server=ServerConfig(port=0),
+                           max_matches=0)
+    contest = Contest(config, store)
+    with trio.fail_after(120):
+        async with trio.open_nursery() as nursery:
+            _, http_port = await nursery.start(contest.run)
+            base = f"http://127.0.0.1:{http_port}"
+            try:
+                api = []
+                status, board = await trio.to_thread.run_sync(get_json, base + "/api/leaderboard")
+                api.append([r["bot"] for r in board["leaderboard"]])
+                while board["next"]:
+                    status, board = await trio.to_thread.run_sync(get_json, base + "/api/leaderboard?after="
+                                                                  + urllib.parse.quote(board["next"]))
+                    api.append([r["bot"] for r in board["leaderboard"]])
+                status, hist = await trio.to_thread.run_sync(get_json, base + "/api/history")
+                status, older = await trio.to_thread.run_sync(get_json, base + f"/api/history?before={hist['next']}")
+                out = await trio.to_thread.run_sync(drive_pages, base, abandon_on_cancel=True)
+            finally:
+                contest.stop()
+    store.close()
+    if "skip" in out:
+        pytest.skip(out["skip"])
+    assert not out["errors"], out["errors"]
+    assert [len(b) for b in api] == [50, 50, 30]
+    assert out["pages"] == [api[0], api[1], api[2], api[1]]
+    assert out["ranks"][0] == list(range(1, 51)) and out["ranks"][2] == list(range(101, 131))
+    assert out["down_disabled_at_end"]
+    assert api[0][0] == HOSTILE and out["hostile_elements"] == 0  # a name is text, never markup
+    assert out["age"].startswith("ratings fitted ") and "37 results since" in out["age"]
+    assert "provisional" in out["age"] and out["range"] == "ranks 1–50 of 130"
+    marked = {bot: (title, after) for bot, title, after in out["provisional"]}
+    assert HOSTILE in marked and "bravo00001" in marked
+    assert all("provisional" in title and after == '"?"' for title, after in marked.values())
+    assert out["found"] and all(b.startswith("Mike") for b in out["found"])
+    assert out["not_found"] == "No bot whose name starts with “<b”."
+    assert out["newest"] == [m["match_id"] for m in hist["matches"]]
+    assert out["older"] == [m["match_id"] for m in older["matches"]] == out["older_again"]
+    assert f"before={hist['next']}" in out["older_url"]
+    assert out["back"] == out["newest"] and out["newer_disabled"]
+    assert out["count"] == f"{hist['results']} results"
+    assert out["narrow_width"] <= 420

@@ -217,23 +217,31 @@ def bot_output(contest: Any, author: dict[str, Any], bot: str, idle_sizes: dict[
 
 
 def author_view(contest: Any, author: dict[str, Any]) -> dict[str, Any]:
-    """What the author's page shows, as JSON-ready data: ``{"author", "registration", "bots":
-    [{"bot", "kind", "elo", "interval", "games", "state", "failures", "last_output", "connected",
-    "versions", "uploads", "matches", "faults"}], "failed_uploads": [...]}``, their own bots only;
-    ``failed_uploads``: uploads that failed before their bot ever passed (their name is free again)."""
+    """What the author's page shows, as JSON-ready data: ``{"author", "registration", "ratings"
+    (how old they are: :func:`arena.store.pages.ratings_age`), "bots": [{"bot", "kind", "elo",
+    "interval", "provisional", "games", "state", "failures", "last_output", "connected", "versions",
+    "uploads", "matches", "matches_next", "faults", "faults_next"}], "failed_uploads": [...]}``,
+    their own bots only; the lists are the newest page of each (``*_next``: the ``before`` cursor
+    of the next, or None); ``failed_uploads``: uploads that failed before their bot ever passed
+    (their name is free again)."""
     from arena.net.history import finished_matches
+    from arena.store import pages
 
     store, game = contest.store, contest.config.game
-    ladder = {bot: (elo, ci95, games) for bot, elo, ci95, games in store.ladder_intervals(game)}
+    owned = store.owned_bots(author["id"])
+    ratings = pages.bot_ratings(store, game, [name for name, _ in owned])
     bots = []
-    for name, kind in store.owned_bots(author["id"]):
-        elo, ci95, games = ladder.get(name, (None, None, 0))
+    for name, kind in owned:
+        rating = ratings.get(name)
         health = contest.supervisor.bots.get(name)
+        matches = finished_matches(store, game, name, per_page=10)
+        faults = pages.fault_page(store, name, limit=10)
         bots.append({
             "bot": name, "kind": kind,
-            "elo": None if elo is None else round(elo, 1),
-            "interval": None if ci95 is None or ci95 == float("inf") else round(ci95, 1),
-            "games": games,
+            "elo": None if rating is None else round(rating["elo"], 1),
+            "interval": None if rating is None or rating["ci95"] is None else round(rating["ci95"], 1),
+            "provisional": rating is None or rating["provisional"],
+            "games": 0 if rating is None else rating["games"],
             "state": health.state if health else ("remote" if kind == "remote" else "waiting to start"
                                                   if store.archive_versions(name) else "not in the ladder"),
             "failures": health.failures if health else 0,
@@ -243,10 +251,11 @@ def author_view(contest: Any, author: dict[str, Any]) -> dict[str, Any]:
                          for v, sha, size, at in store.archive_versions(name)],
             "uploads": [{k: u[k] for k in ("id", "status", "version", "created_at", "finished_at")}
                         | {"summary": (u["report"] or {}).get("summary")} for u in store.uploads_of(name, 10)],
-            "matches": finished_matches(store, game, name, 1, per_page=10)["matches"],
-            "faults": store.bot_faults(name, 10),
+            "matches": matches["matches"], "matches_next": matches["next"],
+            "faults": faults["rows"], "faults_next": faults["next"],
         })
     failed = [{k: u[k] for k in ("id", "bot", "status", "created_at", "finished_at")}
               | {"summary": (u["report"] or {}).get("summary")} for u in store.failed_uploads(author["id"])]
-    return {"author": author["name"], "game": game, "contest": contest.config.name, "bots": bots,
-            "failed_uploads": failed}
+    age = pages.ratings_age(store, game)
+    return {"author": author["name"], "game": game, "contest": contest.config.name,
+            "ratings": {**age, "text": pages.describe_age(age)}, "bots": bots, "failed_uploads": failed}

@@ -9,11 +9,16 @@ Pages (HTML made here, every piece of user text through :func:`html.escape`; a s
 * ``POST /author/upload`` (a ``.tar.gz`` file field ``archive``), ``POST /author/remote``;
 * ``GET /author/uploads/{id}`` - an upload's status and the doctor's report;
 * ``GET /author/bots/{name}/output`` - the bot's captured output (plain text);
+* ``GET /author/bots/{name}/matches?before=ID``, ``GET /author/bots/{name}/failures?before=ID`` - the
+  bot's finished matches, or those it lost by its own fault, newest first, 20 a page older than
+  match ``ID`` (the own page shows the newest 10 of each, with a link to the next page): every list
+  pages by key (:mod:`arena.store.pages`), none grows with the history;
 * ``POST /author/bots/{name}/withdraw`` - the author withdraws their bot (results stay).
 
 API (``Authorization: Bearer NAME:SECRET``; JSON): ``POST /author/api/register``, ``GET
 /author/api/me``, ``POST /author/api/upload`` (the archive as the body), ``GET
-/author/api/uploads/{id}``, ``POST /author/api/remote``, ``GET /author/api/bots/{name}/output``, ``POST
+/author/api/uploads/{id}``, ``POST /author/api/remote``, ``GET /author/api/bots/{name}/output``, ``GET
+/author/api/bots/{name}/matches|failures?before=ID`` (``{"bot", "matches"|"failures", "next"}``), ``POST
 /author/api/bots/{name}/withdraw``.
 
 Protection:
@@ -45,6 +50,7 @@ import secrets
 import time
 from html import escape
 from typing import Any
+from urllib.parse import quote
 
 import msgspec
 import trio
@@ -69,12 +75,14 @@ from arena.net.accounts import (
     author_view,
     bot_output,
     own_upload,
+    owns,
     register,
     register_remote,
     split_token,
     withdraw,
 )
 from arena.net.auth import Authenticator, RateLimiter
+from arena.store import pages
 
 REQUEST_BURST = 120
 REQUESTS_PER_S = 2.0
@@ -286,16 +294,42 @@ def nav(request: Request, who: str | None) -> str:
             f'action="/author/logout">{hidden_csrf(request)}<button>log out</button></form></nav>')
 
 
+def faults_table(faults: list[dict[str, Any]]) -> str:
+    """The matches a bot lost by its own fault, escaped."""
+    rows = "".join(f'<tr><td><a href="/match/{escape(quote(f["match_key"], safe=""))}">{escape(f["match_key"])}</a>'
+                   f'</td><td>{escape(f["reason"] or "")}</td><td>{escape(f["detail"] or "")}</td>'
+                   f'<td>{_when(f["finished_at"])}</td></tr>' for f in faults)
+    return f'<table class="faults"><tr><th>match</th><th>how</th><th>detail</th><th>finished</th></tr>{rows}</table>'
+
+
+def matches_table(matches: list[dict[str, Any]]) -> str:
+    """A list of finished matches (:func:`arena.net.history.finished_matches`), escaped."""
+    rows = "".join(f'<tr><td><a class="replay" href="/match/{escape(quote(m["match_id"], safe=""))}">'
+                   f'{escape(m["match_id"])}</a></td><td>{escape(" v ".join(m["bots"]))}</td>'
+                   f'<td>{escape(m["winner"] or "-")}</td><td>{escape(m["reason"] or "")}</td>'
+                   f'<td>{_when(m["finished_at"])}</td></tr>' for m in matches)
+    return (f'<table class="matches"><tr><th>match</th><th>bots</th><th>winner</th><th>how</th><th>finished</th></tr>'
+            f'{rows}</table>')
+
+
+def older_link(path: str, before: int | None, text: str) -> str:
+    """A link to the next (older) page of a list at ``path`` (escaped), or nothing at its end."""
+    return "" if before is None else f'<p><a class="older" href="{path}?before={int(before)}">{escape(text)} ›</a></p>'
+
+
 def dashboard_html(request: Request, view: dict[str, Any]) -> str:
     """The author's page, escaped."""
     out = [nav(request, view["author"]), f'<h1>{escape(view["author"])}</h1>',
-           f'<p>Contest {escape(view["contest"])} ({escape(view["game"])}).</p>']
+           f'<p>Contest {escape(view["contest"])} ({escape(view["game"])}). <small id="ratings-age">'
+           f'{escape(view["ratings"]["text"])}; a provisional Elo (interval over '
+           f'±{view["ratings"]["provisional_ci95"]:.0f} or not known yet) is marked so.</small></p>']
     if not view["bots"]:
         out.append('<p id="no-bots">No bots yet: upload one below.</p>')
     for b in view["bots"]:
-        name = escape(b["bot"])
+        name, path = escape(b["bot"]), escape(quote(b["bot"], safe=""))
         rating = "-" if b["elo"] is None else f'{b["elo"]:.0f}' + (
-            f' ± {b["interval"]:.0f}' if b["interval"] is not None else "")
+            f' ± {b["interval"]:.0f}' if b["interval"] is not None else "") + (
+            " (provisional)" if b["provisional"] else "")
         out.append(f'<section class="bot" data-bot="{name}"><h2>{name} <small>({escape(b["kind"])})</small></h2>'
                    f'<p>state <b class="state">{escape(b["state"])}</b>, connected {"yes" if b["connected"] else "no"}'
                    f', Elo <span class="rating">{escape(rating)}</span> (95% interval), {b["games"]} games'
@@ -316,17 +350,11 @@ def dashboard_html(request: Request, view: dict[str, Any]) -> str:
             out.append(f'<table class="uploads"><tr><th>upload</th><th>status</th><th>doctor</th><th>sent</th></tr>'
                        f'{rows}</table>')
         if b["faults"]:
-            rows = "".join(f'<tr><td><a href="/match/{escape(f["match_key"])}">{escape(f["match_key"])}</a></td>'
-                           f'<td>{escape(f["reason"] or "")}</td><td>{escape(f["detail"] or "")}</td></tr>'
-                           for f in b["faults"])
-            out.append(f'<h3>failures</h3><table class="faults">{rows}</table>')
+            out.append(f'<h3>failures</h3>{faults_table(b["faults"])}'
+                       + older_link(f'/author/bots/{path}/failures', b["faults_next"], "older failures"))
         if b["matches"]:
-            rows = "".join(f'<tr><td><a class="replay" href="/match/{escape(m["match_id"])}">'
-                           f'{escape(m["match_id"])}</a></td><td>{escape(" v ".join(m["bots"]))}</td>'
-                           f'<td>{escape(m["winner"] or "-")}</td><td>{escape(m["reason"] or "")}</td></tr>'
-                           for m in b["matches"])
-            out.append(f'<h3>recent matches</h3><table class="matches"><tr><th>match</th><th>bots</th>'
-                       f'<th>winner</th><th>how</th></tr>{rows}</table>')
+            out.append(f'<h3>recent matches</h3>{matches_table(b["matches"])}'
+                       + older_link(f'/author/bots/{path}/matches', b["matches_next"], "older matches"))
         out.append(f'<p><a class="output" href="/author/bots/{name}/output">captured output</a></p>'
                    f'<form method="post" action="/author/bots/{name}/withdraw">{hidden_csrf(request)}'
                    f'<button class="withdraw">withdraw {name}</button> (its results stay; its code and '
@@ -531,6 +559,39 @@ def make_author_app(contest: Any) -> Starlette:
             raise HTTPException(404, "no such bot of yours")
         return PlainTextResponse(text or "(no output yet)")
 
+    def bot_list(request: Request) -> tuple[dict[str, Any], str, str, dict[str, Any]]:
+        """An own bot's older matches or failures (``/bots/{bot}/matches|failures?before=ID``):
+        ``(author, bot, which, page)``; 404 for a bot not theirs, 400 for a bad cursor."""
+        from arena.net.history import finished_matches
+
+        author = need(request)
+        bot, which = request.path_params["bot"], request.path_params["which"]
+        if which not in ("matches", "failures") or not owns(store, author, bot):
+            raise HTTPException(404, "no such bot of yours")
+        try:
+            before = pages.parse_id(request.query_params.get("before"), "before")
+        except pages.BadCursor as exc:
+            raise HTTPException(400, str(exc)) from None
+        if which == "matches":
+            got = finished_matches(store, cfg.game, bot, before=before, per_page=pages.HISTORY_PAGE)
+            return author, bot, which, {"matches": got["matches"], "next": got["next"]}
+        got = pages.fault_page(store, bot, before=before, limit=pages.HISTORY_PAGE)
+        return author, bot, which, {"failures": got["rows"], "next": got["next"]}
+
+    async def bot_list_page(request: Request) -> Response:
+        author, bot, which, got = bot_list(request)
+        path = f'/author/bots/{escape(quote(bot, safe=""))}/{which}'
+        table = matches_table(got["matches"]) if which == "matches" else faults_table(got["failures"])
+        empty = f'<p class="empty">No {"more " if request.query_params.get("before") else ""}{which}.</p>'
+        return page(f"{which} of {bot}", f'{nav(request, author["name"])}<h1>{escape(which.capitalize())} of '
+                    f'{escape(bot)}</h1>{table if got[which] else empty}'
+                    f'{older_link(path, got["next"], "older " + which)}'
+                    f'<p><a href="/author/">back to your page</a></p>')
+
+    async def api_bot_list(request: Request) -> Response:
+        _, bot, which, got = bot_list(request)
+        return JSONResponse({"bot": bot, **got})
+
     async def withdraw_form(request: Request) -> Response:
         author = need(request)
         await checked_form(request)
@@ -601,6 +662,7 @@ def make_author_app(contest: Any) -> Starlette:
         Route("/remote", remote_form, methods=["POST"]),
         Route("/uploads/{upload_id}", upload_page),
         Route("/bots/{bot}/output", output),
+        Route("/bots/{bot}/{which}", bot_list_page),
         Route("/bots/{bot}/withdraw", withdraw_form, methods=["POST"]),
         Route("/api/bots/{bot}/withdraw", api_withdraw, methods=["POST"]),
         Route("/api/register", api_register, methods=["POST"]),
@@ -609,6 +671,7 @@ def make_author_app(contest: Any) -> Starlette:
         Route("/api/uploads/{upload_id}", api_upload_status),
         Route("/api/remote", api_remote, methods=["POST"]),
         Route("/api/bots/{bot}/output", output),
+        Route("/api/bots/{bot}/{which}", api_bot_list),
     ]
     middleware = [
         Middleware(Guard, max_body=cfg.uploads.packed_bytes + 64 * 1024),

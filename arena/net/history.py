@@ -1,7 +1,10 @@
-"""Finished matches for the web page: a paged list, and the replay of one match.
+"""Finished matches for the web page: a list paged by key, and the replay of one match.
 
 :func:`finished_matches` pages through the finished (played, forfeited or aborted) matches of a
-game, newest first, optionally those of one bot.
+game, newest first (by match id), optionally those of one bot: a page holds the matches older than
+a ``before`` cursor, or the page newer than an ``after`` one, and gives the cursors of its
+neighbours (:func:`arena.store.pages.history_page`: keyset pagination, no ``OFFSET``, an index
+for each statement).
 
 :func:`replay_feed` turns a match log into the messages a spectator would have received live
 (``watch``, ``spectate``, ``reveal``, ``watch_end``; protocol.md), by playing the log's events
@@ -22,6 +25,7 @@ import msgspec
 from arena.match.log import LogEvent
 from arena.match.referee import MatchConfig
 from arena.net.spectate import SpectatorHub, Subscriber
+from arena.store import pages
 from arena.store.sqlite import Store
 
 
@@ -33,51 +37,38 @@ class NotReplayable(Exception):
         self.status = status
 
 
-def finished_matches(store: Store, game: str, bot: str | None = None, page: int = 1,
-                     per_page: int = 20) -> dict[str, Any]:
-    """Page ``page`` (from 1) of the finished matches of ``game``, newest first, only those of
-    ``bot`` if given: ``{"matches": [...], "page", "pages", "total", "bot"}``; each match is
-    ``{"match_id", "tournament", "bots", "winner" (a name or None), "reason", "scores", "deals",
-    "finished_at" (Unix seconds), "replay" (bool: a log exists)}``."""
-    where, args = "game=? AND status IN ('done', 'aborted')", [game]
-    if bot:
-        where += " AND (bot0=? OR bot1=?)"
-        args += [bot, bot]
-    total = store.db.execute(f"SELECT COUNT(*) FROM matches WHERE {where}", args).fetchone()[0]
-    pages = max(1, -(-total // per_page))
-    page = min(max(1, page), pages)
-    rows = store.db.execute(
-        f"SELECT match_key, tournament_id, bot0, bot1, winner, reason, score0, score1, deals, finished_at, log_path, "
-        f"EXISTS (SELECT 1 FROM match_logs l WHERE l.match_key=matches.match_key) AS stored_log "
-        f"FROM matches WHERE {where} ORDER BY finished_at IS NULL, finished_at DESC, id DESC "
-        "LIMIT ? OFFSET ?",
-        [*args, per_page, (page - 1) * per_page],
-    ).fetchall()
-    matches = [{"match_id": r["match_key"], "tournament": r["tournament_id"], "bots": [r["bot0"], r["bot1"]],
-                "winner": r["winner"], "reason": r["reason"], "scores": [r["score0"] or 0, r["score1"] or 0],
-                "deals": r["deals"] or 0, "finished_at": r["finished_at"],
-                "replay": bool(r["log_path"]) and (bool(r["stored_log"]) or Path(r["log_path"]).exists())}
-               for r in rows]
-    return {"matches": matches, "page": page, "pages": pages, "total": total, "bot": bot}
+def finished_matches(store: Store, game: str, bot: str | None = None, *, before: int | None = None,
+                     after: int | None = None, per_page: int = pages.HISTORY_PAGE) -> dict[str, Any]:
+    """A page of the finished matches of ``game``, newest first, only those of ``bot`` if given:
+    those older than match id ``before``, or the page just newer than ``after``, or the newest.
+    Returns ``{"matches": [...], "next" (the ``before`` of the older page, or None), "prev" (the
+    ``after`` of the newer page, or None), "results" (results so far, of the game or of the bot;
+    aborted matches are listed, not counted), "bot"}``; each match is ``{"id", "match_id",
+    "tournament", "bots", "winner" (a name or None), "reason", "scores", "deals", "finished_at"
+    (Unix seconds or None), "replay" (bool: a log exists)}``. Raises
+    :class:`arena.store.pages.BadCursor` for ``per_page`` over :data:`arena.store.pages.MAX_PAGE`."""
+    page = pages.history_page(store, game, bot=bot, before=before, after=after, limit=per_page)
+    matches = [{"id": r["id"], "match_id": r["match_key"], "tournament": r["tournament_id"],
+                "bots": [r["bot0"], r["bot1"]], "winner": r["winner"], "reason": r["reason"],
+                "scores": [r["score0"] or 0, r["score1"] or 0], "deals": r["deals"] or 0,
+                "finished_at": r["finished_at"],
+                "replay": bool(r["log_path"]) and (r["stored_log"] or Path(r["log_path"]).exists())}
+               for r in page["rows"]]
+    return {"matches": matches, "next": page["next"], "prev": page["prev"], "results": page["results"], "bot": bot}
 
 
 def replay_feed(store: Store, match_id: str) -> list[bytes]:
     """The spectator messages (encoded JSON, one per item) of finished match ``match_id``,
     regenerated from its log; see the module docstring. Raises :class:`NotReplayable` (404: no
     such match or no log; 409: still in play, or its duplicate twin is)."""
-    row = store.db.execute("SELECT status, pair_key, log_path, tournament_id FROM matches WHERE match_key=?",
-                           (match_id,)).fetchone()
+    row = pages.replay_row(store, match_id)
     if row is None:
         raise NotReplayable(f"no match {match_id}", 404)
     if row["status"] == "pending":
         raise NotReplayable(f"{match_id} is not over: watch it live", 409)
-    if row["pair_key"] is not None:
-        twin_pending = store.db.execute(
-            "SELECT COUNT(*) FROM matches WHERE tournament_id=? AND pair_key=? AND status='pending'",
-            (row["tournament_id"], row["pair_key"])).fetchone()[0]
-        if twin_pending:
-            raise NotReplayable(f"the twin of {match_id} in its duplicate pair is still being played: "
-                                "the replay opens when it is over", 409)
+    if row["pair_key"] is not None and pages.twin_pending(store, row["tournament_id"], row["pair_key"]):
+        raise NotReplayable(f"the twin of {match_id} in its duplicate pair is still being played: "
+                            "the replay opens when it is over", 409)
     raw = store.match_log_bytes(match_id, row["log_path"]) if row["log_path"] else None
     if raw is None:  # the file on this host, else the copy a worker committed
         raise NotReplayable(f"no log for {match_id}", 404)

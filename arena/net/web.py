@@ -4,16 +4,18 @@ Routes:
 
 * ``GET /`` - the page (``arena/net/static/index.html``): leaderboard, matches in play, and a live
   view of one match, updated without reloading from the event stream below;
-* ``GET /api/leaderboard`` - the persistent ladder of the contest's game, with wins, losses
-  and draws, as JSON;
+* ``GET /api/leaderboard?after=BOT|before=BOT&q=PREFIX&limit=N`` - a page of the persistent ladder
+  of the contest's game (:func:`leaderboard_page`: 50 bots, best first, keyed on the rating and
+  the name; ``q``: the bots whose name starts with it, any case, by name), with games and score,
+  how old the ratings are and which are provisional, as JSON;
 * ``GET /api/matches`` - the matches in play;
 * ``GET /api/events`` - server-sent events: every message of the spectator feed
   (:mod:`arena.net.spectate`: ``watch``, ``spectate``, ``reveal``, ``watch_end``) as ``data:``
   lines, plus ``{"type": "leaderboard"}`` whenever a match starts or ends. The page therefore
   sees exactly what a TCP spectator sees: hidden cards only once they cannot help a bot;
 * ``GET /metrics`` - Prometheus text exposition (:mod:`arena.metrics`);
-* ``GET /api/history?bot=NAME&page=N`` - finished matches, newest first, 20 a page
-  (:func:`arena.net.history.finished_matches`);
+* ``GET /api/history?bot=NAME&before=ID|after=ID&limit=N`` - finished matches, newest first, 20 a
+  page, paged by match id (:func:`arena.net.history.finished_matches`);
 * ``GET /api/replay/{match_id}`` - a finished match as the spectator messages of its public log
   (:func:`arena.net.history.replay_feed`: hidden cards only in each deal's ``reveal``), for the page
   to replay in its table view; 404 for an unknown match, 409 while it or its duplicate twin is
@@ -21,14 +23,19 @@ Routes:
 * ``GET /match/{match_id}`` - the page, opening that match's replay (a URL per match);
 * ``/author/...`` - bot authors' accounts, uploads and own pages (:mod:`arena.net.author_pages`).
 
-``/api/leaderboard`` also gives ``launched`` (:func:`launched_bots`) and ``state``:
-``"running"``, or ``"over"`` once the contest has played its ``max_matches`` (and nothing is in
-play) or is shutting down.
+A cursor or limit that is not one a page gave is a 400 with one line (``{"error": "bad_cursor",
+"message"}``). Every statement these routes run is in :mod:`arena.store.pages`, each answered
+through an index (tests/test_query_plans.py), so a page costs the same on the last day of a
+season as on the first.
+
+``/api/leaderboard`` also gives ``launched`` (:func:`launched_bots`: at most
+:data:`LAUNCHED_SHOWN`, the failing ones first) and ``state``: ``"running"``, or ``"over"`` once
+the contest has played its ``max_matches`` (and nothing is in play) or is shutting down.
 """
 
 from __future__ import annotations
 
-import math
+import heapq
 from html import escape
 from importlib import resources
 from typing import Any
@@ -44,6 +51,7 @@ from starlette.routing import Mount, Route
 
 from arena.metrics import METRICS
 from arena.net.spectate import Subscriber
+from arena.store import pages
 
 Contest = Any
 """An :class:`arena.schedule.contest.Contest` (not imported: the contest starts this module's server, and
@@ -52,35 +60,44 @@ importing it back would make a cycle)."""
 LEADERBOARD_CHANGED = b'{"type":"leaderboard"}\n'
 
 
-def leaderboard(contest: Contest) -> list[dict[str, Any]]:
-    """The ladder of the contest's game, best first: ``rank``, ``bot``, ``elo`` (maximum
-    likelihood, :mod:`arena.stats.ladder`), ``interval`` (half-width of its 95% interval, Elo points;
-    ``None`` until the bot's ladder row has been refitted), ``games`` (matches), ``wins``,
-    ``losses``, ``draws``, ``connected``."""
+LAUNCHED_SHOWN = 100
+"""At most this many launched bots in ``/api/leaderboard``'s ``launched`` (the failing ones first)."""
+
+
+def leaderboard_page(contest: Contest, *, after: str | None = None, before: str | None = None,
+                     q: str | None = None, limit: int | None = None) -> dict[str, Any]:
+    """A page of the ladder of the contest's game (:func:`arena.store.pages.leaderboard_page`,
+    whose arguments these are): ``{"leaderboard": [rows], "next", "prev", "q", "bots",
+    "ratings"}``. Each row: ``rank``, ``bot``, ``elo`` (maximum likelihood, :mod:`arena.stats.ladder`),
+    ``interval`` (half-width of its 95% interval, Elo points; ``None`` until the bot has been
+    fitted), ``provisional`` (interval unknown or wider than ``ratings.provisional_ci95``),
+    ``games`` (finished matches, aborted ones aside, counted now: the ratings may lag them),
+    ``points`` (1 a win, ½ a draw), ``score`` (points / games, None before a game),
+    ``connected``. ``ratings``: how old the ratings are (:func:`arena.store.pages.ratings_age`,
+    with ``text``: "ratings fitted 12 s ago, 3 results since"). Raises
+    :class:`arena.store.pages.BadCursor` for a bad ``limit``, prefix or cursor."""
     store, game = contest.store, contest.config.game
-    tally: dict[str, list[int]] = {}
-    for b0, b1, w in store.db.execute(
-        "SELECT bot0, bot1, winner_seat FROM matches WHERE game=? AND status='done'", (game,)
-    ):
-        for seat, bot in ((0, b0), (1, b1)):
-            t = tally.setdefault(bot, [0, 0, 0])
-            t[0 if w == seat else 2 if w is None else 1] += 1
-    out = []
-    for rank, (bot, elo, ci95, games) in enumerate(store.ladder_intervals(game), 1):
-        w, lo, d = tally.get(bot, [0, 0, 0])
-        out.append({"rank": rank, "bot": bot, "elo": round(elo, 1),
-                    "interval": round(ci95, 1) if math.isfinite(ci95) else None, "games": games, "wins": w,
-                    "losses": lo, "draws": d, "connected": bot in contest.server.bots})
-    return out
+    page = pages.leaderboard_page(store, game, after=after, before=before, q=q, limit=limit)
+    rows = [{"rank": r["rank"], "bot": r["bot"], "elo": round(r["elo"], 1),
+             "interval": None if r["ci95"] is None else round(r["ci95"], 1), "provisional": r["provisional"],
+             "games": r["games"], "points": r["points"],
+             "score": round(r["points"] / r["games"], 4) if r["games"] else None,
+             "connected": r["bot"] in contest.server.bots} for r in page["rows"]]
+    age = pages.ratings_age(store, game)
+    return {"leaderboard": rows, "next": page["next"], "prev": page["prev"], "q": page["q"], "bots": page["bots"],
+            "ratings": {**age, "text": pages.describe_age(age)}}
 
 
-def launched_bots(contest: Contest) -> list[dict[str, Any]]:
+def launched_bots(contest: Contest, shown: int = LAUNCHED_SHOWN) -> list[dict[str, Any]]:
     """The bots the server launches, with their supervision state (:mod:`arena.schedule.supervisor`):
-    ``{"bot", "state", "failures", "last_output" (lines)}``, by name. An author's bot's output is
-    for its author only (their page, :mod:`arena.net.author_pages`): empty here."""
+    ``{"bot", "state", "failures", "last_output" (lines)}``; at most ``shown`` of them, those
+    failing (``backoff``, ``disabled``) first, then by name. An author's bot's output is for its
+    author only (their page, :mod:`arena.net.author_pages`): empty here."""
+    chosen = heapq.nsmallest(shown, contest.supervisor.bots.values(),
+                             key=lambda h: (h.state not in ("backoff", "disabled"), h.name))
     return [{"bot": h.name, "state": h.state, "failures": h.failures,
              "last_output": [] if contest.store.bot_owner(h.name) else h.last_output}
-            for h in sorted(contest.supervisor.bots.values(), key=lambda h: h.name)]
+            for h in chosen]
 
 
 def contest_state(contest: Contest) -> str:
@@ -106,20 +123,41 @@ def make_app(contest: Contest) -> Starlette:
         html = resources.files("arena.net").joinpath("static/index.html").read_text(encoding="utf-8")
         return HTMLResponse(html.replace("{{CONTEST}}", escape(contest.config.name)))
 
+    def bad_cursor(exc: pages.BadCursor) -> Response:
+        return JSONResponse({"error": "bad_cursor", "message": str(exc)}, status_code=400)
+
+    def limit_of(request: Request) -> int | None:
+        value = request.query_params.get("limit")
+        if not value:
+            return None
+        if not value.isdigit():
+            raise pages.BadCursor(f"limit must be a number from 1 to {pages.MAX_PAGE}")
+        return int(value)
+
     async def api_leaderboard(request: Request) -> Response:
-        return JSONResponse({"game": contest.config.game, "contest": contest.config.name,
-                             "leaderboard": leaderboard(contest), "state": contest_state(contest),
-                             "launched": launched_bots(contest)})
+        params = request.query_params
+        try:
+            board = leaderboard_page(contest, after=params.get("after") or None, before=params.get("before") or None,
+                                     q=params.get("q") or None, limit=limit_of(request))
+        except pages.BadCursor as exc:
+            return bad_cursor(exc)
+        launched = launched_bots(contest)
+        return JSONResponse({"game": contest.config.game, "contest": contest.config.name, **board,
+                             "state": contest_state(contest), "launched": launched,
+                             "launched_total": len(contest.supervisor.bots)})
 
     async def api_history(request: Request) -> Response:
         from arena.net.history import finished_matches
 
+        params = request.query_params
         try:
-            page = int(request.query_params.get("page", "1"))
-        except ValueError:
-            page = 1
-        bot = request.query_params.get("bot") or None
-        return JSONResponse(finished_matches(contest.store, contest.config.game, bot, page))
+            before, after = pages.parse_id(params.get("before"), "before"), pages.parse_id(params.get("after"), "after")
+            limit = limit_of(request)
+            return JSONResponse(finished_matches(contest.store, contest.config.game, params.get("bot") or None,
+                                                 before=before, after=after,
+                                                 per_page=pages.HISTORY_PAGE if limit is None else limit))
+        except pages.BadCursor as exc:
+            return bad_cursor(exc)
 
     async def api_replay(request: Request) -> Response:
         from arena.net.history import NotReplayable, replay_feed

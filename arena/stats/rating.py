@@ -60,6 +60,9 @@ _SCALE = 400.0 / math.log(10.0)  # Elo points per natural-log unit of strength
 Z95 = 1.959963984540054
 """The two-sided 95% normal quantile: intervals are ``± Z95 * sd``."""
 
+PROVISIONAL_CI95 = 100.0
+"""A rating whose 95% half-width (Elo points) is wider than this, or unknown, is shown as provisional."""
+
 
 class Rating(msgspec.Struct):
     """A bot's fitted rating: ``elo`` with a 95% interval ``± ci95``, games and results."""

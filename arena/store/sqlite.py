@@ -311,6 +311,25 @@ TABLE t ADD COLUMN c`` is skipped when ``t`` has ``c`` already, so every step ca
 
 _ADD_COLUMN = re.compile(r"^\s*ALTER\s+TABLE\s+(\w+)\s+ADD\s+COLUMN\s+(\w+)", re.I)
 
+PAGE_INDEXES = [
+    # a game's finished matches, newest first (the history page), without the pending ones
+    "CREATE INDEX IF NOT EXISTS matches_done ON matches(game, id) WHERE status<>'pending'",
+    # one bot's finished matches in each seat, newest first
+    "CREATE INDEX IF NOT EXISTS matches_bot0_done ON matches(game, bot0, id) WHERE status<>'pending'",
+    "CREATE INDEX IF NOT EXISTS matches_bot1_done ON matches(game, bot1, id) WHERE status<>'pending'",
+    # the matches a bot lost by its own fault (few: small indexes)
+    "CREATE INDEX IF NOT EXISTS matches_faults0 ON matches(bot0, id) WHERE faulty_seat=0",
+    "CREATE INDEX IF NOT EXISTS matches_faults1 ON matches(bot1, id) WHERE faulty_seat=1",
+    # the leaderboard by rank, and its search by a prefix of the name in any case
+    "CREATE INDEX IF NOT EXISTS ladder_by_elo ON ladder(game, elo DESC, bot)",
+    "CREATE INDEX IF NOT EXISTS ladder_by_name ON ladder(game, lower(bot), bot)",
+    # a bot's games and points from its units, as either side (covering: read in the index alone)
+    "CREATE INDEX IF NOT EXISTS ladder_units_by_a ON ladder_units(game, a, points, games, n)",
+    "CREATE INDEX IF NOT EXISTS ladder_units_by_b ON ladder_units(game, b, points, games, n)",
+]
+"""The indexes of the web pages' statements (:mod:`arena.store.pages`), made at every open (a
+database of any version gets them; on a large existing one the first open builds them once)."""
+
 SCRYPT = {"n": 2**14, "r": 8, "p": 1}
 """scrypt cost parameters for the hashes of tokens a person chose (16 MiB and about 30 ms per
 check on one core)."""
@@ -499,6 +518,8 @@ class Store:
                         continue  # the column is there already (a version set back by hand): nothing to add
                     self.db.execute(statement)
                 self.db.execute(f"PRAGMA user_version={step}")
+        for index in PAGE_INDEXES:  # idempotent too: what the pages read (arena.store.pages), once the tables exist
+            self.db.execute(index)
         if version < 1 and SCHEMA_VERSION == 1:
             self.db.execute("PRAGMA user_version=1")
         # idempotent indexes of tables made by the steps above

@@ -1,0 +1,432 @@
+"""The read side of the web pages, the ``/api`` endpoints and ``arena bots list``: every SQL
+statement they run, each one answered through an index, in time proportional to what it returns.
+
+A season has 10,000 bots and 10 million matches (design.md, "A season"). No listing here counts
+or skips the history: every list pages **by key**, never with ``OFFSET``:
+
+* match lists (a game's history, one bot's, an author's bot's failures) go newest first by the
+  match's ``id``: ``before=ID`` gives the matches older than ``ID`` (``WHERE id < ? ORDER BY id
+  DESC LIMIT ?``), ``after=ID`` the page newer than ``ID`` (read upwards, then reversed);
+* the leaderboard goes by rating, best first, keyed on ``(elo, bot)``: ``after=BOT`` gives the
+  bots ranked below ``BOT``, ``before=BOT`` those above; a search (``q``) is a case-insensitive
+  prefix of the name, listed by name (keyed on ``(lower(bot), bot)``), each row with its rank;
+* counts come from the counters each result keeps (``ladder_state.results``, ``pair_counts``,
+  ``ladder_units`` for a bot's games and points), never from ``COUNT(*)`` over ``matches``: a
+  page of the leaderboard costs the same after a bot's 10th match as after its 10,000th.
+
+The indexes these statements need are made by :meth:`arena.store.sqlite.Store._migrate`
+(:data:`arena.store.sqlite.PAGE_INDEXES`); :data:`PLAN_CASES` lists every statement with example parameters, and
+tests/test_query_plans.py reads each one's query plan on SQLite and PostgreSQL and fails on a full
+scan of ``matches``.
+
+**How old the ratings are.** The ladder is fitted in the background (issue 21): the table
+``ladder_state`` says when the last fit ran and how many results it had seen; :func:`ratings_age`
+turns that into "fitted N s ago, M results since". A rating is *provisional* while its 95%
+interval is unknown or wider than :data:`arena.stats.rating.PROVISIONAL_CI95` (:func:`is_provisional`).
+
+Names are user data: this module returns them as stored; every page escapes them.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+from arena.stats.rating import PROVISIONAL_CI95
+
+LEADERBOARD_PAGE = 50
+"""Bots on a page of the leaderboard."""
+HISTORY_PAGE = 20
+"""Matches on a page of a history."""
+MAX_PAGE = 100
+"""Most rows a caller may ask for in one page (``limit``)."""
+NO_ID = 2**62
+"""The ``before`` of a first page: above every match id."""
+
+MATCH_COLUMNS = "id, match_key, tournament_id, bot0, bot1, winner, reason, score0, score1, deals, finished_at, log_path"
+"""What a match list shows of each match."""
+
+
+def _in(n: int) -> str:
+    """``?,?,...`` for an ``IN`` list of ``n`` values."""
+    return ",".join("?" * max(1, n))
+
+
+SQL: dict[str, str] = {
+    # how old the ratings are (one row per game; arena.store.sqlite, schema 8)
+    "ratings_state": "SELECT results, fitted_results, fitted_at, fit_ms FROM ladder_state WHERE game=?",
+    # the leaderboard by rank: ladder_by_elo (game, elo DESC, bot)
+    "ladder_top": "SELECT bot, elo, ci95, games FROM ladder WHERE game=? ORDER BY elo DESC, bot LIMIT ?",
+    "ladder_below": "SELECT bot, elo, ci95, games FROM ladder WHERE game=? AND elo<=? AND (elo<? OR bot>?) "
+                    "ORDER BY elo DESC, bot LIMIT ?",
+    "ladder_above": "SELECT bot, elo, ci95, games FROM ladder WHERE game=? AND elo>=? AND (elo>? OR bot<?) "
+                    "ORDER BY elo, bot DESC LIMIT ?",
+    "ladder_rank": "SELECT COUNT(*) FROM ladder WHERE game=? AND elo>=? AND (elo>? OR bot<?)",
+    # the ranks of a page of search results, in one pass down the ladder to the lowest of them
+    "ladder_ranks": "SELECT bot, r FROM (SELECT bot, ROW_NUMBER() OVER (ORDER BY elo DESC, bot) AS r FROM ladder "
+                    "WHERE game=? AND elo>=?) AS ranked WHERE bot IN ({})",
+    "ladder_size": "SELECT COUNT(*) FROM ladder WHERE game=?",
+    # one bot's rating: the primary key (game, bot)
+    "ladder_row": "SELECT bot, elo, ci95, games FROM ladder WHERE game=? AND bot=?",
+    # a prefix of the name, any case: ladder_by_name (game, lower(bot), bot)
+    "ladder_search": "SELECT bot, elo, ci95, games FROM ladder WHERE game=? AND lower(bot)>=? AND lower(bot)<? "
+                     "AND (lower(bot)>? OR bot>?) ORDER BY lower(bot), bot LIMIT ?",
+    "ladder_search_back": "SELECT bot, elo, ci95, games FROM ladder WHERE game=? AND lower(bot)>=? AND lower(bot)<=? "
+                          "AND (lower(bot)<? OR bot<?) ORDER BY lower(bot) DESC, bot DESC LIMIT ?",
+    # games and points of the bots on a page, from the units each result keeps (arena.stats.ladder:
+    # a match, or a duplicate pair's two; a's points, b has the rest): ladder_units_by_a/b cover
+    # them, a few rows per opponent and outcome, however many matches were played
+    "scores_as_a": "SELECT a, SUM(games*n), SUM(points*n) FROM ladder_units WHERE game=? AND a IN ({}) GROUP BY a",
+    "scores_as_b": "SELECT b, SUM(games*n), SUM((games-points)*n) FROM ladder_units WHERE game=? AND b IN ({}) "
+                   "GROUP BY b",
+    # a game's finished matches: matches_done (game, id) WHERE status<>'pending'
+    "history_older": f"SELECT {MATCH_COLUMNS} FROM matches WHERE game=? AND status<>'pending' AND id<? "
+                     "ORDER BY id DESC LIMIT ?",
+    "history_newer": f"SELECT {MATCH_COLUMNS} FROM matches WHERE game=? AND status<>'pending' AND id>? "
+                     "ORDER BY id LIMIT ?",
+    # one bot's: its matches in either seat, each side by matches_bot0/1_done (game, botN, id)
+    # WHERE status<>'pending', merged
+    "bot_history_older": f"SELECT {MATCH_COLUMNS} FROM (SELECT {MATCH_COLUMNS} FROM matches WHERE game=? AND bot0=? "
+                         "AND status<>'pending' AND id<? ORDER BY id DESC LIMIT ?) AS s0 UNION ALL "
+                         f"SELECT {MATCH_COLUMNS} FROM (SELECT {MATCH_COLUMNS} FROM matches WHERE game=? AND bot1=? "
+                         "AND status<>'pending' AND id<? ORDER BY id DESC LIMIT ?) AS s1 ORDER BY id DESC LIMIT ?",
+    "bot_history_newer": f"SELECT {MATCH_COLUMNS} FROM (SELECT {MATCH_COLUMNS} FROM matches WHERE game=? AND bot0=? "
+                         "AND status<>'pending' AND id>? ORDER BY id LIMIT ?) AS s0 UNION ALL "
+                         f"SELECT {MATCH_COLUMNS} FROM (SELECT {MATCH_COLUMNS} FROM matches WHERE game=? AND bot1=? "
+                         "AND status<>'pending' AND id>? ORDER BY id LIMIT ?) AS s1 ORDER BY id LIMIT ?",
+    # results (not aborted) so far: the counters each result keeps
+    "bot_results": "SELECT COALESCE(SUM(n), 0) FROM pair_counts WHERE game=? AND a=?",
+    # which of a page's matches have their log stored in the database: the primary key
+    "stored_logs": "SELECT match_key FROM match_logs WHERE match_key IN ({})",
+    # the matches a bot lost by its own fault: matches_faults0/1 (botN, id) WHERE faulty_seat=N
+    "faults_older": "SELECT id, match_key, reason, detail, finished_at FROM (SELECT id, match_key, reason, detail, "
+                    "finished_at FROM matches WHERE bot0=? AND faulty_seat=0 AND status='done' AND id<? "
+                    "ORDER BY id DESC LIMIT ?) AS f0 UNION ALL SELECT id, match_key, reason, detail, finished_at "
+                    "FROM (SELECT id, match_key, reason, detail, finished_at FROM matches WHERE bot1=? AND "
+                    "faulty_seat=1 AND status='done' AND id<? ORDER BY id DESC LIMIT ?) AS f1 ORDER BY id DESC LIMIT ?",
+    # a replay: the match by its key (unique), its duplicate twin by matches_by_pair
+    "replay_match": "SELECT status, pair_key, log_path, tournament_id FROM matches WHERE match_key=?",
+    "twin_pending": "SELECT COUNT(*) FROM matches WHERE tournament_id=? AND pair_key=? AND status='pending'",
+    # `arena bots list`: every registered bot once, its rating by the ladder's primary key
+    "bots_list": "SELECT b.name, s.name IS NOT NULL, l.elo, l.ci95, COALESCE(l.games, 0) FROM bots b "
+                 "LEFT JOIN submissions s ON s.name=b.name LEFT JOIN ladder l ON l.game=? AND l.bot=b.name "
+                 "ORDER BY b.name",
+    "bot_status": "SELECT name, state, failures, next_launch, last_output, connected, updated_at FROM bot_status",
+}
+"""Every statement of this module by name (``{}``: an ``IN`` list, filled by :func:`_in`)."""
+
+PLAN_CASES: list[tuple[str, str, tuple]] = [
+    ("ratings_state", SQL["ratings_state"], ("ecarte",)),
+    ("ladder_top", SQL["ladder_top"], ("ecarte", 50)),
+    ("ladder_below", SQL["ladder_below"], ("ecarte", 1500.0, 1500.0, "bot00042", 50)),
+    ("ladder_above", SQL["ladder_above"], ("ecarte", 1500.0, 1500.0, "bot00042", 50)),
+    ("ladder_rank", SQL["ladder_rank"], ("ecarte", 1500.0, 1500.0, "bot00042")),
+    ("ladder_ranks", SQL["ladder_ranks"].format(_in(3)), ("ecarte", 1400.0, "bot00001", "bot00002", "bot00003")),
+    ("ladder_size", SQL["ladder_size"], ("ecarte",)),
+    ("ladder_row", SQL["ladder_row"], ("ecarte", "bot00042")),
+    ("ladder_search", SQL["ladder_search"], ("ecarte", "bot0004", "bot0005", "", "", 50)),
+    ("ladder_search_back", SQL["ladder_search_back"], ("ecarte", "bot0004", "bot00045", "bot00045", "bot00045", 50)),
+    ("scores_as_a", SQL["scores_as_a"].format(_in(3)), ("ecarte", "bot00001", "bot00002", "bot00003")),
+    ("scores_as_b", SQL["scores_as_b"].format(_in(3)), ("ecarte", "bot00001", "bot00002", "bot00003")),
+    ("history_older", SQL["history_older"], ("ecarte", NO_ID, 21)),
+    ("history_older_deep", SQL["history_older"], ("ecarte", 1000, 21)),
+    ("history_newer", SQL["history_newer"], ("ecarte", 1000, 21)),
+    ("bot_history_older", SQL["bot_history_older"], ("ecarte", "bot00042", NO_ID, 21) * 2 + (21,)),
+    ("bot_history_newer", SQL["bot_history_newer"], ("ecarte", "bot00042", 1000, 21) * 2 + (21,)),
+    ("bot_results", SQL["bot_results"], ("ecarte", "bot00042")),
+    ("stored_logs", SQL["stored_logs"].format(_in(3)), ("t1-m1", "t1-m2", "t1-m3")),
+    ("faults_older", SQL["faults_older"], ("bot00042", NO_ID, 11, "bot00042", NO_ID, 11, 11)),
+    ("replay_match", SQL["replay_match"], ("t1-m1",)),
+    ("twin_pending", SQL["twin_pending"], (1, "p1")),
+    ("bots_list", SQL["bots_list"], ("ecarte",)),
+    ("bot_status", SQL["bot_status"], ()),
+]
+"""``(name, statement, example parameters)`` of every statement above, for the query-plan test
+(tests/test_query_plans.py reads this list: add the scheduler's statements beside these)."""
+
+
+class BadCursor(ValueError):
+    """A ``before``/``after``/``limit`` value that is not one a page gave (one line, to show)."""
+
+
+# ------------------------------------------------------------------------------ ratings
+
+
+def is_provisional(ci95: float | None) -> bool:
+    """True for a rating still provisional: its 95% half-width (Elo points) unknown (None, NaN,
+    infinite) or wider than :data:`~arena.stats.rating.PROVISIONAL_CI95`."""
+    return ci95 is None or not math.isfinite(ci95) or ci95 > PROVISIONAL_CI95
+
+
+def ratings_age(store: Any, game: str, now: float | None = None) -> dict[str, Any]:
+    """How old the ratings of ``game`` are: ``{"results" (recorded so far), "fitted_results"
+    (seen by the last fit), "lag_results" (recorded since), "fitted_at" (Unix seconds, None
+    before the first fit), "age_s" (seconds since, None before the first fit), "fit_ms" (how
+    long that fit took), "provisional_ci95" (the width, Elo points, above which a rating is
+    provisional)}``. One primary-key read."""
+    row = store.db.execute(SQL["ratings_state"], (game,)).fetchone()
+    results, fitted, at, fit_ms = (row[0], row[1], row[2], row[3]) if row else (0, 0, None, None)
+    now = time.time() if now is None else now
+    return {"results": results, "fitted_results": fitted, "lag_results": max(0, results - fitted),
+            "fitted_at": at, "age_s": None if at is None else round(max(0.0, now - at), 1), "fit_ms": fit_ms,
+            "provisional_ci95": PROVISIONAL_CI95}
+
+
+def describe_age(age: dict[str, Any]) -> str:
+    """One line for a page or the terminal: ``ratings fitted 12 s ago, 3 results since`` (or
+    ``not fitted yet``), from :func:`ratings_age`."""
+    lag = age["lag_results"]
+    since = f"{lag:,} result{'' if lag == 1 else 's'} since"
+    if age["fitted_at"] is None:
+        return f"ratings not fitted yet ({since.replace(' since', ' so far')})"
+    s = age["age_s"]
+    ago = f"{s:.0f} s" if s < 120 else f"{s / 60:.0f} min" if s < 7200 else f"{s / 3600:.1f} h"
+    return f"ratings fitted {ago} ago, {since}"
+
+
+def _rating_row(r: Any) -> dict[str, Any]:
+    ci95 = r[2]
+    return {"bot": r[0], "elo": r[1], "ci95": None if ci95 is None or not math.isfinite(ci95) else ci95,
+            "provisional": is_provisional(ci95), "games": r[3]}
+
+
+def bot_ratings(store: Any, game: str, bots: list[str]) -> dict[str, dict[str, Any]]:
+    """The ladder rows of ``bots`` (those that have one): ``{bot: {"bot", "elo", "ci95" (None
+    if unknown), "provisional", "games" (at the last fit)}}``, one primary-key read each."""
+    out = {}
+    for bot in bots:
+        row = store.db.execute(SQL["ladder_row"], (game, bot)).fetchone()
+        if row is not None:
+            out[bot] = _rating_row(row)
+    return out
+
+
+def rank_of(store: Any, game: str, elo: float, bot: str) -> int:
+    """The rank (from 1) of a ladder row: 1 + the rows before it by ``elo`` descending, then
+    name. Reads the index entries above it."""
+    return 1 + store.db.execute(SQL["ladder_rank"], (game, elo, elo, bot)).fetchone()[0]
+
+
+def _scores(store: Any, game: str, bots: list[str]) -> dict[str, tuple[int, float]]:
+    """``{bot: (games, points)}``: the finished (not aborted) matches of each of ``bots`` and the
+    points it made in them (1 a win, ½ a draw), from ``ladder_units``."""
+    out = {b: (0, 0.0) for b in bots}
+    if not bots:
+        return out
+    for key in ("scores_as_a", "scores_as_b"):
+        for bot, games, points in store.db.execute(SQL[key].format(_in(len(bots))), (game, *bots)):
+            had = out[bot]
+            out[bot] = (had[0] + int(games or 0), had[1] + float(points or 0.0))
+    return out
+
+
+def _limit(limit: int | None, default: int) -> int:
+    if limit is None:
+        return default
+    if not 1 <= limit <= MAX_PAGE:
+        raise BadCursor(f"limit must be 1 to {MAX_PAGE}")
+    return limit
+
+
+MAX_TEXT = 64
+"""Longest name, prefix or cursor a URL may give (the names of :mod:`arena.names` have 32)."""
+
+
+def check_text(value: str | None, name: str) -> str | None:
+    """A name, a prefix or a cursor from a URL as given (None when absent), or
+    :class:`BadCursor`: over :data:`MAX_TEXT` characters, a control character, or not text
+    (a lone surrogate) - what no name holds and a database may refuse."""
+    if value is None or value == "":
+        return None
+    if len(value) > MAX_TEXT or any(c < " " or c == "\x7f" or "\ud800" <= c <= "\udfff" for c in value):
+        raise BadCursor(f"{name} must be a bot's name or the start of one (at most {MAX_TEXT} printable characters)")
+    return value
+
+
+def _ascii_lower(text: str) -> str:
+    """``text`` with A-Z lowered, as SQL's ``lower()`` does on both backends (SQLite lowers ASCII
+    only; PostgreSQL's C collation too)."""
+    return "".join(chr(ord(c) + 32) if "A" <= c <= "Z" else c for c in text)
+
+
+def _prefix_bounds(q: str) -> tuple[str, str]:
+    """The range ``[lo, hi)`` of lower-cased names that start with ``q`` (any case)."""
+    lo = _ascii_lower(q)
+    if lo[-1] == "\U0010ffff":  # no character above: every name from lo on
+        return lo, "\U0010ffff" * (MAX_TEXT + 1)
+    return lo, lo[:-1] + chr(ord(lo[-1]) + 1)
+
+
+def leaderboard_page(store: Any, game: str, *, after: str | None = None, before: str | None = None,
+                     q: str | None = None, limit: int | None = None) -> dict[str, Any]:
+    """A page of the ladder of ``game``.
+
+    Without ``q``: best first, ``limit`` (default :data:`LEADERBOARD_PAGE`) bots ranked just below
+    bot ``after``, or just above bot ``before``, or the top. With ``q`` (a name prefix, any case):
+    the bots whose name starts with it, by name, after/before the named bot in that order.
+
+    Returns ``{"rows": [{"rank", "bot", "elo", "ci95", "provisional", "games" (finished, not
+    aborted, matches, counted now: the ratings may lag them), "points" (1 a win, ½ a draw)}],
+    "next" (the ``after`` of the next page,
+    or None), "prev" (the ``before`` of the previous page, or None), "q", "bots" (bots in the
+    ladder)}``. A cursor naming no bot of the ladder gives the first page. Reads the page's rows,
+    the index entries above them (their ranks) and their units (a few per opponent and outcome), never a whole
+    table nor a bot's matches. Raises :class:`BadCursor` for a ``limit`` out of 1-:data:`MAX_PAGE`, or a
+    prefix or cursor that no name could be (:func:`check_text`)."""
+    n = _limit(limit, LEADERBOARD_PAGE)
+    db = store.db
+    q = check_text(q.strip() if q else None, "q")
+    after, before = check_text(after, "after"), check_text(before, "before")
+    cursor_name = before if before is not None else after
+    cursor = db.execute(SQL["ladder_row"], (game, cursor_name)).fetchone() if cursor_name else None
+    backwards = cursor is not None and before is not None
+    if q:
+        lo, hi = _prefix_bounds(q)
+        if backwards:
+            key = _ascii_lower(cursor[0])
+            rows = db.execute(SQL["ladder_search_back"], (game, lo, key, key, cursor[0], n + 1)).fetchall()
+        else:
+            key, name = (_ascii_lower(cursor[0]), cursor[0]) if cursor is not None else ("", "")
+            rows = db.execute(SQL["ladder_search"], (game, max(lo, key), hi, key, name, n + 1)).fetchall()
+    elif cursor is None:
+        rows = db.execute(SQL["ladder_top"], (game, n + 1)).fetchall()
+    else:
+        e = cursor[1]
+        key = "ladder_above" if backwards else "ladder_below"
+        rows = db.execute(SQL[key], (game, e, e, cursor[0], n + 1)).fetchall()
+    more = len(rows) > n
+    rows = rows[:n]
+    if backwards:
+        rows.reverse()
+    out = [_rating_row(r) for r in rows]
+    if q and out:
+        ranks = dict(db.execute(SQL["ladder_ranks"].format(_in(len(out))),
+                                (game, min(r["elo"] for r in out), *(r["bot"] for r in out))).fetchall())
+        for row in out:
+            row["rank"] = ranks[row["bot"]]
+    elif out:
+        first = rank_of(store, game, out[0]["elo"], out[0]["bot"])
+        for i, row in enumerate(out):
+            row["rank"] = first + i
+    scores = _scores(store, game, [r["bot"] for r in out])
+    for row in out:
+        row["games"], row["points"] = scores[row["bot"]]
+    if backwards:
+        prev, nxt = (out[0]["bot"] if more and out else None), (out[-1]["bot"] if out else None)
+    else:
+        nxt = out[-1]["bot"] if more and out else None
+        prev = out[0]["bot"] if out and cursor is not None else None
+    if not q and out and out[0]["rank"] == 1:
+        prev = None
+    return {"rows": [{"rank": r.pop("rank"), **r} for r in out], "next": nxt, "prev": prev, "q": q,
+            "bots": db.execute(SQL["ladder_size"], (game,)).fetchone()[0]}
+
+
+# ------------------------------------------------------------------------------ match lists
+
+
+def parse_id(value: Any, name: str = "before") -> int | None:
+    """``before=``/``after=`` of a URL as a match id, or None when absent. Raises
+    :class:`BadCursor` (one line) for anything else."""
+    if value is None or value == "":
+        return None
+    try:
+        out = int(value)
+    except (TypeError, ValueError):
+        raise BadCursor(f"{name} must be a match number from a previous page (got {str(value)[:40]!r})") from None
+    if not 0 <= out <= NO_ID:
+        raise BadCursor(f"{name} must be a match number from a previous page (got {out})")
+    return out
+
+
+def history_page(store: Any, game: str, *, bot: str | None = None, before: int | None = None,
+                 after: int | None = None, limit: int | None = None) -> dict[str, Any]:
+    """A page of the finished (done or aborted) matches of ``game``, newest first (by id),
+    only those of ``bot`` if given: older than match id ``before``, or the page just newer than
+    ``after``, or the newest. Returns ``{"rows": [match rows as dicts: id, match_key,
+    tournament_id, bot0, bot1, winner, reason, score0, score1, deals, finished_at, log_path,
+    stored_log (bool)], "next" (the ``before`` of the next, older page, or None), "prev" (the
+    ``after`` of the previous, newer page, or None), "results" (results of the game, or of the
+    bot, so far: aborted matches are listed but not counted)}``. Raises :class:`BadCursor` for
+    a ``limit`` out of range or a ``bot`` no name could be (:func:`check_text`)."""
+    n = _limit(limit, HISTORY_PAGE)
+    db = store.db
+    bot = check_text(bot, "bot")
+    newer = after is not None and before is None
+    edge = after if newer else (NO_ID if before is None else before)
+    if bot:
+        key = "bot_history_newer" if newer else "bot_history_older"
+        rows = db.execute(SQL[key], (game, bot, edge, n + 1) * 2 + (n + 1,)).fetchall()
+        seen: set[int] = set()
+        rows = [r for r in rows if not (r[0] in seen or seen.add(r[0]))]  # a bot against itself: once
+    else:
+        rows = db.execute(SQL["history_newer" if newer else "history_older"], (game, edge, n + 1)).fetchall()
+    more = len(rows) > n
+    rows = [dict(r) for r in rows[:n]]
+    if newer:
+        rows.reverse()
+    if rows:
+        keys = [r["match_key"] for r in rows]
+        stored = {r[0] for r in db.execute(SQL["stored_logs"].format(_in(len(keys))), keys)}
+        for r in rows:
+            r["stored_log"] = r["match_key"] in stored
+    if newer:
+        prev = rows[0]["id"] if more and rows else None
+        nxt = rows[-1]["id"] if rows else None
+    else:
+        nxt = rows[-1]["id"] if more and rows else None
+        prev = rows[0]["id"] if rows and before is not None else None
+    if prev is not None:  # is anything newer there? one index probe
+        probe = (db.execute(SQL["bot_history_newer"], (game, bot, prev, 1) * 2 + (1,)) if bot
+                 else db.execute(SQL["history_newer"], (game, prev, 1))).fetchone()
+        prev = prev if probe is not None else None
+    if bot:
+        results = db.execute(SQL["bot_results"], (game, bot)).fetchone()[0]
+    else:
+        state = db.execute(SQL["ratings_state"], (game,)).fetchone()
+        results = state[0] if state else 0
+    return {"rows": rows, "next": nxt, "prev": prev, "results": results}
+
+
+def fault_page(store: Any, bot: str, *, before: int | None = None, limit: int = 10) -> dict[str, Any]:
+    """The matches ``bot`` lost by its own fault (a timeout, a crash, an illegal action...),
+    newest first, older than match id ``before``: ``{"rows": [{id, match_key, reason, detail,
+    finished_at}], "next" (the ``before`` of the next page, or None)}``."""
+    edge = NO_ID if before is None else before
+    rows = store.db.execute(SQL["faults_older"], (bot, edge, limit + 1, bot, edge, limit + 1, limit + 1)).fetchall()
+    more = len(rows) > limit
+    rows = [dict(r) for r in rows[:limit]]
+    return {"rows": rows, "next": rows[-1]["id"] if more and rows else None}
+
+
+def replay_row(store: Any, match_key: str) -> Any:
+    """``(status, pair_key, log_path, tournament_id)`` of match ``match_key`` (a row indexable by
+    those names), or None."""
+    return store.db.execute(SQL["replay_match"], (match_key,)).fetchone()
+
+
+def twin_pending(store: Any, tournament_id: int, pair_key: str) -> bool:
+    """True while a match of duplicate pair ``pair_key`` of the tournament is still pending."""
+    return store.db.execute(SQL["twin_pending"], (tournament_id, pair_key)).fetchone()[0] > 0
+
+
+# ------------------------------------------------------------------------------ arena bots list
+
+
+def bots_listing(store: Any, game: str) -> list[dict[str, Any]]:
+    """Every registered bot by name, for ``arena bots list``: ``{"bot", "kind" (submitted or
+    remote), "elo" (None: not rated), "ci95" (None: unknown), "provisional", "games" (at the last
+    fit)}``. One pass over ``bots`` (the list has them all), each rating by primary key."""
+    out = []
+    for name, submitted, elo, ci95, games in store.db.execute(SQL["bots_list"], (game,)):
+        out.append({"bot": name, "kind": "submitted" if submitted else "remote", "elo": elo,
+                    "ci95": None if ci95 is None or not math.isfinite(ci95) else ci95,
+                    "provisional": elo is not None and is_provisional(ci95), "games": games})
+    return out
+
+
+def bot_status(store: Any) -> dict[str, dict[str, Any]]:
+    """The contest server's last published view of its bots (:meth:`Store.save_bot_status`), by
+    name: ``{state, failures, next_launch, last_output, connected, updated_at}``."""
+    return {r[0]: dict(r) for r in store.db.execute(SQL["bot_status"])}
