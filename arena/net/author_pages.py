@@ -225,9 +225,10 @@ class Guard:
 
 # ---------------------------------------------------------------------------------------- HTML
 
-STYLE = """body{font:15px/1.45 system-ui,sans-serif;margin:0 auto;max-width:980px;padding:1em;color:#222}
-table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:.2em .5em;text-align:left;
-vertical-align:top}pre{background:#f4f4f4;padding:.5em;overflow:auto;max-height:20em;white-space:pre-wrap}
+STYLE = """body{font:15px/1.45 system-ui,sans-serif;margin:0 auto;max-width:980px;padding:1em;color:#222;
+overflow-wrap:anywhere}table{border-collapse:collapse;margin:.5em 0;display:block;max-width:100%;overflow-x:auto}
+td,th{border:1px solid #ccc;padding:.2em .5em;text-align:left;vertical-align:top}
+pre{background:#f4f4f4;padding:.5em;overflow:auto;max-height:20em;white-space:pre-wrap;overflow-wrap:anywhere}
 .PASS,.passed{color:#070}.FAIL,.failed{color:#b00}.SKIP,.queued,.checking{color:#a60}
 .token{font:bold 1.1em monospace;background:#ffd;padding:.4em;word-break:break-all}
 form{margin:.6em 0}section{border-top:1px solid #ddd;margin-top:1em}nav form{display:inline}"""
