@@ -10,7 +10,7 @@ import statistics
 
 import pytest
 
-from arena.stats.rating import ANCHOR, elo_update, expected_score, fit, fit_pairs, fit_ratings, fit_units
+from arena.stats.rating import ANCHOR, Z95, elo_update, expected_score, fit, fit_pairs, fit_ratings, fit_units
 
 TRUE = {"a": 1700.0, "b": 1550.0, "c": 1450.0, "d": 1300.0}
 
@@ -104,7 +104,7 @@ def test_fit_returns_the_ratings_of_fit_ratings_and_their_covariance():
         assert abs(sum(f.cov[i])) < 1e-6  # ratings anchored at their mean: rows sum to zero
         for j in range(n):
             assert f.cov[i][j] == pytest.approx(f.cov[j][i])
-        assert f[f.names[i]].ci95 == pytest.approx(1.96 * math.sqrt(f.cov[i][i]))
+        assert f[f.names[i]].ci95 == pytest.approx(Z95 * math.sqrt(f.cov[i][i]))
     # the difference of two ratings is less uncertain than the sum of their variances says:
     # they share the games against each other and the anchor
     assert f.sd_diff("a", "b") ** 2 != pytest.approx(f.cov[0][0] + f.cov[1][1])
