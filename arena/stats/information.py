@@ -59,7 +59,6 @@ the largest). A pair that is not a pair of rating neighbours gets an exact varia
 from __future__ import annotations
 
 import ctypes
-import math
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -78,12 +77,25 @@ at this size, faster than iterating); larger fields use the preconditioned conju
 PROBES = 48
 """Probe vectors of the scalable intervals (colours of the layout's order)."""
 COARSE_SPAN = 20
-"""Ranks of the layout between two nodes of the coarse space (hat functions)."""
-SMOOTH_HATS = 0.7
+"""Fewest ranks of the layout between two nodes of the coarse space (hat functions); the span
+is twice the median distance in the layout between bots that met, when that is more."""
+MIN_HATS = 8
+"""A component gets hat functions only if that makes more of them than this: fewer means that
+bots that met are as far apart in the layout as the component is long (an expander-like graph,
+with no smooth modes but the constant)."""
+CHECKED = 8
+"""Bots whose variance the scalable intervals also solve exactly, as a check of the probing
+(:attr:`Intervals.check`) and to replace their estimates."""
+SLOW_MODES = 0.2
+"""Energy (fraction of the Jacobi norm) below which a Ritz vector of the first probes' solutions
+joins the coarse space (:func:`_slow_modes`). Measured on 2,000 bots: the lowest is 0.86 on a
+random graph, 0.92 on a ladder of rating neighbours, 0.61 on a mixture of both, and 0.015 for
+two random leagues of 1,000 bots joined by 5 matches, whose difference is then caught."""
+SMOOTH_HATS = 0.5
 """A component keeps its hat functions when their energy ``v^T H v`` is below this fraction
-of their Jacobi norm ``v^T D v`` (measured: 0.34 on a 2,000-bot ladder of rating neighbours,
-0.99 on a random graph, where hats are no smoother than noise and only the component's
-indicator is kept)."""
+of their Jacobi norm ``v^T D v``. Measured on 2,000 bots: 0.33-0.34 on ladders of rating
+neighbours (40 or 150 opponents each), 0.99 with hats of 20 ranks on a random graph (hats no
+smoother than noise); the component's indicator is then kept alone."""
 NEWTON_TOL = 1e-9
 """Newton's method stops when no strength moves by more than this (natural-log units; 2e-7 Elo)."""
 PROBE_SEED = 20260421
@@ -219,6 +231,11 @@ class Layout:
         self.position[order] = np.arange(n)
         first = np.concatenate([[0], np.cumsum(self.size)[:-1]])
         self.rank = self.position - first[self.comp]
+        rows = np.repeat(np.arange(n), np.diff(pattern.indptr))
+        length = np.abs(self.position[rows] - self.position[pattern.indices])
+        length = length[length > 0]
+        # the coarse space's span: two typical steps between bots that met, at least COARSE_SPAN
+        self.span = max(COARSE_SPAN, 2 * int(np.median(length))) if length.size else COARSE_SPAN
 
 
 class Coarse:
@@ -232,11 +249,13 @@ class Coarse:
     (:attr:`hci`, :attr:`hci_small`). :meth:`k` applies ``K = V (V^T H V)^-1 V^T``,
     :meth:`precondition` ``D^-1 + K``."""
 
-    def __init__(self, h: sp.csr_matrix, model: Model, span: int = COARSE_SPAN) -> None:
+    def __init__(self, h: sp.csr_matrix, model: Model, span: int | None = None) -> None:
+        n = h.shape[0]
         self.model = model
         self.d = h.diagonal()
         size = model.layout.size
-        hatted = size > span
+        span = span or model.layout.span
+        hatted = size > MIN_HATS * span
         self._build(h, hatted, span)
         if self.cb:  # keep the hats only where they are smooth modes of the graph
             hc = np.diag(self._hc)
@@ -250,6 +269,8 @@ class Coarse:
         self.hci = la.cho_solve(la.cho_factor(self._hc, lower=True, check_finite=False), np.eye(self.cb),
                                 check_finite=False) if self.cb else np.zeros((0, 0))
         self.hci_small = 1.0 / self._hc_small
+        self.u = np.zeros((n, 0))
+        self.gu = np.zeros((0, 0))
 
     def _build(self, h: sp.csr_matrix, hatted: np.ndarray, span: int) -> None:
         """The coarse space with hats in the components where ``hatted``, an indicator in the
@@ -299,24 +320,58 @@ class Coarse:
                  if cb else np.zeros((0, 0)))
         return dense, np.bincount(self._small_at, val[self._small], self.cs)
 
+    def _vsolve(self, y: np.ndarray) -> np.ndarray:
+        """``(V^T H V)^-1 y`` for ``y`` of the coarse space's length (rows; ``c`` or ``c x r``)."""
+        cb, cs = self.cb, self.cs
+        small = self.hci_small[:, None] if y.ndim == 2 else self.hci_small
+        return np.concatenate([self.hci @ y[:cb], y[cb:cb + cs] * small, y[cb + cs:] * 0.0])
+
     def k(self, x: np.ndarray) -> np.ndarray:
         """``K x`` (``x``: ``n`` or ``n x r``)."""
-        y = self.vt @ x
-        cb = self.cb
-        top = self.hci @ y[:cb]
-        bottom = y[cb:cb + self.cs] * (self.hci_small[:, None] if y.ndim == 2 else self.hci_small)
-        return self.v @ np.concatenate([top, bottom, y[cb + self.cs:] * 0.0])
+        out = self.v @ self._vsolve(self.vt @ x)
+        if self.u.shape[1]:
+            out = out + self.u @ (self.gu @ (self.u.T @ x))
+        return out
 
     def precondition(self, r: np.ndarray) -> np.ndarray:
         """``(D^-1 + K) r``."""
         return (r / self.d[:, None] if r.ndim == 2 else r / self.d) + self.k(r)
 
-    def sandwich(self, mat: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray]:
-        """``(V^T H V)^-1 V^T mat V (V^T H V)^-1`` as ``(dense cb x cb, diagonal cs)``."""
-        dense, diag = self.project(mat)
-        return self.hci @ dense @ self.hci, diag * self.hci_small**2
+    def augment(self, h: sp.csr_matrix, u: np.ndarray) -> None:
+        """Add the columns of ``u`` (``n x q``: slow modes the hats and indicators missed) to the
+        coarse space, made ``H``-orthogonal to it so that the coarse matrix stays block
+        diagonal: ``K = V (V^T H V)^-1 V^T + U (U^T H U)^-1 U^T``."""
+        u = u - self.k(h @ u)
+        self.u = np.hstack([self.u, u]) if self.u.shape[1] else u
+        hu = h @ self.u
+        self.gu = la.inv(self.u.T @ hu)
+        self.gu = 0.5 * (self.gu + self.gu.T)
 
-    def entries(self, s: tuple[np.ndarray, np.ndarray], i: np.ndarray, j: np.ndarray) -> np.ndarray:
+    def _vrows(self, p: np.ndarray, i: np.ndarray) -> np.ndarray:
+        """``(V P)[i]`` for a coarse-space matrix ``P`` (``c x q``)."""
+        return self.w0[i, None] * p[self.c0[i]] + self.w1[i, None] * p[self.c1[i]]
+
+    def k_entries(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+        """``K[i, j]`` for index arrays ``i``, ``j``."""
+        out = self._ventries((self.hci, self.hci_small), i, j)
+        if self.u.shape[1]:
+            out += np.einsum("ij,ij->i", self.u[i] @ self.gu, self.u[j])
+        return out
+
+    def kmk_entries(self, mat: sp.csr_matrix, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+        """``(K mat K)[i, j]`` for a matrix of the model's pattern and index arrays ``i``, ``j``."""
+        dense, diag = self.project(mat)
+        out = self._ventries((self.hci @ dense @ self.hci, diag * self.hci_small**2), i, j)
+        if self.u.shape[1]:
+            mu = mat @ self.u
+            cross = self._vsolve(self.vt @ mu) @ self.gu  # (V^T H V)^-1 V^T mat U (U^T H U)^-1
+            uu = self.gu @ (self.u.T @ mu) @ self.gu
+            out += (np.einsum("ij,ij->i", self._vrows(cross, i), self.u[j])
+                    + np.einsum("ij,ij->i", self.u[i], self._vrows(cross, j))
+                    + np.einsum("ij,ij->i", self.u[i] @ uu, self.u[j]))
+        return out
+
+    def _ventries(self, s: tuple[np.ndarray, np.ndarray], i: np.ndarray, j: np.ndarray) -> np.ndarray:
         """``(V S V^T)[i, j]`` for index arrays ``i``, ``j`` and a block-diagonal coarse
         matrix ``S = (dense cb x cb, diagonal cs)``; 0 between components."""
         big, small = s
@@ -334,10 +389,11 @@ class Coarse:
 
 
 def block_cg(h: sp.csr_matrix, b: np.ndarray, precondition: Callable[[np.ndarray], np.ndarray],
-             rtol: float, maxiter: int = 2000) -> np.ndarray:
+             rtol: float | np.ndarray, maxiter: int = 2000) -> np.ndarray:
     """Solve ``h X = b`` (``b``: ``n`` or ``n x r``) by the preconditioned conjugate gradient,
-    each column on its own (its own step lengths) until its residual is below ``rtol`` times
-    its right-hand side's norm; finished columns leave the block. Raises ``ArithmeticError`` if
+    each column on its own (its own step lengths) until its residual is below ``rtol`` (a
+    number, or one per column) times its right-hand side's norm; finished columns leave the
+    block. Raises ``ArithmeticError`` if
     a column has not converged after ``maxiter`` steps."""
     vector = b.ndim == 1
     bb = b[:, None] if vector else b
@@ -380,9 +436,9 @@ class Solver:
     steps reuse the first one)."""
 
     def __init__(self, h: sp.csr_matrix, model: Model, coarse: Coarse | None = None,
-                 dense_bots: int = DENSE_NEWTON_BOTS) -> None:
+                 dense_bots: int | None = None) -> None:
         self.h = h
-        self.dense = h.shape[0] <= dense_bots
+        self.dense = h.shape[0] <= (DENSE_NEWTON_BOTS if dense_bots is None else dense_bots)
         self.coarse = coarse
         if self.dense:
             self.factor = la.cho_factor(h.toarray(), lower=True, check_finite=False)
@@ -430,8 +486,11 @@ def newton(model: Model, theta: np.ndarray, max_iter: int = 100) -> tuple[np.nda
 class Intervals:
     """Variances (natural-log units squared) of the anchored strengths ``theta - mean theta``:
     ``var`` per bot and ``pairs`` ``{(i, j): var(theta_i - theta_j)}`` (``i < j``) for the pairs
-    of rating neighbours, computed exactly (:data:`EXACT_BOTS`) or probed; :meth:`pair` gives
-    any other pair exactly on demand and :meth:`dense` the whole anchored covariance."""
+    of rating neighbours in ``order``, computed exactly (``method="exact"``, the default up to
+    :data:`EXACT_BOTS` bots) or probed (``"probing"``); :meth:`pair` gives any other pair
+    exactly on demand and :meth:`dense` the whole anchored covariance. ``check`` is, for probed
+    intervals, the largest relative error of the per-bot standard deviation found on
+    :data:`CHECKED` bots solved exactly as well (0 for exact intervals)."""
 
     def __init__(self, model: Model, theta: np.ndarray, h: sp.csr_matrix, m: sp.csr_matrix | None,
                  order: np.ndarray, method: str = "auto") -> None:
@@ -441,10 +500,13 @@ class Intervals:
         self._dense: np.ndarray | None = None
         i, j = np.minimum(order[:-1], order[1:]), np.maximum(order[:-1], order[1:])
         self.method = method if method != "auto" else "exact" if self.n <= EXACT_BOTS else "probing"
-        if self.method == "exact":
+        self.check = 0.0
+        if self.n < 2:
+            self.var, diff = np.zeros(self.n), np.zeros(0)  # a lone bot is the anchor
+        elif self.method == "exact":
             self.var, diff = self._exact(i, j)
         else:
-            self.var, diff = _probed(model, h, m, i, j)
+            self.var, diff, self.check = _probed(model, h, m, i, j)
         self.var = np.maximum(self.var, 0.0)
         known = ~np.isnan(diff)
         self.pairs = dict(zip(zip(i[known].tolist(), j[known].tolist()), np.maximum(diff[known], 0.0).tolist()))
@@ -527,89 +589,130 @@ def _inverse(h: sp.csr_matrix) -> np.ndarray:
     return np.tril(c) + np.tril(c, -1).T
 
 
-def colours(position: np.ndarray, i: np.ndarray, j: np.ndarray, k: int) -> np.ndarray:
-    """The probes' colours: ``position`` (the layout's order) modulo ``k``, so that bots of one
-    colour are ``k`` places apart, then recoloured where a pair ``(i[x], j[x])`` (rating
-    neighbours, whose covariance is read off the probes) got one colour: ``j`` moves half the
-    palette away, a few times over if that made another such clash."""
-    col = position % k
-    for _ in range(8):
-        clash = np.flatnonzero(col[i] == col[j])
-        if clash.size == 0:
-            break
-        col[j[clash]] = (col[j[clash]] + k // 2 + _ % 2) % k
+def colours(model: Model, i: np.ndarray, j: np.ndarray, k: int) -> np.ndarray:
+    """The probes' colours (``0 .. k-1`` per bot): greedy in the layout's order, each bot takes
+    a colour that none of the bots it met has taken, nor its rating neighbours (the pairs
+    ``(i[x], j[x])``, whose covariances are read off the probes), the one used least recently
+    in the layout's order among those, so that bots of one colour are far apart in the graph.
+    A bot that met more than ``k - 3`` others may have to share a colour with one: the least
+    shared, then the least recently used. ``O(n + m)``, a Python loop over the bots."""
+    n = model.pairs.n
+    order = np.argsort(model.layout.position)
+    partner_ptr = np.concatenate([[0], np.cumsum(np.bincount(np.concatenate([i, j]), minlength=n))])
+    partners = np.concatenate([j, i])[np.argsort(np.concatenate([i, j]), kind="stable")]
+    col = np.full(n, -1, np.int64)
+    last = np.full(k, -1.0)
+    big = float(n + 1)
+    indptr, indices = model.indptr, model.indices
+    for step, v in enumerate(order.tolist()):
+        near = np.concatenate([indices[indptr[v]:indptr[v + 1]], partners[partner_ptr[v]:partner_ptr[v + 1]]])
+        used = col[near]
+        clash = np.bincount(used[used >= 0], minlength=k)
+        c = int(np.argmin(clash * big + last))
+        col[v] = c
+        last[c] = step
     return col
 
 
+class _Probes:
+    """The probe vectors ``Z`` (``n x k``: bot ``i`` has ``sign[i]`` in column ``col[i]``) and how
+    to read an operator's diagonal and ``(i, j)`` entries off its probes ``Y = A Z``."""
+
+    def __init__(self, model: Model, i: np.ndarray, j: np.ndarray, k: int) -> None:
+        n = model.pairs.n
+        self.model, self.i, self.j, self.k, self.n = model, i, j, k, n
+        self.col = colours(model, i, j, k)
+        self.sign = np.where(np.random.default_rng(PROBE_SEED).random(n) < 0.5, -1.0, 1.0)
+        self.z = np.zeros((n, k))
+        self.z[np.arange(n), self.col] = self.sign
+
+    def read(self, y: np.ndarray, explicit: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Diagonal and ``(i, j)`` entries (symmetrised) of ``A`` from ``y = A Z``, after
+        subtracting a known part ``E`` of ``A`` given by its values on the model's pattern off
+        the diagonal (``explicit``; ``E``'s entries are then exact, only ``A - E`` is probed)."""
+        model, i, j, col, sign, n, k = self.model, self.i, self.j, self.col, self.sign, self.n, self.k
+        ij = np.zeros(i.size)
+        if explicit is not None:
+            off, rows, cols = model.offdiag, model.rows, model.indices
+            e = np.where(off, explicit, 0.0)
+            y = y - np.bincount(rows[off] * k + col[cols[off]], e[off] * sign[cols[off]], n * k).reshape(n, k)
+            ij = model.entries(sp.csr_matrix((e, cols, model.indptr), shape=(n, n)), i, j)
+        diag = y[np.arange(n), col] * sign
+        return diag, ij + 0.5 * (y[i, col[j]] * sign[j] + y[j, col[i]] * sign[i])
+
+    def cross(self, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Diagonal and ``A[i, j] + A[j, i]`` of a non-symmetric ``A`` from ``y = A Z``."""
+        col, sign, i, j = self.col, self.sign, self.i, self.j
+        return y[np.arange(self.n), col] * sign, y[i, col[j]] * sign[j] + y[j, col[i]] * sign[i]
+
+
+def _slow_modes(coarse: Coarse, h: sp.csr_matrix, rz: np.ndarray) -> np.ndarray:
+    """Slow modes of ``H`` left in ``R Z`` (``n x q``, maybe ``q = 0``): the Ritz vectors of
+    ``span(R Z)`` whose energy ``u^T H u`` is below :data:`SLOW_MODES` of ``u^T D u``. ``R``'s
+    columns are local bumps but for the slow modes the coarse space missed (two leagues joined by
+    a few matches, say), which they then carry across the whole field."""
+    keep = np.linalg.norm(rz, axis=0) > 0
+    basis = rz[:, keep]
+    if basis.shape[1] == 0:
+        return basis
+    a = basis.T @ (h @ basis)
+    b = basis.T @ (basis * coarse.d[:, None])
+    b += np.eye(b.shape[0]) * (1e-12 * np.trace(b))
+    values, vectors = la.eigh(0.5 * (a + a.T), 0.5 * (b + b.T))
+    return basis @ vectors[:, values < SLOW_MODES]
+
+
 def _probed(model: Model, h: sp.csr_matrix, m: sp.csr_matrix | None, i: np.ndarray,
-            j: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The scalable intervals of the module docstring: per-bot anchored variances and the
+            j: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+    """The scalable intervals of the module docstring: per-bot anchored variances, the
     variances of the differences ``theta_i - theta_j`` for the pairs ``(i, j)`` (NaN for a pair
-    whose two bots share a colour: the caller solves those)."""
+    whose two bots share a colour: the caller solves those), and the check: the largest
+    relative error of the per-bot standard deviations on :data:`CHECKED` bots solved exactly
+    (whose variances are then the exact ones)."""
     n, k = h.shape[0], PROBES
     coarse = Coarse(h, model)
-    hci = (coarse.hci, coarse.hci_small)
-    col = colours(model.layout.position, i, j, k)
-    sign = np.where(np.random.default_rng(PROBE_SEED).random(n) < 0.5, -1.0, 1.0)
-    z = np.zeros((n, k))
-    z[np.arange(n), col] = sign
-    rows, cols = model.rows, model.indices
-    off = model.offdiag
-    d = coarse.d
-
-    def colour_sums(data: np.ndarray) -> np.ndarray:
-        """``E Z`` (``n x k``) for the matrix ``E`` of the pattern with values ``data``, off the
-        diagonal only."""
-        return np.bincount(rows[off] * k + col[cols[off]], data[off] * sign[cols[off]], n * k).reshape(n, k)
-
-    def probe(y: np.ndarray, e_z: np.ndarray, e_data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Diagonal and ``(i, j)`` entries of an operator from its probes ``y`` (``n x k``),
-        after subtracting the explicit part ``E`` (off-diagonal values ``e_data``)."""
-        rest = y - e_z
-        diag = rest[np.arange(n), col] * sign
-        e = np.zeros_like(e_data)
-        e[off] = e_data[off]
-        explicit = model.entries(sp.csr_matrix((e, cols, model.indptr), shape=(n, n)), i, j)
-        ij = explicit + 0.5 * (rest[i, col[j]] * sign[j] + rest[j, col[i]] * sign[i])
-        return diag, ij
-
-    y = block_cg(h, np.hstack([z, np.ones((n, 1))]), coarse.precondition, 1e-3)
-    h1 = y[:, k]
+    probes = _Probes(model, i, j, k)
+    z, rows, cols, d = probes.z, model.rows, model.indices, coarse.d
+    # the check: a few bots (evenly spaced in rating order) solved exactly, anchored
+    sample = np.unique(np.concatenate([i[:1], j[-1:], i[np.linspace(0, i.size - 1, CHECKED).astype(int)]]))
+    exact_rhs = -np.ones((n, sample.size)) / n
+    exact_rhs[sample, np.arange(sample.size)] += 1.0
+    rtol = np.concatenate([np.full(k + 1, 1e-3), np.full(sample.size, 1e-8)])
+    y = block_cg(h, np.hstack([z, np.ones((n, 1)), exact_rhs]), coarse.precondition, rtol)
+    h1, x_sample = y[:, k], y[:, k + 1:]
     rz = y[:, :k] - coarse.k(z)
+    slow = _slow_modes(coarse, h, rz)
+    if slow.shape[1]:
+        coarse.augment(h, slow)
+        rz = y[:, :k] - coarse.k(z)
     w_data = -h.data  # the pair weights off the diagonal
-    # the explicit first-order parts, where the coarse space is a component's indicator only (no
-    # hats: an expander-like graph, where R is H^-1 but for the constant and its entries between
-    # bots that met are close to the Neumann series' first term); measured: largest error 15% ->
-    # 2.7% on a random graph of 2,000 bots, but slightly worse where hats took the smooth part
+    # explicit first-order parts, where the coarse space is a component's indicator only (an
+    # expander-like graph: R is H^-1 but for the constant, and its entries between bots that met
+    # are close to the Neumann series' first term, D^-1 W D^-1). Measured on a random graph of
+    # 2,000 bots: largest error 15% -> 2.7%; slightly worse where hats took the smooth part.
     first = coarse.kind[rows] != 2
-    a1 = w_data / (d[rows] * d[cols]) * first  # D^-1 W D^-1
-    r_diag, r_ij = probe(rz, colour_sums(a1), a1)
-    kd = coarse.entries(hci, np.arange(n), np.arange(n))
+    r_diag, r_ij = probes.read(rz, w_data / (d[rows] * d[cols]) * first)
     if m is None:
-        full = kd + r_diag
+        full = coarse.k_entries(np.arange(n), np.arange(n)) + r_diag
         var = full - 2.0 * h1 / n + h1.sum() / n**2
-        cov_ij = coarse.entries(hci, i, j) + r_ij
-        return var, np.where(col[i] == col[j], np.nan, full[i] + full[j] - 2.0 * cov_ij)
-    mrz = m @ rz
-    y2 = block_cg(h, np.hstack([mrz, (m @ h1)[:, None]]), coarse.precondition, 1e-3)
-    c1 = y2[:, k]
-    rmrz = y2[:, :k] - coarse.k(mrz)
-    mdiag = m.diagonal()
-    v_data = -m.data
-    # first-order part of R M R off the diagonal: (-v + w M_ll / d_l + w M_ii / d_i) / (d_i d_l)
-    b1 = (-v_data + w_data * mdiag[cols] / d[cols] + w_data * mdiag[rows] / d[rows]) / (d[rows] * d[cols]) * first
-    rmr_diag, rmr_ij = probe(rmrz, colour_sums(b1), b1)
-    kmk = coarse.sandwich(m)
-    kmrz = coarse.k(mrz)
-    full = coarse.entries(kmk, np.arange(n), np.arange(n)) + 2.0 * kmrz[np.arange(n), col] * sign + rmr_diag
-    var = full - 2.0 * c1 / n + c1.sum() / n**2
-    cov_ij = (coarse.entries(kmk, i, j) + kmrz[i, col[j]] * sign[j] + kmrz[j, col[i]] * sign[i] + rmr_ij)
-    return var, np.where(col[i] == col[j], np.nan, full[i] + full[j] - 2.0 * cov_ij)
-
-
-def sd(var: float) -> float:
-    """Square root of a variance clipped at 0."""
-    return math.sqrt(max(var, 0.0))
+        cov_ij = coarse.k_entries(i, j) + r_ij
+        truth = np.einsum("ij,ij->j", exact_rhs, x_sample)
+    else:
+        mrz = m @ rz
+        y2 = block_cg(h, np.hstack([mrz, (m @ h1)[:, None]]), coarse.precondition, 1e-3)
+        c1 = y2[:, k]
+        md, v_data = m.diagonal(), -m.data
+        # R M R's first-order part off the diagonal: (-v + w M_ll / d_l + w M_ii / d_i) / (d_i d_l)
+        b1 = (-v_data + w_data * md[cols] / d[cols] + w_data * md[rows] / d[rows]) / (d[rows] * d[cols]) * first
+        rmr_diag, rmr_ij = probes.read(y2[:, :k] - coarse.k(mrz), b1)
+        kmr_diag, kmr_ij = probes.cross(coarse.k(mrz))  # K M R, and R M K = (K M R)^T
+        full = coarse.kmk_entries(m, np.arange(n), np.arange(n)) + 2.0 * kmr_diag + rmr_diag
+        var = full - 2.0 * c1 / n + c1.sum() / n**2
+        cov_ij = coarse.kmk_entries(m, i, j) + kmr_ij + rmr_ij
+        truth = np.einsum("ij,ij->j", x_sample, m @ x_sample)
+    error = float(np.abs(np.sqrt(np.maximum(var[sample], 0.0) / truth) - 1.0).max()) if sample.size else 0.0
+    var[sample] = truth
+    return var, np.where(probes.col[i] == probes.col[j], np.nan, full[i] + full[j] - 2.0 * cov_ij), error
 
 
 _BLAS: list | None = None

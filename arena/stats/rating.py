@@ -250,6 +250,14 @@ class Fit:
         return self._intervals.method if self._intervals is not None else "exact"
 
     @property
+    def check(self) -> float:
+        """For probed intervals, the largest relative error of a bot's interval found by
+        solving a few bots exactly as well (:data:`arena.stats.information.CHECKED`: a sample
+        spread over the ratings); 0.0 for exact intervals. A few percent is the probing's
+        usual accuracy; much more says the field has a structure the probing does not catch."""
+        return self._intervals.check if self._intervals is not None else 0.0
+
+    @property
     def cov(self) -> np.ndarray:
         """The covariance matrix (Elo points squared, ``n x n``, indexed like :attr:`names`) of
         the anchored ratings, exact, computed on first use: ``O(n^3)`` time and ``n^2`` memory,

@@ -6,13 +6,14 @@ A field of ``n`` bots has true strengths drawn from a normal law (SD ``spread`` 
 random (``graph="random"``: the information matrix is an expander, every bot is a few steps from
 every other) or among its neighbours in strength (``graph="neighbours"``: bot of rank ``r`` meets
 ranks ``r ± 1 .. r ± opponents/2``, what a ladder pairing by rating makes: a band, a long chain
-from the weakest to the strongest). ``n * per_bot`` units are then dealt to these pairs at random
-(so each bot takes part in about ``2 * per_bot`` units, as in issue 21's table: 200 bots, 8,000
-units). A unit is a duplicate pair of 2 games with probability ``paired`` (the two games share
-the deal's luck, ``± luck`` natural-log units that change sides with the seat swap, so their
-scores are negatively correlated), else one game. A game is drawn with probability ``draw``
-(less in a lopsided game, so that the expected score stays the logistic one) and otherwise won
-with the logistic probability of the strength difference.
+from the weakest to the strongest), or half of each (``graph="mixed"``: a band with shortcuts).
+``n * per_bot`` units are then dealt to these pairs at random (so each bot takes part in about
+``2 * per_bot`` units, as in issue 21's table: 200 bots, 8,000 units). A unit is a duplicate
+pair of 2 games with probability ``paired`` (the two games share the deal's luck, ``± luck``
+natural-log units that change sides with the seat swap, so their scores are negatively
+correlated), else one game. A game is drawn with probability ``draw`` (less in a lopsided game,
+so that the expected score stays the logistic one) and otherwise won with the logistic
+probability of the strength difference.
 
 ``python -m arena.stats.synthetic`` prints the fit's times (cold and warm start) on 200, 1,000
 and 10,000 bots with 40 units per bot, next to the dense reference fit (tests/dense_fit.py) on
@@ -32,6 +33,8 @@ import numpy as np
 from arena.stats.ladder import refit
 from arena.stats.rating import ANCHOR
 
+GRAPHS = ("random", "neighbours", "mixed")
+"""Who meets whom: random opponents, rating neighbours, or half of each."""
 Units = dict[tuple[str, str, float, int], int]
 """``{(a, b, points of a, games): count}``: the ladder's units, as the store keeps them."""
 
@@ -74,23 +77,23 @@ def synthetic_field(
     arguments give the same field. Raises ``ValueError`` for an unknown ``graph`` or ``n < 2``."""
     if n < 2:
         raise ValueError(f"a field needs at least 2 bots, not {n}")
-    if graph not in ("random", "neighbours"):
-        raise ValueError(f"graph must be 'random' or 'neighbours', not {graph!r}")
+    if graph not in GRAPHS:
+        raise ValueError(f"graph must be one of {', '.join(GRAPHS)}, not {graph!r}")
     rng = np.random.default_rng(seed)
     width = len(str(n - 1))
     names = [f"bot{i:0{width}d}" for i in range(n)]
     elo = rng.normal(0.0, spread, n)
     elo += ANCHOR - elo.mean()
     half = max(1, min(opponents // 2, n - 1))
-    if graph == "random":
-        a = np.repeat(np.arange(n), half)
-        b = (a + rng.integers(1, n, a.size)) % n  # never a bot against itself
-    else:
-        order = np.argsort(elo, kind="stable")
-        rank = np.repeat(np.arange(n), half)
-        far = rank + np.tile(np.arange(1, half + 1), n)
-        keep = far < n
-        a, b = order[rank[keep]], order[far[keep]]
+    near = {"random": 0, "neighbours": half, "mixed": half // 2}[graph]
+    a_rand = np.repeat(np.arange(n), half - near)
+    b_rand = (a_rand + rng.integers(1, n, a_rand.size)) % n  # never a bot against itself
+    order = np.argsort(elo, kind="stable")
+    rank = np.repeat(np.arange(n), near)
+    far = rank + np.tile(np.arange(1, near + 1), n)
+    keep = far < n
+    a = np.concatenate([a_rand, order[rank[keep]]])
+    b = np.concatenate([b_rand, order[far[keep]]])
     lo, hi = np.minimum(a, b), np.maximum(a, b)
     edges = np.unique(lo * n + hi)
     total = n * per_bot
