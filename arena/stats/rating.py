@@ -52,13 +52,17 @@ moves by more than 1e-9 (2e-7 Elo). The intervals are exact up to
 :data:`arena.stats.information.EXACT_BOTS` bots (a dense inverse, only there); beyond, a probing
 estimate with an exact coarse part gives the per-bot variances and those of the differences of
 rating neighbours, within a few percent of the exact ones (the measured accuracy is in
-:mod:`arena.stats.information`), and any other pair's difference is solved exactly on demand.
-The dense fit this replaced (pure Python, ``O(n^3)``: 4 s at 200 bots) is kept as the tests'
-reference in tests/dense_fit.py; the two agree within 1e-6 Elo on 200 bots.
+:mod:`arena.stats.information`; :attr:`Fit.check` is the error found on a few bots solved
+exactly in each fit), and any other pair's difference is solved exactly on demand. The dense
+fit this replaced (pure Python, ``O(n^3)``: 4 s at 200 bots) is kept as the tests' reference in
+tests/dense_fit.py; the two agree within 1e-6 Elo and 1e-6 relative on the intervals. The fit
+runs OpenBLAS on one thread (:func:`arena.stats.information.one_blas_thread`): it shares the
+machine with a server.
 
 A rating is *provisional* (:attr:`Rating.provisional`) while its 95% interval is wider than
 :data:`PROVISIONAL_CI95`.
 """
+
 from __future__ import annotations
 
 import math

@@ -137,28 +137,32 @@ def perturb(field: Field, seed: int, results: int = 1) -> Units:
 
 
 def _timed(fn, *args, **kwargs):
-    t0 = time.perf_counter()
+    """``(result, wall seconds, CPU seconds of this process)``."""
+    t0, c0 = time.perf_counter(), time.process_time()
     out = fn(*args, **kwargs)
-    return out, time.perf_counter() - t0
+    return out, time.perf_counter() - t0, time.process_time() - c0
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Print the fit's times (seconds) on synthetic fields of 200, 1,000 and 10,000 bots with 40
-    units per bot, for both graphs: a cold fit (every bot starting at the anchor) and a warm
-    refit after one more result (started from the cold fit's ratings, what the background
-    fitter does), and the dense reference (tests/dense_fit.py, when it is importable: run from
-    the repository root) on 200 bots in the same run, as the baseline of this machine today.
-    Arguments: sizes to run instead of the default ones."""
+    """Print the fit's times on synthetic fields of 200, 1,000 and 10,000 bots with 40 units per
+    bot (about 80 per bot, 40 opponents each), for each graph: a cold fit (every bot starting at
+    the anchor) and a warm refit after one more result (started from the cold fit's ratings,
+    what the background fitter does), wall and CPU seconds (the machine may be shared: the CPU
+    time is this process's), how the intervals were computed and the probing's own check; then
+    the dense reference (tests/dense_fit.py, when it is importable: run from the repository
+    root) on 200 bots in the same run, the baseline of this machine today. Arguments: sizes to
+    run instead of the default ones."""
     sizes = [int(a) for a in (argv if argv is not None else sys.argv[1:])] or [200, 1000, 10000]
-    print("bots   graph       units    pairs    cold s   warm s   intervals")
+    print("bots   graph       units    pairs   cold wall/cpu s   warm wall/cpu s   intervals  check")
     for n in sizes:
-        for graph in ("random", "neighbours"):
+        for graph in GRAPHS:
             f = synthetic_field(n, 40, 40, graph, seed=n)
-            cold, t_cold = _timed(refit, f.units, f.names)
+            cold, w_cold, c_cold = _timed(refit, f.units, f.names)
             start: Mapping[str, float] = {r.name: r.elo for r in cold.ratings}
-            _, t_warm = _timed(refit, perturb(f, 1), f.names, start)
+            warm, w_warm, c_warm = _timed(refit, perturb(f, 1), f.names, start)
             pairs = len({(min(a, b), max(a, b)) for a, b, _, _ in f.units})
-            print(f"{n:>6} {graph:<10} {len(f.units):>7} {pairs:>8} {t_cold:>8.2f} {t_warm:>8.2f}   {cold.method}")
+            print(f"{n:>6} {graph:<10} {len(f.units):>7} {pairs:>8}   {w_cold:6.2f} {c_cold:6.2f}     "
+                  f"{w_warm:6.2f} {c_warm:6.2f}     {warm.method:<9} {100 * warm.check:4.1f}%", flush=True)
     try:
         sys.path.insert(0, ".")
         from tests.dense_fit import dense_fit_units
@@ -166,10 +170,11 @@ def main(argv: list[str] | None = None) -> int:
         print("dense reference: tests/dense_fit.py not found (run from the repository root)")
         return 0
     f = synthetic_field(200, 40, 40, "random", seed=200)
-    cold, t_cold = _timed(dense_fit_units, f.units, f.names, "robust")
+    cold, w_cold, c_cold = _timed(dense_fit_units, f.units, f.names, "robust")
     start = {r.name: r.elo for r in cold.ratings}
-    _, t_warm = _timed(dense_fit_units, perturb(f, 1), f.names, "robust", start)
-    print(f"dense reference, 200 bots, random: cold {t_cold:.2f} s, warm {t_warm:.2f} s")
+    _, w_warm, c_warm = _timed(dense_fit_units, perturb(f, 1), f.names, "robust", start)
+    print(f"dense reference, 200 bots, random: cold {w_cold:.2f} s wall / {c_cold:.2f} s CPU, "
+          f"warm {w_warm:.2f} s wall / {c_warm:.2f} s CPU")
     return 0
 
 
