@@ -335,7 +335,8 @@ def _close_to_dense(new, old, ci_rel=1e-6, elo_abs=1e-6):
     """``new`` (a Fit) equals ``old`` (tests/dense_fit.py): names and order, ratings within
     ``elo_abs`` Elo, intervals within ``ci_rel`` relative (the dense fit used 1.96 where the
     sparse one uses Z95 = 1.95996...), and the interval of every rating difference."""
-    assert [r.name for r in new.ratings] == [r.name for r in old.ratings]
+    assert sorted(r.name for r in new.ratings) == sorted(r.name for r in old.ratings)
+    assert all(x.elo >= y.elo for x, y in zip(new.ratings, new.ratings[1:]))  # best first (ties: either order)
     for r in old.ratings:
         x = new[r.name]
         assert abs(x.elo - r.elo) <= elo_abs, (r, x)
@@ -354,6 +355,7 @@ def test_on_200_bots_the_sparse_fit_equals_the_dense_fit():
     new, old = fit_units(field.units, field.names), dense_fit_units(field.units, field.names, "robust")
     assert new.method == "exact" and new.check == 0.0
     _close_to_dense(new, old)
+    assert [r.name for r in new.ratings] == [r.name for r in old.ratings]
     assert max(abs(new[r.name].elo - r.elo) for r in old.ratings) < 0.1
 
 
@@ -497,3 +499,17 @@ def test_the_synthetic_field_is_seeded_and_has_the_shape_asked_for():
     assert sum(more.values()) == sum(one.units.values()) + 5
     with pytest.raises(ValueError):
         synthetic_field(10, graph="ring")
+
+
+def test_probing_is_exact_on_fields_of_small_components():
+    """Bots that only met their one partner, and idle bots: every component is covered by the
+    coarse space, so probing has nothing left to estimate and must give the exact intervals
+    (a regression: the probes' Ritz step once took their null directions for slow modes)."""
+    units = [(f"x{k}", f"y{k}", float(k % 3), 2) for k in range(60)] + [("p", "q", 0.5, 1)] * 3
+    for variance in ("model", "robust"):
+        exact = fit_units(units, ["idle1", "idle2"], variance, intervals="exact")
+        probed = fit_units(units, ["idle1", "idle2"], variance, intervals="probing")
+        for r in exact.ratings:
+            assert probed[r.name].ci95 == pytest.approx(r.ci95, rel=1e-6)
+        assert probed.check < 1e-6
+        assert probed.neighbour_sd() == pytest.approx(exact.neighbour_sd(), rel=1e-6)

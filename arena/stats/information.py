@@ -347,10 +347,13 @@ class Coarse:
 
     def k(self, x: np.ndarray) -> np.ndarray:
         """``K x`` (``x``: ``n`` or ``n x r``)."""
-        out = self.v @ self._vsolve(self.vt @ x)
-        if self.u.shape[1]:
-            out = out + self.u @ (self.gu @ (self.u.T @ x))
-        return out
+        return self.v @ self._vsolve(self.vt @ x) + self.k_extra(x)
+
+    def k_extra(self, x: np.ndarray) -> np.ndarray:
+        """The part of ``K x`` from the columns :meth:`augment` added (0 if none)."""
+        if not self.u.shape[1]:
+            return np.zeros_like(x)
+        return self.u @ (self.gu @ (self.u.T @ x))
 
     def precondition(self, r: np.ndarray) -> np.ndarray:
         """``(D^-1 + K) r``."""
@@ -671,15 +674,14 @@ def _slow_modes(coarse: Coarse, h: sp.csr_matrix, rz: np.ndarray) -> np.ndarray:
     ``span(R Z)`` whose energy ``u^T H u`` is below :data:`SLOW_MODES` of ``u^T D u``. ``R``'s
     columns are local bumps but for the slow modes the coarse space missed (two leagues joined by
     a few matches, say), which they then carry across the whole field."""
-    keep = np.linalg.norm(rz, axis=0) > 0
-    basis = rz[:, keep]
-    if basis.shape[1] == 0:
-        return basis
-    a = basis.T @ (h @ basis)
-    b = basis.T @ (basis * coarse.d[:, None])
-    b += np.eye(b.shape[0]) * (1e-12 * np.trace(b))
-    values, vectors = la.eigh(0.5 * (a + a.T), 0.5 * (b + b.T))
-    return basis @ vectors[:, values < SLOW_MODES]
+    root = np.sqrt(coarse.d)
+    left, sv, _ = np.linalg.svd(rz * root[:, None], full_matrices=False)
+    basis = left[:, sv > 1e-8 * sv.max()] if sv.size and sv.max() > 0 else left[:, :0]
+    if basis.shape[1] == 0:  # (an orthonormal basis of D^1/2 span(R Z): no spurious null directions)
+        return np.zeros((rz.shape[0], 0))
+    scaled = basis / root[:, None]
+    values, vectors = la.eigh(scaled.T @ (h @ scaled))
+    return scaled @ vectors[:, values < SLOW_MODES]
 
 
 def _probed(model: Model, h: sp.csr_matrix, m: sp.csr_matrix | None, i: np.ndarray,
@@ -693,18 +695,19 @@ def _probed(model: Model, h: sp.csr_matrix, m: sp.csr_matrix | None, i: np.ndarr
     coarse = Coarse(h, model)
     probes = _Probes(model, i, j, k)
     z, rows, cols, d = probes.z, model.rows, model.indices, coarse.d
-    # the check: a few bots (evenly spaced in rating order) solved exactly, anchored
+    # R z = H^-1 (I - H K) z: solved directly (the right-hand side has no coarse part, so the
+    # tolerance is relative to R, not to the far larger coarse part); then H^-1 1 for the anchoring
+    # and the check: a few bots, spread over the ratings, solved exactly (anchored)
     sample = np.unique(np.concatenate([i[:1], j[-1:], i[np.linspace(0, i.size - 1, CHECKED).astype(int)]]))
     exact_rhs = -np.ones((n, sample.size)) / n
     exact_rhs[sample, np.arange(sample.size)] += 1.0
-    rtol = np.concatenate([np.full(k + 1, 1e-3), np.full(sample.size, 1e-7)])
-    y = block_cg(h, np.hstack([z, np.ones((n, 1)), exact_rhs]), coarse.precondition, rtol)
-    h1, x_sample = y[:, k], y[:, k + 1:]
-    rz = y[:, :k] - coarse.k(z)
+    rtol = np.concatenate([np.full(k, 1e-3), np.full(1 + sample.size, 1e-7)])
+    y = block_cg(h, np.hstack([z - h @ coarse.k(z), np.ones((n, 1)), exact_rhs]), coarse.precondition, rtol)
+    rz, h1, x_sample = y[:, :k], y[:, k], y[:, k + 1:]
     slow = _slow_modes(coarse, h, rz)
     if slow.shape[1]:
         coarse.augment(h, slow)
-        rz = y[:, :k] - coarse.k(z)
+        rz = rz - coarse.k_extra(z)
     w_data = -h.data  # the pair weights off the diagonal
     # explicit first-order parts, where the coarse space is a component's indicator only (an
     # expander-like graph: R is H^-1 but for the constant, and its entries between bots that met
@@ -719,12 +722,13 @@ def _probed(model: Model, h: sp.csr_matrix, m: sp.csr_matrix | None, i: np.ndarr
         truth = np.einsum("ij,ij->j", exact_rhs, x_sample)
     else:
         mrz = m @ rz
-        y2 = block_cg(h, np.hstack([mrz, (m @ h1)[:, None]]), coarse.precondition, 1e-3)
+        rtol = np.concatenate([np.full(k, 1e-3), [1e-7]])
+        y2 = block_cg(h, np.hstack([mrz - h @ coarse.k(mrz), (m @ h1)[:, None]]), coarse.precondition, rtol)
         c1 = y2[:, k]
         md, v_data = m.diagonal(), -m.data
         # R M R's first-order part off the diagonal: (-v + w M_ll / d_l + w M_ii / d_i) / (d_i d_l)
         b1 = (-v_data + w_data * md[cols] / d[cols] + w_data * md[rows] / d[rows]) / (d[rows] * d[cols]) * first
-        rmr_diag, rmr_ij = probes.read(y2[:, :k] - coarse.k(mrz), b1)
+        rmr_diag, rmr_ij = probes.read(y2[:, :k], b1)
         kmr_diag, kmr_ij = probes.cross(coarse.k(mrz))  # K M R, and R M K = (K M R)^T
         full = coarse.kmk_entries(m, np.arange(n), np.arange(n)) + 2.0 * kmr_diag + rmr_diag
         var = full - 2.0 * c1 / n + c1.sum() / n**2
