@@ -342,6 +342,9 @@ def _fit(
     if np.any(c < 0) or np.any(c != np.floor(c)):
         raise ValueError("unit counts must be whole numbers >= 0")
     _check(keys, a, b, s, g)
+    if not c.all():  # units counted 0 times: not played (their bots stay in the field, without games)
+        keep = c > 0
+        a, b, s, g, c = a[keep], b[keep], s[keep], g[keep], c[keep]
     theta0 = np.zeros(n)
     if start:
         theta0 = (np.fromiter((start.get(x, ANCHOR) for x in bots), float, n) - ANCHOR) / _SCALE
