@@ -16,11 +16,11 @@ matrix is sparse (one entry per pair that met), Newton's method starts from the 
 beyond 400 bots, and the intervals are exact up to 2,000 bots and probed beyond
 (:mod:`arena.stats.information`, where the accuracy of the probing is stated). Measured on the
 2-core development machine, shared with other work (``python -m arena.stats.synthetic``): 10,000
-bots with 40 units each (about 360,000 distinct units, 173,000 pairs), 0.7-0.9 s of CPU for a
-warm refit and 0.8-1.0 s for a cold fit (0.9-1.4 s of wall time; up to 2.8 s when the machine
-was busiest); 1,000 bots 0.1 s; the dense fit this replaced took 4 s at 200 bots in the same
-run. The fit belongs off the result's write transaction: the store records the result and its
-unit count, and a background fitter calls :func:`refit`.
+bots with 40 units each (about 360,000 distinct units, 173,000 pairs) take 0.7-0.9 s of CPU for
+a warm refit and 0.8-1.2 s for a cold fit, that is 0.9-1.4 s of wall time with a load of 2.7 on
+the 2 cores and 2-3.7 s with a load of 4-7; 1,000 bots 0.1 s; the dense fit this replaced took
+4-5 s of CPU at 200 bots in the same runs. The fit belongs off the result's write transaction:
+the store records the result and its unit count, and a background fitter calls :func:`refit`.
 
 Units (what varies together, the clusters of the robust interval, :func:`arena.stats.rating.fit_units`):
 the two matches of a duplicate pair (same tournament, same ``pair_key``, both finished) form
