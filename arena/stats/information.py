@@ -263,9 +263,11 @@ class Layout:
 class Coarse:
     """The two-level preconditioner on ``H``: Jacobi plus a coarse space ``V`` built per
     connected component of the model's :class:`Layout`: hat functions of the layout's rank every
-    ``span`` ranks in a component of more than ``span`` bots (the ``cb`` "big" coarse nodes),
-    the component's indicator in a smaller one (``cs`` "small" nodes), nothing for a lone bot
-    (Jacobi is exact there). A bot has at most two coarse functions (``c0``/``c1`` with weights
+    ``span`` ranks (the layout's span unless given) in a component of more than
+    :data:`MIN_HATS` ``x span`` bots where they are smooth (:data:`SMOOTH_HATS`; the ``cb``
+    "big" coarse nodes), the component's indicator in any other component (``cs`` "small"
+    nodes), nothing for a lone bot (Jacobi is exact there); :meth:`augment` may add dense
+    columns (slow modes found later). A bot has at most two coarse functions (``c0``/``c1`` with weights
     ``w0``/``w1``). The coarse matrix ``V^T H V`` is block diagonal: kept as a dense ``cb x cb``
     matrix (the large components) and a diagonal of ``cs`` (the small ones); so is its inverse
     (:attr:`hci`, :attr:`hci_small`). :meth:`k` applies ``K = V (V^T H V)^-1 V^T``,
