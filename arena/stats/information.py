@@ -621,22 +621,22 @@ def colours(model: Model, i: np.ndarray, j: np.ndarray, k: int) -> np.ndarray:
     a colour that none of the bots it met has taken, nor its rating neighbours (the pairs
     ``(i[x], j[x])``, whose covariances are read off the probes), the one used least recently
     in the layout's order among those, so that bots of one colour are far apart in the graph.
-    A bot that met more than ``k - 3`` others may have to share a colour with one: the least
-    shared, then the least recently used. ``O(n + m)``, a Python loop over the bots."""
+    A bot that met ``k`` others or more has to share a colour with one of them: the least shared,
+    then the least recently used; never with a rating neighbour (two of them, ``k > 2``).
+    ``O(n + m)``, a Python loop over the bots."""
     n = model.pairs.n
     order = np.argsort(model.layout.position)
-    near = (sp.csr_matrix((np.ones(model.indices.size), model.indices, model.indptr), shape=(n, n))
-            + sp.csr_matrix((np.ones(2 * i.size), (np.concatenate([i, j]), np.concatenate([j, i]))), shape=(n, n)))
-    near.setdiag(0)
-    near.eliminate_zeros()
-    ptr, adj = near.indptr, near.indices
+    ptr, adj = model.indptr, model.indices  # the bots met (and the bot itself, uncoloured yet)
+    partner_ptr = np.concatenate([[0], np.cumsum(np.bincount(np.concatenate([i, j]), minlength=n))])
+    partners = np.concatenate([j, i])[np.argsort(np.concatenate([i, j]), kind="stable")]
     col = np.full(n, k, np.int64)  # k: no colour yet, counted in a spare bin never chosen
     last = np.full(k + 1, -1.0)
     last[k] = np.inf
     big = float(n + 1)
     for step, v in enumerate(order.tolist()):
-        clash = np.bincount(col[adj[ptr[v]:ptr[v + 1]]], minlength=k + 1)
-        c = int((clash * big + last).argmin())
+        clash = np.bincount(col[adj[ptr[v]:ptr[v + 1]]], minlength=k + 1) * big
+        clash += np.bincount(col[partners[partner_ptr[v]:partner_ptr[v + 1]]], minlength=k + 1) * big * big
+        c = int((clash + last).argmin())
         col[v] = c
         last[c] = step
     return col
