@@ -195,3 +195,22 @@ def test_the_units_kept_by_each_result_are_those_counted_over_every_match(db_tar
     store = Store(db_target)
     assert store.ladder_units("ecarte") == kept
     store.close()
+
+
+def test_refit_takes_the_stores_unit_counts_and_a_warm_start():
+    """What the background fitter does: the unit counts the store keeps (a mapping), started
+    from the previous ratings; the same fit as a cold one, ratings best first, and the
+    separation of neighbours at hand (issue 21)."""
+    from arena.stats.synthetic import perturb, synthetic_field
+
+    field = synthetic_field(120, 20, 12, "neighbours", seed=21)
+    cold = refit(field.units, field.names)
+    assert [r.elo for r in cold.ratings] == sorted((r.elo for r in cold.ratings), reverse=True)
+    more = perturb(field, seed=4, results=3)
+    warm = refit(more, field.names, start={r.name: r.elo for r in cold.ratings})
+    again = refit(more, field.names)
+    for x, y in zip(warm.ratings, again.ratings):
+        assert x.name == y.name and abs(x.elo - y.elo) < 1e-6 and abs(x.ci95 - y.ci95) < 1e-6
+    sds = warm.neighbour_sd()
+    assert len(sds) == 119 and all(s > 0 for s in sds)
+    assert sds[0] == warm.sd_diff(warm.ratings[0].name, warm.ratings[1].name)

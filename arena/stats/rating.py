@@ -4,15 +4,15 @@
   a tournament (as BayesElo and Ordo do): order-independent, draws count as half a win, the
   mean rating anchored at :data:`ANCHOR`, with a 95% interval per bot from the observed
   Fisher information. A weak prior of one virtual draw against an opponent of strength 0
-  (natural-log scale) keeps a bot that won or lost everything finite. :func:`fit` also returns
-  the covariance matrix of the ratings, from which :meth:`Fit.los` gives the likelihood of
-  superiority.
+  (natural-log scale) keeps a bot that won or lost everything finite. The :class:`Fit` also
+  gives the variance of the difference of any two ratings, from which :meth:`Fit.los` gives
+  the likelihood of superiority and :meth:`Fit.separated` the 95% separation marks.
 * :func:`fit_pairs` - the same fit for results grouped in duplicate pairs (two matches on one
   deal seed with the seats swapped), with intervals that take the pair as the unit of variance
   (see its docstring).
 * :func:`fit_units` - the general form: any units of ``g`` games (a match, a duplicate pair,
   or the ``g`` twin deals of a duplicate-deals pair), optionally warm-started from earlier
-  ratings (the persistent ladder, :mod:`arena.stats.ladder`, refits this way after every result).
+  ratings (the persistent ladder, :mod:`arena.stats.ladder`, refits this way in the background).
 * :func:`elo_update` - the classic incremental Elo step with K-factor :data:`K_FACTOR` (kept
   for comparison in the studies of :mod:`arena.stats.studies`; the ladder no longer uses it).
 
@@ -42,6 +42,25 @@ difference of two ratings has the same variance either way. The likelihood of su
 ``LOS(a, b) = Phi((elo_a - elo_b) / sd(elo_a - elo_b))`` is the normal approximation of the
 posterior that BayesElo's ``los`` command reports (R. Coulom, BayesElo,
 https://www.remi-coulom.fr/Bayesian-Elo/).
+
+Computation (:mod:`arena.stats.information`). The units are aggregated per pair of bots that
+met, so the work grows with the distinct units and pairs, not with the games nor the cube of the
+field: ``H`` is a sparse ``n x n`` matrix with one entry per pair (a weighted graph Laplacian
+plus the prior's diagonal). Newton's steps are solved exactly (LAPACK Cholesky) up to 400 bots,
+beyond by a preconditioned conjugate gradient to a relative residual of 1e-10, until no strength
+moves by more than 1e-9 (2e-7 Elo). The intervals are exact up to
+:data:`arena.stats.information.EXACT_BOTS` bots (a dense inverse, only there); beyond, a probing
+estimate with an exact coarse part gives the per-bot variances and those of the differences of
+rating neighbours, within a few percent of the exact ones (the measured accuracy is in
+:mod:`arena.stats.information`; :attr:`Fit.check` is the error found on a few bots solved
+exactly in each fit), and any other pair's difference is solved exactly on demand. The dense
+fit this replaced (pure Python, ``O(n^3)``: 4 s at 200 bots) is kept as the tests' reference in
+tests/dense_fit.py; the two agree within 1e-6 Elo and 1e-6 relative on the intervals. The fit
+runs OpenBLAS on one thread (:func:`arena.stats.information.one_blas_thread`): it shares the
+machine with a server.
+
+A rating is *provisional* (:attr:`Rating.provisional`) while its 95% interval is wider than
+:data:`PROVISIONAL_CI95`.
 """
 
 from __future__ import annotations
@@ -49,8 +68,12 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping
+from operator import itemgetter
 
 import msgspec
+import numpy as np
+
+from arena.stats.information import Intervals, Model, aggregate, newton, one_blas_thread
 
 ANCHOR = 1500.0
 """Mean rating of the bots in a fit."""
@@ -59,13 +82,26 @@ K_FACTOR = 20.0
 _SCALE = 400.0 / math.log(10.0)  # Elo points per natural-log unit of strength
 Z95 = 1.959963984540054
 """The two-sided 95% normal quantile: intervals are ``± Z95 * sd``."""
+PROVISIONAL_CI95 = 100.0
+"""Half-width (Elo points) of the 95% interval above which a rating is provisional
+(:attr:`Rating.provisional`): the bot has not played enough for its place to mean much yet.
+A bot that scores about half against opponents whose ratings are well known has
+``ci95 ~ Z95 * 400 / ln 10 * 2 / sqrt(games) ~ 681 / sqrt(games)`` (model variance), so it stops
+being provisional after about 46 games (sooner with duplicate pairs, whose robust interval is
+narrower; later against provisional opponents). ± 100 Elo is about the gap between two bots of
+which one scores 64%: a narrower interval places a bot within a class of its peers, a wider one
+does not; and a ladder of weeks gives each bot hundreds of games, so only newcomers carry the
+mark."""
+ROBUST_PRIOR_UNITS = 1.0
+"""Virtual units per matchup, at the model's variance, in the robust variance (see module)."""
 
 PROVISIONAL_CI95 = 100.0
 """A rating whose 95% half-width (Elo points) is wider than this, or unknown, is shown as provisional."""
 
 
 class Rating(msgspec.Struct):
-    """A bot's fitted rating: ``elo`` with a 95% interval ``± ci95``, games and results."""
+    """A bot's fitted rating: ``elo`` with a 95% interval ``± ci95`` (Elo points), games and
+    results."""
 
     name: str
     elo: float
@@ -79,6 +115,11 @@ class Rating(msgspec.Struct):
     def score(self) -> float:
         """Score fraction: (wins + draws/2) / games."""
         return (self.wins + 0.5 * self.draws) / self.games if self.games else 0.0
+
+    @property
+    def provisional(self) -> bool:
+        """Whether the 95% interval is wider than :data:`PROVISIONAL_CI95` (± 100 Elo)."""
+        return self.ci95 > PROVISIONAL_CI95
 
 
 def expected_score(diff: float) -> float:
@@ -97,16 +138,16 @@ def fit(results: Iterable[tuple[str, str, float]], names: Iterable[str] = (), va
     [0, 1] is accepted as a fractional point). ``names`` adds bots with no games.
 
     ``variance`` is ``"model"`` (default: the inverse observed information) or ``"robust"``
-    (each game its own unit; see the module docstring). Newton's method on the
-    log-likelihood with the prior described in the module docstring; a few iterations.
+    (each game its own unit; see the module docstring). Raises ``ValueError`` for a score
+    outside [0, 1], a bot playing itself or another ``variance``.
     """
-    units = []
+    units: Counter = Counter()
     tallies = []
     for a, b, s in results:
         s = float(s)
         if not 0.0 <= s <= 1.0:
             raise ValueError(f"game score {s!r} of {a!r} vs {b!r} is not in [0, 1]")
-        units.append((a, b, s, 1))
+        units[(a, b, s, 1)] += 1
         tallies.append((a, b, 1 if s > 0.5 else 0, 1 if s < 0.5 else 0, 1 if s == 0.5 else 0))
     return _fit(units, tallies, names, variance)
 
@@ -125,14 +166,15 @@ def fit_pairs(pairs: Iterable[tuple[str, str, float]], names: Iterable[str] = ()
 
     The win/loss/draw tallies split a pair score into two games with the fewest draws:
     2 = two wins, 1.5 = a win and a draw, 1 = a win and a loss, 0.5 = a draw and a loss.
+    Raises ``ValueError`` for a score outside [0, 2].
     """
-    units = []
+    units: Counter = Counter()
     tallies = []
     for a, b, s in pairs:
         s = float(s)
         if not 0.0 <= s <= 2.0:
             raise ValueError(f"pair score {s!r} of {a!r} vs {b!r} is not in [0, 2]")
-        units.append((a, b, s, 2))
+        units[(a, b, s, 2)] += 1
         wins = 2 if s == 2.0 else 1 if s >= 1.0 else 0
         losses = 2 if s == 0.0 else 1 if s <= 1.0 else 0
         tallies.append((a, b, wins, losses, 2 - wins - losses))
@@ -145,39 +187,32 @@ def fit_units(
     variance: str = "robust",
     start: Mapping[str, float] | None = None,
     tallies: Iterable[tuple[str, str, int, int, int]] | None = None,
+    *,
+    intervals: str = "auto",
 ) -> Fit:
     """Fit Elo ratings to units ``(a, b, score_of_a, g)``: ``g`` games (``g >= 1``) in which
     ``a`` scored ``score_of_a`` points (0 to ``g``, a draw counting ½).
 
     A unit is what varies together: one unpaired match (``g = 1``), a duplicate pair (``g =
     2``), or the ``g`` twin deals of a duplicate-deals pair. ``units`` may also be a mapping
-    from each distinct unit to how many times it occurred. With the default
-    ``variance="robust"`` the intervals are clustered by unit (the sandwich of the module
-    docstring), ``"model"`` gives the inverse information. ``start`` maps bot names to Elo
-    ratings to start Newton's method from (a warm start: the maximum is the same, it is only
-    reached in fewer steps). ``tallies`` gives ``(a, b, wins of a, losses of a, draws)`` per
+    from each distinct unit to how many times it occurred (what the store keeps; the cost of the
+    fit grows with the distinct units and the pairs of bots that met, not with their counts).
+    With the default ``variance="robust"`` the intervals are clustered by unit (the sandwich of
+    the module docstring), ``"model"`` gives the inverse information. ``start`` maps bot names
+    to Elo ratings to start Newton's method from (a warm start: the maximum is the same, it is
+    only reached in fewer steps). ``tallies`` gives ``(a, b, wins of a, losses of a, draws)`` per
     unit for the win/loss/draw counts; by default each unit is split with the fewest draws
-    (``floor(score)`` wins, one draw for a half point, the rest losses). Raises
-    ``ValueError`` for a score outside ``[0, g]``, ``g < 1`` or a bot playing itself.
+    (``floor(score)`` wins, one draw for a half point, the rest losses). ``intervals`` is
+    ``"auto"`` (exact up to :data:`arena.stats.information.EXACT_BOTS` bots, probed beyond), ``"exact"`` or
+    ``"probing"`` (to compare the two; see the module docstring). Raises ``ValueError`` for a
+    score outside ``[0, g]``, ``g < 1``, a bot playing itself, another ``variance`` or
+    ``intervals``.
     """
-    distinct: Counter = Counter()  # a ladder repeats few distinct units
     if isinstance(units, Mapping):
-        for (a, b, s, g), count in units.items():
-            distinct[(a, b, float(s), int(g))] += int(count)
+        distinct: Mapping = units  # the keys are distinct already (1 == 1.0 for a dict)
     else:
-        distinct.update((a, b, float(s), int(g)) for a, b, s, g in units)
-    out_tallies = []
-    for (a, b, s, g), count in distinct.items():
-        if g < 1:
-            raise ValueError(f"unit of {a!r} vs {b!r} has {g} games")
-        if not 0.0 <= s <= g:
-            raise ValueError(f"score {s!r} of {a!r} vs {b!r} is not in [0, {g}]")
-        wins = math.floor(s)
-        draws = 1 if s - wins >= 0.25 else 0
-        out_tallies.append((a, b, wins * count, (g - wins - draws) * count, draws * count))
-    if tallies is not None:
-        out_tallies = list(tallies)
-    return _fit(distinct, out_tallies, names, variance, start)
+        distinct = Counter((a, b, s, g) for a, b, s, g in units)
+    return _fit(distinct, None if tallies is None else list(tallies), names, variance, start, intervals)
 
 
 def fit_ratings(results: Iterable[tuple[str, str, float]], names: Iterable[str] = ()) -> list[Rating]:
@@ -189,19 +224,25 @@ def fit_ratings(results: Iterable[tuple[str, str, float]], names: Iterable[str] 
 
 
 class Fit:
-    """The result of :func:`fit` or :func:`fit_pairs`: ratings, best first, and the covariance
-    matrix ``cov`` (Elo points squared) of the anchored ratings, indexed like ``names``
-    (sorted). ``variance`` says how ``cov`` was estimated (``"model"`` or ``"robust"``)."""
+    """The result of :func:`fit`, :func:`fit_pairs` or :func:`fit_units`: ``ratings`` best
+    first, ``names`` sorted, ``variance`` (``"model"`` or ``"robust"``) and ``method``: how the
+    intervals were computed, ``"exact"`` or ``"probing"`` (beyond
+    :data:`arena.stats.information.EXACT_BOTS` bots; see the module docstring).
 
-    __slots__ = ("ratings", "names", "cov", "variance", "_index", "_by_name")
+    There is no dense covariance matrix but for small fields (:attr:`cov`): the variance of a
+    rating difference (:meth:`sd_diff`) is kept for the neighbours in rating order, computed
+    when first asked for any other pair, and from it :meth:`los` and :meth:`separated`."""
 
-    def __init__(self, ratings: list[Rating], names: list[str], cov: list[list[float]], variance: str) -> None:
+    __slots__ = ("ratings", "names", "variance", "_index", "_by_name", "_intervals")
+
+    def __init__(self, ratings: list[Rating], names: list[str], variance: str,
+                 intervals: Intervals | None = None) -> None:
         self.ratings = ratings
         self.names = names
-        self.cov = cov
         self.variance = variance
         self._index = {n: i for i, n in enumerate(names)}
         self._by_name = {r.name: r for r in ratings}
+        self._intervals = intervals
 
     def __getitem__(self, name: str) -> Rating:
         return self._by_name[name]
@@ -210,11 +251,38 @@ class Fit:
         body = ", ".join(f"{r.name}={r.elo:.0f}±{r.ci95:.0f}" for r in self.ratings)
         return f"Fit({self.variance}: {body})"
 
+    @property
+    def method(self) -> str:
+        """``"exact"`` or ``"probing"``: how the intervals were computed."""
+        return self._intervals.method if self._intervals is not None else "exact"
+
+    @property
+    def check(self) -> float:
+        """For probed intervals, the largest relative error of a bot's interval found by
+        solving a few bots exactly as well (:data:`arena.stats.information.CHECKED`: a sample
+        spread over the ratings); 0.0 for exact intervals. A few percent is the probing's
+        usual accuracy; much more says the field has a structure the probing does not catch."""
+        return self._intervals.check if self._intervals is not None else 0.0
+
+    @property
+    def cov(self) -> np.ndarray:
+        """The covariance matrix (Elo points squared, ``n x n``, indexed like :attr:`names`) of
+        the anchored ratings, exact, computed on first use: ``O(n^3)`` time and ``n^2`` memory,
+        so only for fields of at most :data:`arena.stats.information.EXACT_BOTS` bots (``ValueError`` beyond)."""
+        if self._intervals is None:
+            return np.zeros((0, 0))
+        return self._intervals.dense() * _SCALE**2
+
     def sd_diff(self, a: str, b: str) -> float:
-        """Standard deviation of ``elo_a - elo_b`` from the covariance matrix."""
-        i, j = self._index[a], self._index[b]
-        c = self.cov
-        return math.sqrt(max(c[i][i] + c[j][j] - 2.0 * c[i][j], 0.0))
+        """Standard deviation (Elo points) of ``elo_a - elo_b``."""
+        if self._intervals is None or a == b:
+            return 0.0
+        return _SCALE * math.sqrt(self._intervals.pair(self._index[a], self._index[b]))
+
+    def neighbour_sd(self) -> list[float]:
+        """:meth:`sd_diff` of each rating and the next one in :attr:`ratings` (``n - 1`` values,
+        Elo points): what the separation marks of a leaderboard need, at no extra cost."""
+        return [self.sd_diff(x.name, y.name) for x, y in zip(self.ratings, self.ratings[1:])]
 
     def los(self, a: str, b: str) -> float:
         """Likelihood of superiority: P(a is stronger than b) = Phi(diff / sd(diff))."""
@@ -225,7 +293,7 @@ class Fit:
         return 0.5 * (1.0 + math.erf(diff / (sd * math.sqrt(2.0))))
 
     def los_matrix(self) -> dict[tuple[str, str], float]:
-        """:meth:`los` for every ordered pair of distinct bots."""
+        """:meth:`los` for every ordered pair of distinct bots (``n^2`` values: small fields)."""
         return {(a, b): self.los(a, b) for a in self.names for b in self.names if a != b}
 
     def overlapping(self, a: str, b: str) -> bool:
@@ -236,7 +304,7 @@ class Fit:
         return abs(ra.elo - rb.elo) <= ra.ci95 + rb.ci95
 
     def diff_ci95(self, a: str, b: str) -> float:
-        """Half-width (Elo) of the 95% interval of ``elo_a - elo_b``, from the covariance."""
+        """Half-width (Elo) of the 95% interval of ``elo_a - elo_b``."""
         return Z95 * self.sd_diff(a, b)
 
     def separated(self, a: str, b: str) -> bool:
@@ -247,169 +315,87 @@ class Fit:
         return abs(diff) > self.diff_ci95(a, b)
 
 
-ROBUST_PRIOR_UNITS = 1.0
-"""Virtual units per matchup, at the model's variance, in the robust variance (see module)."""
-
-
 def _fit(
-    units: list[tuple[str, str, float, int]] | Counter,
-    tallies: list[tuple[str, str, int, int, int]],
+    units: Mapping[tuple[str, str, float, int], int],
+    tallies: list[tuple[str, str, int, int, int]] | None,
     names: Iterable[str],
     variance: str,
     start: Mapping[str, float] | None = None,
+    intervals: str = "auto",
 ) -> Fit:
-    """Shared core: ``units`` are ``(a, b, score of a, games)`` (a list, or a ``Counter`` of
-    them: each distinct unit with its count); ``start`` Elo ratings to start from (see
-    :func:`fit_units`)."""
-    if not isinstance(units, Counter):
-        units = Counter(units)
+    """Shared core: ``units`` counts each distinct ``(a, b, score of a, games)``; ``tallies``
+    as in :func:`fit_units` (None: the default split); ``start`` Elo ratings to start from."""
     if variance not in ("model", "robust"):
         raise ValueError(f"variance must be 'model' or 'robust', not {variance!r}")
-    bots = sorted(set(names) | {u[0] for u in units} | {u[1] for u in units})
+    if intervals not in ("auto", "exact", "probing"):
+        raise ValueError(f"intervals must be 'auto', 'exact' or 'probing', not {intervals!r}")
+    keys = list(units)
+    m = len(keys)
+    a_names, b_names = list(map(itemgetter(0), keys)), list(map(itemgetter(1), keys))
+    bots = sorted(set(names).union(a_names, b_names))
     n = len(bots)
     if n == 0:
-        return Fit([], [], [], variance)
+        return Fit([], [], variance)
     index = {b: i for i, b in enumerate(bots)}
-    # aggregate: games and score per pair of bots; squared residuals need the units later
-    games = [[0.0] * n for _ in range(n)]
-    score = [0.0] * n
-    for (a, b, s, g), c in units.items():
-        if a == b:
-            raise ValueError(f"{a!r} cannot play itself")
-        i, j = index[a], index[b]
-        games[i][j] += g * c
-        games[j][i] += g * c
-        score[i] += s * c
-        score[j] += (g - s) * c
-    # natural-log strengths; prior opponent at 0
-    theta = [((start or {}).get(b, ANCHOR) - ANCHOR) / _SCALE for b in bots]
-    for _ in range(100):
-        grad, info = _gradient_and_information(theta, games, score)
-        step = _solve(info, grad)
-        theta = [t + d for t, d in zip(theta, step)]
-        if max(abs(d) for d in step) < 1e-10:
-            break
-    _, info = _gradient_and_information(theta, games, score)
-    cov = _inverse(info)
-    if variance == "robust":
-        cov = _sandwich(cov, _meat(theta, units, index))
-    # covariance of the anchored ratings theta - mean(theta), in Elo points squared
-    row = [sum(r) / n for r in cov]
-    tot = sum(row) / n
-    cov_elo = [[_SCALE**2 * (cov[i][j] - row[i] - row[j] + tot) for j in range(n)] for i in range(n)]
-    mean = sum(theta) / n
-    tally = {b: [0, 0, 0] for b in bots}
-    for a, b, w, lo, dr in tallies:
-        tally[a][0] += w
-        tally[a][1] += lo
-        tally[a][2] += dr
-        tally[b][0] += lo
-        tally[b][1] += w
-        tally[b][2] += dr
-    out = []
-    for b, i in index.items():
-        w, lo, dr = tally[b]
-        out.append(
-            Rating(
-                name=b,
-                elo=ANCHOR + _SCALE * (theta[i] - mean),
-                ci95=1.96 * math.sqrt(max(cov_elo[i][i], 0.0)),
-                games=w + lo + dr,
-                wins=w,
-                losses=lo,
-                draws=dr,
-            )
-        )
-    out.sort(key=lambda r: (-r.elo, r.name))
-    return Fit(out, bots, cov_elo, variance)
+    a = np.fromiter(map(index.__getitem__, a_names), np.int64, m)
+    b = np.fromiter(map(index.__getitem__, b_names), np.int64, m)
+    s = np.fromiter(map(itemgetter(2), keys), float, m)
+    g = np.fromiter(map(itemgetter(3), keys), float, m)
+    c = np.fromiter(units.values(), float, m)
+    if np.any(c < 0) or np.any(c != np.floor(c)):
+        raise ValueError("unit counts must be whole numbers >= 0")
+    _check(keys, a, b, s, g)
+    if not c.all():  # units counted 0 times: not played (their bots stay in the field, without games)
+        keep = c > 0
+        a, b, s, g, c = a[keep], b[keep], s[keep], g[keep], c[keep]
+    theta0 = np.zeros(n)
+    if start:
+        theta0 = (np.fromiter((start.get(x, ANCHOR) for x in bots), float, n) - ANCHOR) / _SCALE
+    with one_blas_thread():
+        model = Model(aggregate(n, a, b, s, g, c), ROBUST_PRIOR_UNITS)
+        theta, p, h = newton(model, theta0)
+        elo = ANCHOR + _SCALE * (theta - theta.mean())
+        order = np.lexsort((np.arange(n), -elo))  # best first, then by name
+        got = Intervals(model, theta, h, model.meat(theta, p) if variance == "robust" else None, order, intervals)
+    ci95 = (Z95 * _SCALE) * np.sqrt(got.var)
+    wins, losses, draws = _tallies(n, index, tallies, a, b, s, g, c)
+    out = [Rating(name=bots[i], elo=e, ci95=w, games=x + y + z, wins=x, losses=y, draws=z)
+           for i, e, w, x, y, z in zip(order.tolist(), elo[order].tolist(), ci95[order].tolist(),
+                                       wins[order].tolist(), losses[order].tolist(), draws[order].tolist())]
+    return Fit(out, bots, variance, got)
 
 
-def _p(ti: float, tj: float) -> float:
-    return 1.0 / (1.0 + math.exp(tj - ti))
+def _check(keys: list, a: np.ndarray, b: np.ndarray, s: np.ndarray, g: np.ndarray) -> None:
+    """Raise ``ValueError`` naming the first unit with a bot playing itself, ``g < 1`` or a score
+    outside ``[0, g]``."""
+    bad = np.flatnonzero((a == b) | (g < 1) | ~((s >= 0.0) & (s <= g)))
+    if bad.size:
+        x, y, sc, gm = keys[int(bad[0])]
+        if x == y:
+            raise ValueError(f"{x!r} cannot play itself")
+        if gm < 1:
+            raise ValueError(f"unit of {x!r} vs {y!r} has {gm} games")
+        raise ValueError(f"score {sc!r} of {x!r} vs {y!r} is not in [0, {gm}]")
 
 
-def _gradient_and_information(
-    theta: list[float], games: list[list[float]], score: list[float]
-) -> tuple[list[float], list[list[float]]]:
-    """Gradient of the log-likelihood (with the prior) and the observed information."""
-    n = len(theta)
-    grad = [0.0] * n
-    info = [[0.0] * n for _ in range(n)]
-    for i in range(n):
-        p0 = _p(theta[i], 0.0)  # the prior's virtual draw
-        grad[i] += 0.5 - p0 + score[i]
-        info[i][i] += p0 * (1 - p0)
-        for j in range(n):
-            g = games[i][j]
-            if g and i != j:
-                p = _p(theta[i], theta[j])
-                grad[i] -= g * p
-                w = g * p * (1 - p)
-                info[i][i] += w
-                info[i][j] -= w
-    return grad, info
-
-
-def _meat(theta: list[float], units: Counter, index: dict[str, int]) -> list[list[float]]:
-    """``M`` of the sandwich: per-matchup sums of squared unit residuals, shrunk toward the
-    model's variance, plus the prior's virtual game at its model variance."""
-    n = len(theta)
-    sq: dict[tuple[int, int], list[float]] = {}  # matchup -> [units, sum r^2, sum g p (1-p)]
-    for (a, b, s, g), c in units.items():
-        i, j = sorted((index[a], index[b]))
-        p = _p(theta[index[a]], theta[index[b]])
-        acc = sq.setdefault((i, j), [0.0, 0.0, 0.0])
-        acc[0] += c
-        acc[1] += c * (s - g * p) ** 2
-        acc[2] += c * g * p * (1 - p)
-    meat = [[0.0] * n for _ in range(n)]
-    for i in range(n):
-        p0 = _p(theta[i], 0.0)
-        meat[i][i] += p0 * (1 - p0)
-    k = ROBUST_PRIOR_UNITS
-    for (i, j), (m, r2, model) in sq.items():
-        v = m * (r2 + k * model / m) / (m + k)
-        meat[i][i] += v
-        meat[j][j] += v
-        meat[i][j] -= v
-        meat[j][i] -= v
-    return meat
-
-
-def _sandwich(bread: list[list[float]], meat: list[list[float]]) -> list[list[float]]:
-    n = len(bread)
-    left = [[sum(bread[i][k] * meat[k][j] for k in range(n)) for j in range(n)] for i in range(n)]
-    return [[sum(left[i][k] * bread[k][j] for k in range(n)) for j in range(n)] for i in range(n)]
-
-
-def _solve(a: list[list[float]], b: list[float]) -> list[float]:
-    """Solve ``a x = b`` by Gaussian elimination with partial pivoting (small, dense)."""
-    n = len(b)
-    m = [row[:] + [b[i]] for i, row in enumerate(a)]
-    for c in range(n):
-        p = max(range(c, n), key=lambda r: abs(m[r][c]))
-        m[c], m[p] = m[p], m[c]
-        for r in range(n):
-            if r != c and m[r][c]:
-                f = m[r][c] / m[c][c]
-                for k in range(c, n + 1):
-                    m[r][k] -= f * m[c][k]
-    return [m[i][n] / m[i][i] for i in range(n)]
-
-
-def _inverse(a: list[list[float]]) -> list[list[float]]:
-    """Inverse by Gauss-Jordan elimination with partial pivoting (one ``O(n^3)`` pass)."""
-    n = len(a)
-    m = [row[:] + [1.0 if i == j else 0.0 for j in range(n)] for i, row in enumerate(a)]
-    for c in range(n):
-        p = max(range(c, n), key=lambda r: abs(m[r][c]))
-        m[c], m[p] = m[p], m[c]
-        pivot = m[c][c]
-        m[c] = [x / pivot for x in m[c]]
-        pc = m[c]
-        for r in range(n):
-            f = m[r][c]
-            if r != c and f:
-                row = m[r]
-                m[r] = [x - f * y for x, y in zip(row, pc)]
-    return [row[n:] for row in m]
+def _tallies(n: int, index: dict[str, int], tallies: list | None, a: np.ndarray, b: np.ndarray,
+             s: np.ndarray, g: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Wins, losses and draws per bot (integer arrays): from ``tallies`` or the default split."""
+    if tallies is not None:
+        w, lo, d = np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n, np.int64)
+        for x, y, tw, tl, td in tallies:
+            i, j = index[x], index[y]
+            w[i] += tw
+            lo[i] += tl
+            d[i] += td
+            w[j] += tl
+            lo[j] += tw
+            d[j] += td
+        return w, lo, d
+    win = np.floor(s)
+    draw = (s - win >= 0.25).astype(float)
+    loss = g - win - draw
+    w = np.bincount(a, c * win, n) + np.bincount(b, c * loss, n)
+    lo = np.bincount(a, c * loss, n) + np.bincount(b, c * win, n)
+    d = np.bincount(a, c * draw, n) + np.bincount(b, c * draw, n)
+    return np.rint(w).astype(np.int64), np.rint(lo).astype(np.int64), np.rint(d).astype(np.int64)
