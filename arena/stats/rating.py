@@ -95,9 +95,6 @@ mark."""
 ROBUST_PRIOR_UNITS = 1.0
 """Virtual units per matchup, at the model's variance, in the robust variance (see module)."""
 
-PROVISIONAL_CI95 = 100.0
-"""A rating whose 95% half-width (Elo points) is wider than this, or unknown, is shown as provisional."""
-
 
 class Rating(msgspec.Struct):
     """A bot's fitted rating: ``elo`` with a 95% interval ``± ci95`` (Elo points), games and
