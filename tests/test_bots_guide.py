@@ -52,6 +52,7 @@ def steps(text: str) -> list[tuple[str, str, str]]:
     return out
 
 
+@pytest.mark.slow  # about half a minute of real tournaments: `make test-slow` (CI runs it)
 def test_every_step_of_the_guide_runs_in_order(tmp_path):
     if sandbox_problem() is not None:
         pytest.skip(f"the doctor runs bots sandboxed: {sandbox_problem()}")

@@ -199,10 +199,19 @@ def unpack(data: bytes, dest: str | Path, limits: ArchiveLimits = ArchiveLimits(
     return root / MANIFEST
 
 
+def _holds_a_bot(folder: Path) -> bool:
+    """Whether ``folder`` holds another bot: a ``*.toml`` with a ``command`` (a manifest) at its top."""
+    try:
+        return any(b"command" in p.read_bytes()[:4096] for p in folder.glob("*.toml") if p.is_file())
+    except OSError:
+        return False
+
+
 def pack(manifest: str | Path, limits: ArchiveLimits = ArchiveLimits()) -> bytes:
     """The archive of the bot whose manifest is ``manifest``: the manifest as
     ``manifest.toml``, and every regular file below its directory (except :data:`SKIPPED`
-    names and other bots' ``*.toml`` manifests when the directory holds several), with
+    names, other bots' ``*.toml`` manifests when the directory holds several, and the folders
+    of other bots below it: a folder with a manifest of its own), with
     relative paths, sorted, zero times and no owners: the same files give the same bytes.
     Raises :class:`ArchiveError` for a link or special file in the directory, or when the
     result breaks ``limits``; ``OSError`` if a file cannot be read."""
@@ -210,7 +219,7 @@ def pack(manifest: str | Path, limits: ArchiveLimits = ArchiveLimits()) -> bytes
     root = manifest.parent
     paths: list[Path] = []
     for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if d not in SKIPPED)
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIPPED and not _holds_a_bot(Path(dirpath) / d))
         for name in sorted(filenames):
             p = Path(dirpath) / name
             rel = p.relative_to(root).as_posix()
