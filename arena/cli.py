@@ -34,7 +34,17 @@ from arena.schedule.formats import FORMATS
 from arena.schedule.formats.duplicate_deals import DEFAULT_DEALS
 from arena.schedule.launcher import load_manifest, sandbox_problem
 from arena.schedule.tournament import TournamentConfig, TournamentReport, run_tournament
-from arena.store.log_archive import MAX_DAYS, Retention
+from arena.store.log_archive import (
+    MAX_DAYS,
+    ArchiveBusy,
+    Retention,
+    apply_retention,
+    describe_report,
+    is_bundle_ref,
+    parse_ref,
+    read_stored,
+)
+from arena.store.postgres import is_url
 from arena.store.postgres import shown as shown_db
 from arena.store.sqlite import Store
 from arena.wagers.ledger import MAX_DEPOSIT
@@ -550,16 +560,12 @@ def _looks_like_key(text: str) -> bool:
 
 def _key_of(path: str) -> str:
     """The match key a log's file name (or bundle member) carries: ``t3-m0042.jsonl.gz`` -> ``t3-m0042``."""
-    from arena.store.log_archive import is_bundle_ref, parse_ref
-
     name = parse_ref(path)[1] if is_bundle_ref(path) or "#" in path else Path(path).name
     return name.removesuffix(".gz").removesuffix(".jsonl")
 
 
 def _replay_store(db: str) -> Store:
     """The store ``arena replay`` reads hashes from; a missing SQLite file is a user error (not created)."""
-    from arena.store.postgres import is_url
-
     if not is_url(db) and not Path(db).exists():
         raise UserError(f"no database {db}: pass the contest's or tournament's --db")
     return Store(db)
@@ -570,7 +576,6 @@ def cmd_replay(args: argparse.Namespace) -> int:
     a member of an archive bundle, or a match key looked up in the database (its file, its bundle
     or its worker's copy); with a database its last hash must be the recorded one."""
     from arena.match.log import ChainError, ReplayError, decompress, describe, public_view, verify_bytes
-    from arena.store.log_archive import read_stored
 
     console = make_console()
 
@@ -620,8 +625,6 @@ def cmd_replay(args: argparse.Namespace) -> int:
 def cmd_archive(args: argparse.Namespace) -> int:
     """``arena archive``: apply the retention once (:func:`arena.store.log_archive.apply_retention`)
     and say what it did in one line. Safe to interrupt: run it again to go on."""
-    from arena.store.log_archive import ArchiveBusy, apply_retention, describe_report
-
     retention, db, logs = Retention(), "arena.db", "logs"
     if args.config:
         from arena.schedule.contest import load_config

@@ -58,6 +58,7 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+import trio
 
 from arena.match.log import ChainError, complete_gzip
 
@@ -346,7 +347,9 @@ def _archive_day(store: Any, logs: Path, folder: Path, day: int, rows: list[tupl
 
     bundle = folder / f"{day_name(day)}.zip"
     offsets, size = _write_bundle(bundle, day, {Path(p).name for _, p in rows}, members())
-    if not sources:
+    if not sources:  # every log of the day missing
+        if not offsets:
+            bundle.unlink()  # an empty bundle is no use
         return
     journal = folder / f"{day_name(day)}.delete.json"
     write_synced(journal, json.dumps([[key, str(file)] for key, _, file in sources if file is not None]).encode())
@@ -480,8 +483,6 @@ async def keep_retention(open_store: Callable[[], Any], logs: str | Path, retent
     each run in a worker thread (the file work and its own database connection, from
     ``open_store()``, closed after), so the trio loop never waits for it. A failed run is logged
     and tried again at the next; a cancelled one stops after the day in hand."""
-    import trio
-
     await trio.sleep(first_s)
     while True:
         stop = threading.Event()

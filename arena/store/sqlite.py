@@ -28,6 +28,7 @@ from arena.names import check_name
 from arena.store.archives import ArchiveLimits
 from arena.store.archives import check as check_archive
 from arena.store.archives import sha256 as archive_sha256
+from arena.store.log_archive import read_stored
 from arena.store.postgres import DatabaseLost, is_url, password_of, redact
 from arena.store.postgres import connect as connect_postgres
 
@@ -894,7 +895,6 @@ class Store:
         its worker committed to the database; None if neither exists. Raises
         :class:`arena.match.log.ChainError` if what is there is corrupt."""
         from arena.match.log import decompress
-        from arena.store.log_archive import read_stored
 
         if log_path:
             try:
