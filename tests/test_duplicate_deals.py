@@ -106,11 +106,14 @@ def test_cli_duplicate_deals_runs_over_tcp_to_a_table(tmp_path):
         assert len(deal_points(a["log_path"], a["log_hash"])) == 4
     fitted = fit_twin_deals(rows, 4)
     assert sum(r.games for r in fitted.ratings) == 2 * 2 * 4  # two pairs of four twin deals, two bots
-    # the workers committed each log with its result: a front without the files (the workers on
-    # other hosts) fits the same ratings from the database, and a log found nowhere is an error
+    # the workers committed each log with its result, and the front, which had the files, deleted those
+    # copies; a front without the files (the workers on other hosts, their copies not taken yet) fits the
+    # same ratings from the database, and a log found nowhere is an error
+    assert store.db.execute("SELECT COUNT(*) FROM match_logs").fetchone()[0] == 0
     files = {r["log_path"]: Path(r["log_path"]).read_bytes() for r in rows}
-    for path in files:
-        Path(path).unlink()
+    for r in rows:
+        store.put_match_log(r["match_key"], files[r["log_path"]])
+        Path(r["log_path"]).unlink()
     from_db = fit_twin_deals(rows, 4, read=lambda m: store.match_log_bytes(m["match_key"], m["log_path"]))
     assert [(r.name, r.elo, r.games, r.wins) for r in from_db.ratings] == \
         [(r.name, r.elo, r.games, r.wins) for r in fitted.ratings]

@@ -175,3 +175,56 @@ def test_gathered_lines_make_the_same_file_whatever_the_piece_size(tmp_path, mon
         files.append(path.read_bytes())
     assert files[0] == files[1] == files[2]
     assert len(read_bytes(tmp_path / f"1{suffix}").splitlines()) == 400
+
+
+def test_lines_carry_short_hashes_and_logs_with_full_hashes_still_verify(tmp_path):
+    """Each line stores the first HASH_CHARS digits of its hash (the chain is over the full ones,
+    and the last full hash is what the database keeps); an altered line is named; a log written
+    by the previous version, full hashes on every line, reads and verifies as before."""
+    import gzip
+    import hashlib
+
+    from arena.match.log import GENESIS, HASH_CHARS, ChainError, MatchLog, read_bytes, verify_chain
+
+    lines = [{"type": "incident", "seat": i % 2, "code": "timeout", "detail": f"no answer {i}"} for i in range(20)]
+    with MatchLog(tmp_path / "new.jsonl.gz") as log:
+        log.write_all(lines)
+    raw = read_bytes(tmp_path / "new.jsonl.gz")
+    full, prev = [], GENESIS
+    for line in raw.splitlines():
+        body = line[: line.rindex(b',"hash":')] + b"}"
+        prev = hashlib.sha256(prev.encode() + body).hexdigest()
+        assert line.endswith(b',"hash":"' + prev[:HASH_CHARS].encode() + b'"}')
+        full.append(body[:-1] + b',"hash":"' + prev.encode() + b'"}\n')
+    assert verify_chain(raw, log.last_hash) == log.last_hash == prev and len(prev) == 64
+    old = tmp_path / "old.jsonl.gz"  # the previous version's format
+    old.write_bytes(gzip.compress(b"".join(full)))
+    assert verify_chain(read_bytes(old), prev) == prev
+    altered = raw.splitlines(keepends=True)
+    altered[11] = altered[11].replace(b"no answer 11", b"no answer 12")
+    with pytest.raises(ChainError, match="line 12: hash does not chain"):
+        verify_chain(b"".join(altered))
+    with pytest.raises(ChainError, match="line 3"):
+        verify_chain(b"".join(full[:2] + [full[2].replace(b'"seat":0', b'"seat":1')] + full[3:]))
+
+
+def test_a_copy_taken_before_the_close_is_completed_to_the_same_file(tmp_path):
+    """What a worker commits (the file after the flush before the result's commit, no gzip
+    trailer yet) made whole is the file its close makes, byte for byte; corrupt gzip is a
+    ChainError, never a zlib error."""
+    from arena.match.log import ChainError, MatchLog, complete_gzip, decompress
+
+    path = tmp_path / "m.jsonl.gz"
+    with MatchLog(path) as log:
+        log.write_all({"type": "incident", "seat": 0, "code": "x", "detail": "d" * i} for i in range(300))
+        log.flush()
+        copy = path.read_bytes()
+    whole = path.read_bytes()
+    assert copy != whole and complete_gzip(copy) == whole and complete_gzip(whole) == whole
+    assert decompress(copy) == decompress(whole)
+    bad = bytearray(whole)
+    bad[len(bad) // 2] ^= 0xFF
+    with pytest.raises(ChainError, match="corrupt"):
+        decompress(bytes(bad))
+    with pytest.raises(ChainError):
+        complete_gzip(copy[: len(copy) - 3])

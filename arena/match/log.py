@@ -18,11 +18,22 @@ and no time in its header, so it too is byte-identical from run to run. Readers
 (:func:`read_bytes`, :func:`read_log`, :func:`verify_file`) recognise gzip by its magic bytes,
 whatever the name. The hash chain is over the uncompressed lines.
 
-Tamper evidence: every line ends with ``"hash"``, the SHA-256 (hex) of the previous line's hash
-followed by this line's bytes without its hash field (the first line chains from
-:data:`GENESIS`). Changing, inserting or deleting a line breaks the chain from there on; the
-last hash is stored with the result in the database, so even a rewritten chain is caught by
-:func:`verify_chain` given that hash (``arena replay LOG --db arena.db``).
+Tamper evidence: every line is chained to the one before by the SHA-256 (hex) of the previous
+line's full hash followed by this line's bytes without its hash field (the first line chains
+from :data:`GENESIS`). Each line ends with ``"hash"``: the first :data:`HASH_CHARS` hex digits of
+its hash (logs written before this version hold all 64; readers accept both). Changing,
+inserting or deleting a line breaks the chain from there on and :func:`verify_chain` names the
+first line whose hash does not follow; the full last hash is stored with the result in the
+database, so even a rewritten chain is caught given that hash (``arena replay LOG --db
+arena.db``).
+
+Why a short hash on each line: a hash is random hex that nothing compresses, and the full 64
+digits were two thirds of a compressed log (13.8 KB of an Écarté match of the sample bots, of
+which 7.6 KB hashes). The chain itself is unchanged (every full hash is recomputed from the
+lines, and the last one is compared with the database's); what a line stores is a check that
+finds the first altered line. 32 bits miss an accidental change once in 4 billion lines, and
+they cost nothing in protection against a forger: anyone who edits a line can recompute every
+hash after it, full or short, and only the last hash, kept apart in the database, catches that.
 """
 
 from __future__ import annotations
@@ -30,6 +41,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import re
+import struct
 import zlib
 from collections.abc import Iterable
 from pathlib import Path
@@ -50,9 +62,14 @@ this many bytes, at :meth:`MatchLog.flush` and at :meth:`MatchLog.close`: one wr
 instead of one per line (a line costs the compressor as much in calls as in bytes)."""
 
 COMPRESS_LEVEL = 3
-"""zlib level of ``.gz`` logs. Measured on Écarté match logs (``make bench`` writes them): level 3
-compresses them 3.4 times for about a third of the CPU of gzip's default 9 (3.7 times); the
-SHA-256 of every line is random hex that no level compresses."""
+"""zlib level of ``.gz`` logs. Measured on 204 seeded Écarté matches of the sample bots (with
+the short hashes, :data:`HASH_CHARS`): level 3 gives 5.0 KB a match for the CPU of the full-hash
+logs at level 3 (13.8 KB); level 6 gives 4.4 KB for twice the compression CPU, 9 gives 4.1 KB
+for five times (docs/contests.md, "Disk per match")."""
+
+HASH_CHARS = 8
+"""Hex digits of each line's hash written in its ``"hash"`` field (32 bits; see the module
+docstring). The chain is over the full hashes, and :attr:`MatchLog.last_hash` is full."""
 
 
 class LogEvent(msgspec.Struct, tag_field="type", tag="event", gc=False):
@@ -147,7 +164,7 @@ class MatchLog:
             buf += body
             del buf[-1]  # the closing brace: the hash field goes before it
             buf += b',"hash":"'
-            buf += digest
+            buf += digest[:HASH_CHARS]
             buf += b'"}\n'
         self._prev = digest
         if len(buf) >= BUFFER_BYTES:
@@ -212,7 +229,7 @@ class MatchLog:
 
 GENESIS = "0" * 64
 """The hash the first line of every log chains from."""
-_HASH_SUFFIX = re.compile(rb',"hash":"([0-9a-f]{64})"\}$')
+_HASH_SUFFIX = re.compile(rb',"hash":"([0-9a-f]{%d}|[0-9a-f]{64})"\}$' % HASH_CHARS)
 
 
 class ChainError(ValueError):
@@ -220,21 +237,25 @@ class ChainError(ValueError):
 
 
 def verify_chain(raw: bytes, expected_last: str | None = None) -> str:
-    """Check the hash chain of a log file's bytes; return the last hash.
+    """Check the hash chain of a log's uncompressed bytes; return the last (full) hash.
 
-    Raises :class:`ChainError` naming the first line whose hash does not follow from the
-    previous one, or if the last hash differs from ``expected_last`` (the one stored in the
-    database when the match was recorded).
+    Each line's hash is recomputed from the previous line's full hash and this line; its
+    ``"hash"`` field must be that hash or its first :data:`HASH_CHARS` digits. Raises
+    :class:`ChainError` naming the first line whose hash does not follow from the previous one,
+    or if the last hash differs from ``expected_last`` (the one stored in the database when the
+    match was recorded).
     """
-    prev = GENESIS
+    prev = GENESIS.encode()
     for n, line in enumerate(raw.splitlines(), start=1):
         m = _HASH_SUFFIX.search(line)
         if m is None:
             raise ChainError(f"line {n}: no hash")
         body = line[: m.start()] + b"}"
-        if hashlib.sha256(prev.encode() + body).hexdigest() != m.group(1).decode():
+        full = _sha256(prev + body).hexdigest().encode()
+        if not full.startswith(m.group(1)):
             raise ChainError(f"line {n}: hash does not chain from line {n - 1} (altered, inserted or removed)")
-        prev = m.group(1).decode()
+        prev = full
+    prev = prev.decode()
     if expected_last is not None and prev != expected_last:
         raise ChainError(f"the log's last hash {prev[:12]}… differs from the recorded {expected_last[:12]}…")
     return prev
@@ -242,15 +263,49 @@ def verify_chain(raw: bytes, expected_last: str | None = None) -> str:
 
 def read_bytes(path: str | Path) -> bytes:
     """The uncompressed bytes of a match log, plain or gzip (recognised by its magic bytes). A
-    gzip log cut short (a crash mid-match) gives the lines written before the cut."""
+    gzip log cut short (a crash mid-match) gives the lines written before the cut. Raises
+    ``OSError`` if it cannot be read, :class:`ChainError` if its gzip data is corrupt."""
     return decompress(Path(path).read_bytes())
 
 
 def decompress(data: bytes) -> bytes:
-    """A match log's bytes as written (plain or gzip) uncompressed: see :func:`read_bytes`."""
+    """A match log's bytes as written (plain or gzip) uncompressed: see :func:`read_bytes`.
+    Raises :class:`ChainError` for gzip data that is corrupt (a bad block, a wrong CRC-32)."""
     if data[:2] != b"\x1f\x8b":
         return data
-    return zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(data)
+    try:
+        return zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(data)
+    except zlib.error as exc:
+        raise ChainError(f"the log's gzip data is corrupt ({exc})") from None
+
+
+_EMPTY_FINAL_BLOCK = b"\x03\x00"
+"""A deflate stream's last block, empty (fixed Huffman codes, end of block): what zlib writes when
+a stream flushed with ``Z_SYNC_FLUSH`` is finished with nothing more to compress."""
+
+
+def complete_gzip(data: bytes) -> bytes:
+    """A gzip log taken after a flush but before its close (a worker's copy committed with the
+    result, :meth:`arena.store.sqlite.Store.put_match_log`) made a whole gzip file, as its
+    writer's close would have made it: the empty last block and the trailer (CRC-32 and length
+    of the lines). Data that is already whole, or not gzip, is returned as it is. Raises
+    :class:`ChainError` if it is gzip that cannot be completed (corrupt, or cut mid-block)."""
+    if data[:2] != b"\x1f\x8b":
+        return data
+    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    try:
+        raw = d.decompress(data)
+    except zlib.error as exc:
+        raise ChainError(f"the log's gzip data is corrupt ({exc})") from None
+    if d.eof:
+        return data
+    whole = data + _EMPTY_FINAL_BLOCK + struct.pack("<II", zlib.crc32(raw), len(raw) & 0xFFFFFFFF)
+    try:
+        if zlib.decompress(whole, 16 + zlib.MAX_WBITS) == raw:
+            return whole
+    except zlib.error:
+        pass
+    raise ChainError("the log's gzip data stops in the middle of a block: it cannot be completed")
 
 
 def read_log(path: str | Path) -> list[dict[str, Any]]:
@@ -402,7 +457,12 @@ def verify_file(path: str | Path, expected_last: str | None = None) -> tuple[lis
     (:func:`replay`). Returns ``(lines, result line)``; raises :class:`ChainError` or
     :class:`ReplayError` (also for a chained file that is not a match log: deep JSON, fields
     missing or of the wrong type), never anything else but ``OSError``."""
-    raw = read_bytes(path)
+    return verify_bytes(read_bytes(path), expected_last)
+
+
+def verify_bytes(raw: bytes, expected_last: str | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """:func:`verify_file` of a log's uncompressed bytes (:func:`decompress`), wherever they were
+    read (a file, an archive bundle, the database)."""
     verify_chain(raw, expected_last)
     try:  # the hash chain is no signature: anyone can chain a hostile file, and it gets a clear error too
         lines = [msgspec.json.decode(line) for line in raw.splitlines() if line.strip()]

@@ -58,6 +58,7 @@ from arena.schedule.launcher import BotProcess, Limits, SandboxError, load_manif
 from arena.schedule.supervisor import Supervisor, publish
 from arena.schedule.tournament import play_match
 from arena.store.health import STORAGE_ERRORS, StorageHealth
+from arena.store.log_archive import Retention, keep_retention
 from arena.store.queue import MatchQueue
 from arena.store.sqlite import Store
 from arena.wagers.desk import BettingDesk
@@ -116,6 +117,10 @@ class ContestConfig(msgspec.Struct, forbid_unknown_fields=True):
     unit between two submitted bots is queued and played by a worker (these local ones, or
     ``arena worker --db`` on other hosts); remote bots' matches stay on this server. 0: every
     match in this process."""
+    retention: Retention = msgspec.field(default_factory=Retention)
+    """``[retention]``: how many days match logs stay files before their day's archive bundle, and
+    bot output, live events and failed uploads are kept (:mod:`arena.store.log_archive`); applied
+    once a day while the server runs."""
 
     def match_config(self) -> MatchConfig:
         """How each match of the contest is played."""
@@ -143,6 +148,10 @@ def load_config(path: str | Path) -> ContestConfig:
         raise UserError(f"{path}: concurrency must be at least 1")
     if not 0 <= cfg.workers <= 1024:
         raise UserError(f"{path}: workers must be between 0 and 1024")
+    try:
+        cfg.retention.check()
+    except ValueError as exc:
+        raise UserError(f"{path}: {exc}") from None
     try:
         check_contest_numbers(cfg)
     except ValueError as exc:
@@ -524,12 +533,14 @@ class Contest:
             self.http_port = await _bind("HTTP port of the web page (http_port)", cfg.http_host, cfg.http_port,
                                          outer.start(serve_http, self, cfg.http_host, cfg.http_port))
             outer.start_soon(self._launch_submitted, outer)
+            if cfg.retention.enabled:  # once a day, in a thread (arena.store.log_archive)
+                outer.start_soon(keep_retention, lambda: Store(cfg.db), cfg.logs, cfg.retention)
             workers = trio.CancelScope()
             if cfg.workers > 0:
-                from arena.schedule.worker import pump_events
+                from arena.schedule.worker import POLL_S, pump_events
 
                 self.queue.drop_recorded()  # matches the last run queued and then aborted
-                outer.start_soon(pump_events, self.queue, self.hub)
+                outer.start_soon(pump_events, self.queue, self.hub, POLL_S, cfg.logs)  # and the workers' logs
 
                 async def run_workers() -> None:
                     with workers:

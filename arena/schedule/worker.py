@@ -23,7 +23,11 @@ host only).
 
 Logs: a worker writes a match log into a private folder (``<logs>/t<id>/.w-<pid>-<n>/``) and
 moves it to ``<logs>/t<id>/<match>.jsonl.gz`` inside the commit, once its lease is known good:
-a worker that lost its lease never overwrites the log of the worker that replaced it.
+a worker that lost its lease never overwrites the log of the worker that replaced it. The commit
+also puts a copy of the log in the database (``match_logs``), for a front on another host; the
+front (the contest server, or ``arena tournament --workers``) makes sure it has the log as a file
+under its own logs folder, then deletes the copy (:func:`keep_worker_logs`), so the copies are
+only the logs of the results the front has not looked at yet.
 
 :func:`play_on_workers` is what ``arena tournament --workers N`` runs: it queues the
 tournament's matches, starts N ``arena worker`` processes, follows the results for the progress
@@ -48,7 +52,7 @@ import msgspec
 import trio
 
 from arena.errors import Unavailable, UserError, leaves
-from arena.match.log import LogEvent
+from arena.match.log import ChainError, LogEvent, complete_gzip
 from arena.match.referee import MatchConfig, MatchResult
 from arena.net.server import ArenaServer, ServerConfig
 from arena.schedule.copies import PAIR_COPIES, bot_log, launch_copy, launch_failure, start_failure, wait_for_hello
@@ -56,6 +60,7 @@ from arena.schedule.formats import Format, Pairing, StaticFormat, derive_seed
 from arena.schedule.launcher import BotProcess, Limits, Manifest, load_manifest, sandbox_problem
 from arena.store.archives import unpack
 from arena.store.health import STORAGE_ERRORS, StorageHealth
+from arena.store.log_archive import write_synced
 from arena.store.queue import LEASE_S, Claim, LeaseLost, MatchQueue
 from arena.store.sqlite import MatchRow, Store, open_store
 from protocol.messages import Goodbye
@@ -259,9 +264,11 @@ EVENTS_KEPT_S = 600.0
 """Live events older than this are deleted by the front (seconds): they were read long ago."""
 
 
-async def pump_events(queue: MatchQueue, hub: Any, poll_s: float = POLL_S) -> None:
+async def pump_events(queue: MatchQueue, hub: Any, poll_s: float = POLL_S, logs: str | Path | None = None) -> None:
     """Feed ``hub`` with the live events workers write (from now on), polling every ``poll_s``,
-    and delete those older than :data:`EVENTS_KEPT_S` once a minute; runs until cancelled."""
+    and delete those older than :data:`EVENTS_KEPT_S` once a minute; with ``logs`` (the front's
+    logs folder), also take the logs workers commit (:func:`keep_worker_logs`). Runs until
+    cancelled."""
     last = queue.last_event_id()
     pruned = trio.current_time()
     feed = EventFeed(hub)
@@ -273,9 +280,62 @@ async def pump_events(queue: MatchQueue, hub: Any, poll_s: float = POLL_S) -> No
             if trio.current_time() - pruned > 60:
                 pruned = trio.current_time()
                 queue.prune_events(queue.now_ms() - int(EVENTS_KEPT_S * 1000))
+            if logs is not None:
+                await keep_worker_logs(queue.store, Path(logs))
         except Exception:  # noqa: BLE001 - a database hiccup: look again next time
             pass
         await trio.sleep(poll_s)
+
+
+COPIES_BATCH = 100
+"""Worker copies of match logs the front reads per query (:func:`keep_worker_logs`)."""
+
+
+def place_worker_log(data: bytes, log_path: str, folder: Path) -> str:
+    """Where the front has the log a worker committed as ``data`` (its bytes, taken at the
+    commit: :func:`arena.match.log.complete_gzip`): the file at ``log_path`` if this host has it
+    (the worker on this host moved it there) or ``folder/<its name>`` if an earlier call wrote
+    it; else that file is written now (synced, renamed into place) with ``data`` made whole. The
+    file work of :func:`keep_worker_logs`, run in a thread. Raises ``OSError`` if it cannot be
+    written, :class:`arena.match.log.ChainError` if ``data`` is not a log that can be made whole."""
+    recorded = Path(log_path)
+    target = folder / recorded.name
+    for candidate in (recorded, target):
+        try:
+            if candidate.read_bytes().startswith(data):  # the file, closed since (its trailer) or not yet
+                return str(candidate)
+        except OSError:
+            continue
+    whole = complete_gzip(data)
+    folder.mkdir(parents=True, exist_ok=True)
+    write_synced(target, whole)
+    return str(target)
+
+
+async def keep_worker_logs(store: Store, logs: Path, tournament_id: int | None = None) -> int:
+    """The front's side of the logs workers commit with their results (table ``match_logs``):
+    for each copy still there (of ``tournament_id``, or of any tournament), the front makes sure
+    it has the log as a file, under ``logs/t<id>/`` (:func:`place_worker_log`, in a thread), points
+    the match to that file if it was elsewhere, and deletes the copy in the same transaction.
+    Returns how many copies were deleted. A copy that cannot be placed (a full disk) stays for
+    the next call; storage errors of the database propagate."""
+    done = 0
+    failed: set[str] = set()
+    while True:
+        rows = [r for r in store.match_log_copies(tournament_id, COPIES_BATCH) if r[0] not in failed]
+        for key, tid, log_path in rows:
+            data = store.match_log_copy(key)
+            if data is None or not log_path:
+                continue
+            try:
+                path = await trio.to_thread.run_sync(place_worker_log, data, log_path, logs / f"t{tid}")
+            except (OSError, ChainError):
+                failed.add(key)
+                continue
+            store.move_match_logs([(key, log_path, path)])
+            done += 1
+        if len(rows) < COPIES_BATCH:
+            return done
 
 
 class Worker:
@@ -776,6 +836,7 @@ async def play_on_workers(store: Store, tid: int, fmt: Format, workers: int, tru
     if isinstance(fmt, StaticFormat):
         queue.enqueue(tid)
     game = store.tournament(tid)["game"]
+    logs = Path(setup_of(store, tid).logs_dir)
     seen = {r["match_key"] for r in store.matches(tid) if r["status"] != "pending"}
     waiting: dict[str, trio.Event] = {}
     steps_over = play_steps is None
@@ -853,6 +914,7 @@ async def play_on_workers(store: Store, tid: int, fmt: Format, workers: int, tru
         while True:
             try:
                 poll()
+                await keep_worker_logs(store, logs, tid)  # the logs are here: the workers' copies go
                 counts = queue.counts(tid)
             except STORAGE_ERRORS:  # the database is away (the workers wait too): look again
                 await trio.sleep(POLL_S)

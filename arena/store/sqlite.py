@@ -32,6 +32,7 @@ from arena.names import check_name
 from arena.store.archives import ArchiveLimits
 from arena.store.archives import check as check_archive
 from arena.store.archives import sha256 as archive_sha256
+from arena.store.log_archive import read_stored
 from arena.store.postgres import DatabaseLost, is_url, password_of, redact
 from arena.store.postgres import connect as connect_postgres
 
@@ -1078,17 +1079,104 @@ class Store:
                         "DO UPDATE SET data=excluded.data", (match_key, data))
 
     def match_log_bytes(self, match_key: str, log_path: str | None) -> bytes | None:
-        """The uncompressed bytes of a match's log: its file at ``log_path`` if this host has it,
-        else the copy its worker committed to the database; None if neither exists."""
+        """The uncompressed bytes of a match's log: its file at ``log_path`` (or its member of a
+        daily archive bundle, :mod:`arena.store.log_archive`) if this host has it, else the copy
+        its worker committed to the database; None if neither exists. Raises
+        :class:`arena.match.log.ChainError` if what is there is corrupt."""
         from arena.match.log import decompress
 
         if log_path:
             try:
-                return decompress(Path(log_path).read_bytes())
+                return decompress(read_stored(log_path))
             except OSError:  # on a worker's host, or removed
                 pass
+        data = self.match_log_copy(match_key)
+        return None if data is None else decompress(data)
+
+    # ------------------------------------------------------------------ match logs: copies, archives, retention
+
+    def match_log_copy(self, match_key: str) -> bytes | None:
+        """The bytes of ``match_key``'s log as its worker committed them (:meth:`put_match_log`),
+        or None once the front has the log (:meth:`move_match_logs`) or if none was committed."""
         row = self.db.execute("SELECT data FROM match_logs WHERE match_key=?", (match_key,)).fetchone()
-        return None if row is None else decompress(bytes(row[0]))
+        return None if row is None else bytes(row[0])
+
+    def match_log_copies(self, tournament_id: int | None = None, limit: int = 100) -> list[tuple[str, int, str]]:
+        """Up to ``limit`` worker copies still in the database (of tournament ``tournament_id``,
+        or of any): ``(match_key, tournament_id, log_path)``. A copy is committed with its result
+        and deleted once the front has the log, so this reads a few rows, not the history."""
+        where, args = ("WHERE m.tournament_id=? ", [tournament_id]) if tournament_id is not None else ("", [])
+        rows = self.db.execute(
+            "SELECT l.match_key, m.tournament_id, m.log_path FROM match_logs l JOIN matches m "
+            f"ON m.match_key=l.match_key {where}LIMIT ?", [*args, limit])
+        return [(r[0], int(r[1]), r[2]) for r in rows]
+
+    def move_match_logs(self, moves: list[tuple[str, str, str]]) -> int:
+        """In one transaction, for each ``(match_key, old log_path, new log_path)``: the match's
+        log is now at the new path (only if it was still at the old one: a move made meanwhile
+        by another process is kept), and its worker copy, if any, is deleted. Returns how many
+        paths were changed."""
+        moved = 0
+        with self._tx():
+            for key, old, new in moves:
+                if old != new:
+                    cur = self.db.execute("UPDATE matches SET log_path=? WHERE match_key=? AND log_path=?",
+                                          (new, key, old))
+                    moved += max(cur.rowcount, 0)
+                self.db.execute("DELETE FROM match_logs WHERE match_key=?", (key,))
+        return moved
+
+    def match_log_of(self, match_key: str) -> tuple[str | None, str | None] | None:
+        """``(log_path, log_hash)`` of a match, or None if there is no such match."""
+        row = self.db.execute("SELECT log_path, log_hash FROM matches WHERE match_key=?", (match_key,)).fetchone()
+        return None if row is None else (row[0], row[1])
+
+    def ensure_retention_indexes(self) -> None:
+        """The indexes retention reads by (idempotent; built once, the first time): matches by
+        the time they finished, live events by the time they were written, failed uploads by the
+        time they were refused. With them an archive run reads what is older than its cut-off
+        and nothing else."""
+        for statement in ("CREATE INDEX IF NOT EXISTS matches_by_finished_at ON matches(finished_at)",
+                          "CREATE INDEX IF NOT EXISTS match_events_by_time ON match_events(created_at)",
+                          "CREATE INDEX IF NOT EXISTS uploads_failed_by_time ON uploads(finished_at) "
+                          "WHERE status='failed'"):
+            self.db.execute(statement)
+
+    def first_finished_at(self, since: float) -> float | None:
+        """The earliest ``finished_at`` (Unix seconds) at or after ``since`` of a match with a
+        log, or None (one probe of ``matches_by_finished_at``)."""
+        row = self.db.execute("SELECT MIN(finished_at) FROM matches WHERE finished_at>=? AND log_path IS NOT NULL",
+                              (since,)).fetchone()
+        return None if row is None or row[0] is None else float(row[0])
+
+    def logs_finished_between(self, start: float, end: float) -> list[tuple[str, str]]:
+        """``(match_key, log_path)`` of the matches with a log that finished in ``[start, end)``
+        (Unix seconds), by time (a range of ``matches_by_finished_at``)."""
+        rows = self.db.execute("SELECT match_key, log_path FROM matches WHERE finished_at>=? AND finished_at<? "
+                               "AND log_path IS NOT NULL ORDER BY finished_at, id", (start, end))
+        return [(r[0], r[1]) for r in rows]
+
+    def prune_retention(self, events_before_ms: int, uploads_before_s: float, batch: int = 5000) -> tuple[int, int]:
+        """Delete live events (``match_events``) written before ``events_before_ms`` (Unix ms) and
+        failed uploads (their row, their report) refused before ``uploads_before_s``, ``batch``
+        rows per transaction so that other writers never wait long. Returns ``(events,
+        uploads)`` deleted."""
+        counts = []
+        for statement, before in (
+            ("DELETE FROM match_events WHERE id IN (SELECT id FROM match_events WHERE created_at<? LIMIT ?)",
+             events_before_ms),
+            ("DELETE FROM uploads WHERE id IN (SELECT id FROM uploads WHERE status='failed' AND finished_at<? "
+             "LIMIT ?)", uploads_before_s),
+        ):
+            total = 0
+            while True:
+                with self._tx():
+                    n = max(self.db.execute(statement, (before, batch)).rowcount, 0)
+                total += n
+                if n < batch:
+                    break
+            counts.append(total)
+        return counts[0], counts[1]
 
     def recorded_since(self, tournament_id: int, known: set[str]) -> list[dict[str, Any]]:
         """The matches of a tournament recorded (done or aborted) whose keys are not in ``known``,
