@@ -26,6 +26,7 @@ from arena.match.log import LogEvent
 from arena.match.referee import MatchConfig
 from arena.net.spectate import SpectatorHub, Subscriber
 from arena.store import pages
+from arena.store.log_archive import is_bundle_ref
 from arena.store.sqlite import Store
 
 
@@ -52,7 +53,8 @@ def finished_matches(store: Store, game: str, bot: str | None = None, *, before:
                 "bots": [r["bot0"], r["bot1"]], "winner": r["winner"], "reason": r["reason"],
                 "scores": [r["score0"] or 0, r["score1"] or 0], "deals": r["deals"] or 0,
                 "finished_at": r["finished_at"],
-                "replay": bool(r["log_path"]) and (r["stored_log"] or Path(r["log_path"]).exists())}
+                "replay": bool(r["log_path"]) and (r["stored_log"] or is_bundle_ref(r["log_path"])
+                                                   or Path(r["log_path"]).exists())}
                for r in page["rows"]]
     return {"matches": matches, "next": page["next"], "prev": page["prev"], "results": page["results"], "bot": bot}
 

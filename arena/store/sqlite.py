@@ -525,6 +525,7 @@ class Store:
             self.db.execute("PRAGMA user_version=1")
         # idempotent indexes of tables made by the steps above
         self.db.execute("CREATE INDEX IF NOT EXISTS uploads_by_author ON uploads(author_id, id)")
+        self.ensure_retention_indexes()
 
     def close(self) -> None:
         """Close the database."""
@@ -1248,9 +1249,9 @@ class Store:
         with self._tx():
             if self.db.execute("SELECT 1 FROM authors WHERE name=?", (name,)).fetchone() is not None:
                 raise ValueError(f"the author name {name!r} is taken: choose another")
-            cur = self.db.execute("INSERT INTO authors(name, salt, token_hash, hash_scheme, created_at) "
-                                  "VALUES (?,?,?,?,?)", (name, salt, digest, FAST, time.time()))
-            author_id = int(cur.lastrowid)
+            author_id = int(self.db.execute("INSERT INTO authors(name, salt, token_hash, hash_scheme, created_at) "
+                                            "VALUES (?,?,?,?,?) RETURNING id",
+                                            (name, salt, digest, FAST, time.time())).fetchone()[0])
             if invitation is not None:
                 used = self.db.execute(
                     "UPDATE invitations SET used_by=?, used_at=? WHERE code_hash=? AND used_by IS NULL",
@@ -1345,10 +1346,10 @@ class Store:
 
     def add_upload(self, bot: str, author_id: int, data: bytes) -> int:
         """Keep an uploaded archive (already checked) for the doctor: a ``queued`` upload; its id."""
-        cur = self.db.execute(
-            "INSERT INTO uploads(bot, author_id, status, sha256, size, data, created_at) VALUES (?,?,?,?,?,?,?)",
-            (bot, author_id, "queued", archive_sha256(data), len(data), data, time.time()))
-        return int(cur.lastrowid)
+        return int(self.db.execute(
+            "INSERT INTO uploads(bot, author_id, status, sha256, size, data, created_at) VALUES (?,?,?,?,?,?,?) "
+            "RETURNING id", (bot, author_id, "queued", archive_sha256(data), len(data), data, time.time())
+        ).fetchone()[0])
 
     def upload(self, upload_id: int) -> dict[str, Any] | None:
         """An upload without its bytes: ``{id, bot, author_id, status, sha256, size, version,
