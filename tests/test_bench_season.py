@@ -190,4 +190,4 @@ def test_a_tiny_season_runs_end_to_end(tmp_path) -> None:
     for label in ("full", "empty"):
         run = figures[label]
         assert run["recorded"] > 0 and run["welcomed"] == 4 and run["db_bytes"] is not None
-        assert set(run["pages"]) == {"leaderboard", "bot's matches", "match list", "match replay", "matches in play"}
+        assert len(run["pages"]) == 5 and all(page["requests"] > 0 for page in run["pages"].values())

@@ -25,8 +25,9 @@ For each database (SQLite, then PostgreSQL):
    ``histogram_quantile`` does, so it is as fine as the buckets); the ladder fit's duration and the
    ratings' lag (gauges ``arena_ladder_fit_seconds``, ``arena_ladder_fit_lag_results``,
    ``arena_ladder_fit_age_seconds``, the largest seen in scrapes once a second); the p99 of
-   five web pages (sequential requests after the window, the contest still playing: the
-   leaderboard, a bot's matches, the match list, a match's replay, the matches in play); the
+   five web pages (sequential requests after the window, the contest still playing: those of
+   :func:`arena.tools.bench_pages.page_p99s` where that module exists, else the leaderboard, a
+   bot's matches, the match list, a match's replay and the matches in play); the
    server's RSS (``/proc``, at the window's end and its peak); database and log bytes per match
    (growth over the run / matches recorded by it). A figure the server does not publish is
    shown as absent, never made up.
@@ -267,6 +268,25 @@ def _pages(client: Any, bot: str) -> dict[str, str]:
             "matches in play": "/api/matches"}
 
 
+def pages_p99(client: Any, fig: RunFigures, base_url: str, settings: Settings) -> dict[str, PageFigures]:
+    """The five pages' figures: :func:`arena.tools.bench_pages.page_p99s` (its representative
+    pages, deep in the lists) where that module exists, else (or if it fails, noted in ``fig``)
+    :func:`measure_pages` on :func:`_pages`."""
+    try:
+        from arena.tools.bench_pages import page_p99s
+    except ImportError:
+        page_p99s = None
+    if page_p99s is not None:
+        try:
+            found = page_p99s(base_url, requests=settings.page_requests)
+            return {name: PageFigures(path=name, requests=settings.page_requests, p99_s=ms / 1000, status=200)
+                    for name, ms in found.items()}
+        except (RuntimeError, OSError, TypeError, ValueError, KeyError) as exc:
+            fig.notes.append(f"arena.tools.bench_pages.page_p99s failed ({exc}); the bench measured its own pages")
+    return measure_pages(client, _pages(client, f"{settings.spec.prefix}-0"), settings.page_requests,
+                         settings.page_budget_s)
+
+
 def run_contest(label: str, target: str, workdir: Path, settings: Settings, token: str, binary: Path) -> RunFigures:
     """Run ``arena serve`` on the store ``target`` with the instant bots and measure it (module
     docstring, steps 2 and 3). Raises ``RuntimeError`` if the server does not start."""
@@ -300,8 +320,7 @@ def run_contest(label: str, target: str, workdir: Path, settings: Settings, toke
             scrapes = _window(client, fig, settings.seconds)
             window_figures(fig, scrapes, settings.spec.game)
             fig.rss, _ = rss_of(server.pid)
-            fig.pages = measure_pages(client, _pages(client, f"{settings.spec.prefix}-0"), settings.page_requests,
-                                      settings.page_budget_s)
+            fig.pages = pages_p99(client, fig, f"http://127.0.0.1:{http_port}", settings)
             _, fig.rss_peak = rss_of(server.pid)
     finally:
         _stop(server, 120.0)
@@ -332,36 +351,42 @@ class Seeded:
     copy_s: float = 0.0
 
 
-def sqlite_stores(settings: Settings, say: Any) -> tuple[str, str, Seeded]:
-    """The SQLite full store (a copy of the cached seed, seeded first if missing or
-    ``reseed``) and a fresh empty one, in the work directory: ``(full, empty, seeded)``."""
-    work = settings.workdir
-    cache = work / f"{settings.spec.key()}-schema{SCHEMA_VERSION}.db"
+def cached_seed(settings: Settings, say: Any) -> tuple[Path, Seeded]:
+    """The seeded SQLite full store in the work directory: ``(path, seeded)``, seeded first if
+    it is missing or ``settings.reseed`` (into a ``.part`` file renamed once complete, with a
+    ``.json`` beside it that keeps how long seeding took)."""
+    cache = settings.workdir / f"{settings.spec.key()}-schema{SCHEMA_VERSION}.db"
     meta = cache.with_suffix(".json")
-    cached = cache.exists() and meta.exists() and not settings.reseed
-    if cached:
+    if cache.exists() and meta.exists() and not settings.reseed:
         info = json.loads(meta.read_text())
         report = SeedReport(seconds=info["seconds"], rows=info["rows"])
         say(f"SQLite: reusing the seeded store {cache} (seeded in {report.total_s:.0f} s; --reseed to make it again)")
-    else:
-        part = cache.with_suffix(".part")
-        for p in (cache, meta, part, Path(f"{part}-wal"), Path(f"{part}-shm")):
-            p.unlink(missing_ok=True)
-        say(f"SQLite: seeding {settings.spec.bots:,} bots and {settings.spec.matches:,} matches into {cache}")
-        store = Store(part)
-        try:
-            report = seed_store(store, settings.spec, progress=_every(say, 10.0))
-        finally:
-            store.close()
-        part.rename(cache)
-        meta.write_text(json.dumps({"spec": asdict(settings.spec), "seconds": report.seconds, "rows": report.rows}))
-    full, empty = work / "run-full.db", work / "run-empty.db"
+        return cache, Seeded(report, cache.stat().st_size, cached=True)
+    part = cache.with_suffix(".part")
+    for p in (cache, meta, part, Path(f"{part}-wal"), Path(f"{part}-shm")):
+        p.unlink(missing_ok=True)
+    say(f"SQLite: seeding {settings.spec.bots:,} bots and {settings.spec.matches:,} matches into {cache}")
+    store = Store(part)
+    try:
+        report = seed_store(store, settings.spec, progress=_every(say, 10.0))
+    finally:
+        store.close()
+    part.rename(cache)
+    meta.write_text(json.dumps({"spec": asdict(settings.spec), "seconds": report.seconds, "rows": report.rows}))
+    return cache, Seeded(report, cache.stat().st_size)
+
+
+def sqlite_stores(settings: Settings, say: Any) -> tuple[str, str, Seeded]:
+    """The SQLite full store (a copy of :func:`cached_seed`'s, which a run changes) and a fresh
+    empty one, in the work directory: ``(full, empty, seeded)``."""
+    cache, seeded = cached_seed(settings, say)
+    full, empty = settings.workdir / "run-full.db", settings.workdir / "run-empty.db"
     for p in (full, empty):
         for q in (p, Path(f"{p}-wal"), Path(f"{p}-shm")):
             q.unlink(missing_ok=True)
     t0 = time.perf_counter()
     shutil.copyfile(cache, full)
-    seeded = Seeded(report, cache.stat().st_size, cached, time.perf_counter() - t0)
+    seeded.copy_s = time.perf_counter() - t0
     Store(empty).close()
     return str(full), str(empty), seeded
 
@@ -446,6 +471,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workdir", type=Path, default=s.workdir,
                    help=f"the cached seed, the run's stores and logs (default {s.workdir})")
     p.add_argument("--reseed", action="store_true", help="seed the SQLite store again even if it is cached")
+    p.add_argument("--seed-only", action="store_true",
+                   help="only seed the full store (SQLite: into the cache) and say how long it took")
     p.add_argument("--json", type=Path, help="also write the figures to this file")
     return p
 
@@ -471,6 +498,48 @@ def _machine() -> str:
     return f"{os.cpu_count()} cores, load average {load} (a shared machine: figures vary with its neighbours)"
 
 
+def bench_database(db: str, pg_url: str | None, settings: Settings, binary: Path, console: Any, say: Any,
+                   seed_only: bool = False) -> dict[str, Any]:
+    """Seed, run and print one database (``"sqlite"`` or ``"postgresql"``: ``pg_url``, else a
+    throwaway cluster); returns its figures and misses (``"misses"``) as plain data. Raises
+    ``RuntimeError`` when the server or the cluster cannot start."""
+    spec, cluster = settings.spec, None
+    try:
+        if db == "sqlite" and seed_only:
+            _, seeded = cached_seed(settings, say)
+        elif db == "sqlite":
+            full, empty, seeded = sqlite_stores(settings, say)
+        else:
+            if pg_url is None:
+                from arena.tools.pg_cluster import start_cluster
+
+                say("PostgreSQL: starting a throwaway cluster")
+                cluster = start_cluster(PG_SETTINGS)
+                cluster.sql("CREATE DATABASE season")
+            full, empty, seeded = postgres_stores(settings, pg_url or cluster.url("season"), say)
+        console.print(seeding_line(seeded, spec), markup=False)
+        out: dict[str, Any] = {"seeding": asdict(seeded.report) | {"size": seeded.size, "cached": seeded.cached},
+                               "misses": []}
+        if seed_only:
+            return out
+        token = secrets.token_urlsafe(32)
+        names = [f"{spec.prefix}-{i}" for i in range(settings.bots)]
+        figs = {}
+        for label, target in (("full", full), ("empty", empty)):
+            took = register_bots(target, names, token)
+            say(f"{db} {label}: {settings.bots} bots registered in {took:.1f} s; arena serve for "
+                f"{settings.seconds:g} s")
+            figs[label] = run_contest(f"{db}-{label}", target, settings.workdir, settings, token, binary)
+    finally:
+        if cluster is not None:
+            cluster.destroy()
+    out["misses"] = check_targets(figs["full"], figs["empty"], spec.bots)
+    title = (f"bench-season on {db}: {settings.bots} instant bots, {settings.seconds:g} s per store; "
+             f"full store {spec.bots:,} bots and {spec.matches:,} matches")
+    print_report(console, title, seeding_line(seeded, spec), figs["full"], figs["empty"], spec.bots, out["misses"])
+    return out | {k: asdict(v) for k, v in figs.items()}
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the bench (module docstring); returns the exit status."""
     from rich.console import Console
@@ -491,48 +560,18 @@ def main(argv: list[str] | None = None) -> int:
         return 3
     settings.workdir.mkdir(parents=True, exist_ok=True)
     console.print(f"[bold]bench-season[/bold] on {_machine()}; work directory {settings.workdir}", highlight=False)
-    token = secrets.token_urlsafe(32)
-    names = [f"{settings.spec.prefix}-{i}" for i in range(settings.bots)]
-    misses: list[str] = []
     dump: dict[str, Any] = {}
     for db in [args.only] if args.only else ["sqlite", "postgresql"]:
-        cluster = None
         try:
-            if db == "sqlite":
-                full, empty, seeded = sqlite_stores(settings, say)
-            else:
-                base = args.db
-                if base is None:
-                    from arena.tools.pg_cluster import start_cluster
-
-                    say("PostgreSQL: starting a throwaway cluster")
-                    cluster = start_cluster(PG_SETTINGS)
-                    cluster.sql("CREATE DATABASE season")
-                    base = cluster.url("season")
-                full, empty, seeded = postgres_stores(settings, base, say)
-            say(f"{db}: full store seeded in {seeded.report.total_s:.1f} s, {seeded.size / 2**30:.2f} GiB")
-            figs = {}
-            for label, target in (("full", full), ("empty", empty)):
-                took = register_bots(target, names, token)
-                say(f"{db} {label}: {settings.bots} bots registered in {took:.1f} s; arena serve for "
-                    f"{settings.seconds:g} s")
-                figs[label] = run_contest(f"{db}-{label}", target, settings.workdir, settings, token, binary)
-            found = check_targets(figs["full"], figs["empty"], settings.spec.bots)
-            spec = settings.spec
-            title = (f"bench-season on {db}: {settings.bots} instant bots, {settings.seconds:g} s per store; "
-                     f"full store {spec.bots:,} bots and {spec.matches:,} matches")
-            print_report(console, title, seeding_line(seeded, spec), figs["full"], figs["empty"], spec.bots, found)
-            misses += [f"{db}: {m}" for m in found]
-            dump[db] = {"seeding": asdict(seeded.report) | {"size": seeded.size, "cached": seeded.cached},
-                        **{k: asdict(v) for k, v in figs.items()}, "misses": found}
+            dump[db] = bench_database(db, args.db, settings, binary, console, say, args.seed_only)
         except RuntimeError as exc:
             console.print(f"bench-season: error ({db}): {exc}", markup=False)
             return 3
-        finally:
-            if cluster is not None:
-                cluster.destroy()
     if args.json:
         args.json.write_text(json.dumps(dump, indent=1, default=str))
+    misses = [f"{db}: {m}" for db, figures in dump.items() for m in figures["misses"]]
+    if args.seed_only:
+        return 0
     if misses:
         console.print(f"[red]{len(misses)} target(s) missed[/red]", highlight=False)
         return 1

@@ -210,7 +210,7 @@ def _name_rank(season: Season) -> np.ndarray:
     return rank
 
 
-def ladder_unit_rows(season: Season) -> list[tuple]:
+def ladder_unit_rows(season: Season) -> Iterator[tuple]:
     """``ladder_units`` rows ``(game, a, b, points, games, n)``: per duplicate pair one unit of
     two games, ``a`` and ``b`` the first half's seats, ``points`` ``a``'s over both halves; and
     the first half's lone unit of one game with count 0 (counted when it finished, taken back when
@@ -229,11 +229,11 @@ def ladder_unit_rows(season: Season) -> list[tuple]:
     rank = _name_rank(season)
     order = np.lexsort((rows_games, rows_points, rank[rows_b], rank[rows_a]))
     names = np.array(season.names, dtype=object)
-    return list(zip(itertools.repeat(season.spec.game), names[rows_a[order]].tolist(), names[rows_b[order]].tolist(),
-                    rows_points[order].tolist(), rows_games[order].tolist(), rows_n[order].tolist()))
+    return zip(itertools.repeat(season.spec.game), names[rows_a[order]].tolist(), names[rows_b[order]].tolist(),
+               rows_points[order].tolist(), rows_games[order].tolist(), rows_n[order].tolist())
 
 
-def pair_count_rows(season: Season) -> list[tuple]:
+def pair_count_rows(season: Season) -> Iterator[tuple]:
     """``pair_counts`` rows ``(game, a, b, n)``, both orientations: finished matches between
     ``a`` and ``b`` (two per duplicate pair)."""
     n = season.spec.bots
@@ -245,8 +245,8 @@ def pair_count_rows(season: Season) -> list[tuple]:
     rank = _name_rank(season)
     order = np.lexsort((rank[y], rank[x]))
     names = np.array(season.names, dtype=object)
-    return list(zip(itertools.repeat(season.spec.game), names[x[order]].tolist(), names[y[order]].tolist(),
-                    c[order].tolist()))
+    return zip(itertools.repeat(season.spec.game), names[x[order]].tolist(), names[y[order]].tolist(),
+               c[order].tolist())
 
 
 def ladder_rows(season: Season, updated_at: float) -> list[tuple]:
