@@ -46,6 +46,7 @@ with the defaults (``DB=postgresql://...`` for an existing server).
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import os
 import re
@@ -130,13 +131,16 @@ def rss_of(pid: int) -> tuple[int | None, int | None]:
 
 
 def register_bots(target: str, names: list[str], token: str) -> float:
-    """Register ``names`` in the store ``target`` with ``token`` (:meth:`Store.add_bot`, however
-    the store hashes tokens); returns the seconds it took."""
+    """Register ``names`` in the store ``target`` with ``token`` (``secrets.token_urlsafe(24)``,
+    one for all: the instant bots of one process share it) by :meth:`Store.add_bot`, as a token
+    the arena generated where the store tells them apart (``generated=True``: stored as those
+    of ``arena bots add`` are); returns the seconds it took."""
+    vouch = {"generated": True} if "generated" in inspect.signature(Store.add_bot).parameters else {}
     t0 = time.perf_counter()
     store = Store(target)
     try:
         for name in names:
-            store.add_bot(name, token)
+            store.add_bot(name, token, **vouch)
     finally:
         store.close()
     return time.perf_counter() - t0
@@ -343,25 +347,31 @@ def run_contest(label: str, target: str, workdir: Path, settings: Settings, toke
 @dataclass
 class Seeded:
     """A seeded full store: how long seeding took (:class:`SeedReport`), its size in bytes,
-    whether it came from the cache, and how long copying it for the run took."""
+    whether it came from the cache, how long opening the cache took (its migrations, if any)
+    and copying it for the run (seconds)."""
 
     report: SeedReport
     size: int
     cached: bool = False
+    migrate_s: float = 0.0
     copy_s: float = 0.0
 
 
 def cached_seed(settings: Settings, say: Any) -> tuple[Path, Seeded]:
-    """The seeded SQLite full store in the work directory: ``(path, seeded)``, seeded first if
+    """The seeded SQLite full store in the work directory: ``(path, seeded)``. Seeded first if
     it is missing or ``settings.reseed`` (into a ``.part`` file renamed once complete, with a
-    ``.json`` beside it that keeps how long seeding took)."""
-    cache = settings.workdir / f"{settings.spec.key()}-schema{SCHEMA_VERSION}.db"
+    ``.json`` beside it that keeps how long seeding took); a cached one made by an older schema
+    is brought up to date by the store's own migrations, as a season's database would be (the
+    time it took is in ``seeded.migrate_s``)."""
+    cache = settings.workdir / f"{settings.spec.key()}.db"
     meta = cache.with_suffix(".json")
     if cache.exists() and meta.exists() and not settings.reseed:
         info = json.loads(meta.read_text())
         report = SeedReport(seconds=info["seconds"], rows=info["rows"])
         say(f"SQLite: reusing the seeded store {cache} (seeded in {report.total_s:.0f} s; --reseed to make it again)")
-        return cache, Seeded(report, cache.stat().st_size, cached=True)
+        t0 = time.perf_counter()
+        Store(cache).close()  # migrations, if the schema is newer than the cache
+        return cache, Seeded(report, cache.stat().st_size, cached=True, migrate_s=time.perf_counter() - t0)
     part = cache.with_suffix(".part")
     for p in (cache, meta, part, Path(f"{part}-wal"), Path(f"{part}-shm")):
         p.unlink(missing_ok=True)
@@ -372,7 +382,8 @@ def cached_seed(settings: Settings, say: Any) -> tuple[Path, Seeded]:
     finally:
         store.close()
     part.rename(cache)
-    meta.write_text(json.dumps({"spec": asdict(settings.spec), "seconds": report.seconds, "rows": report.rows}))
+    meta.write_text(json.dumps({"spec": asdict(settings.spec), "seconds": report.seconds, "rows": report.rows,
+                                "schema": SCHEMA_VERSION}))
     return cache, Seeded(report, cache.stat().st_size)
 
 
@@ -421,7 +432,7 @@ def seeding_line(seeded: Seeded, spec: SeasonSpec) -> str:
     """One line: how long seeding the full store took, step by step, and its size."""
     steps = ", ".join(f"{k} {v:.1f}" for k, v in seeded.report.seconds.items())
     return (f"seeding the full store: {seeded.report.total_s:.1f} s ({steps})"
-            + (" [cached from an earlier run]" if seeded.cached else "")
+            + (f" [cached from an earlier run; opened (migrated) in {seeded.migrate_s:.1f} s]" if seeded.cached else "")
             + f"; {seeded.size / 2**30:.2f} GiB ({seeded.size / max(spec.matches, 1):.0f} bytes per match)"
             + (f"; copied for the run in {seeded.copy_s:.1f} s" if seeded.copy_s else ""))
 
@@ -522,7 +533,7 @@ def bench_database(db: str, pg_url: str | None, settings: Settings, binary: Path
                                "misses": []}
         if seed_only:
             return out
-        token = secrets.token_urlsafe(32)
+        token = secrets.token_urlsafe(24)  # the shape of the tokens the arena generates
         names = [f"{spec.prefix}-{i}" for i in range(settings.bots)]
         figs = {}
         for label, target in (("full", full), ("empty", empty)):

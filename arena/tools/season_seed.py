@@ -49,6 +49,7 @@ from typing import Any
 
 import numpy as np
 
+from arena.store import sqlite as sqlite_store
 from arena.store.sqlite import Store
 
 FORMAT = 1
@@ -265,11 +266,14 @@ def ladder_rows(season: Season, updated_at: float) -> list[tuple]:
             for i in np.flatnonzero(played).tolist()]
 
 
-def bot_rows(season: Season) -> list[tuple]:
-    """``bots`` rows ``(name, salt, token_hash, created_at)``: random bytes, so no token
-    matches (the bench registers its own bots' tokens afterwards, :meth:`Store.add_bot`)."""
+def bot_rows(season: Season, scheme: str | None = None) -> list[tuple]:
+    """``bots`` rows ``(name, salt, token_hash, created_at[, hash_scheme])``: random bytes, so
+    no token matches (the bench registers its own bots' tokens afterwards, :meth:`Store.add_bot`),
+    under the hash ``scheme`` when the schema names one (that of the tokens the arena generates,
+    as :meth:`Store.add_launched_bot` does: a wrong token costs no slow hash)."""
     rng = np.random.default_rng(season.spec.seed + 2)
-    return [(name, rng.bytes(16), rng.bytes(32), season.started_at) for name in season.names]
+    extra = () if scheme is None else (scheme,)
+    return [(name, rng.bytes(16), rng.bytes(32), season.started_at, *extra) for name in season.names]
 
 
 # --------------------------------------------------------------------------- loading
@@ -311,7 +315,11 @@ def seed_store(store: Store, spec: SeasonSpec, progress: Callable[[str], None] =
                                                                    "game": spec.game, "pairing": "rating"}, [], [])
     store.db.execute("UPDATE tournaments SET created_at=? WHERE id=?", (season.started_at, tid))
     loader.begin()
-    report.rows["bots"] = loader.load("bots", ("name", "salt", "token_hash", "created_at"), bot_rows(season))
+    columns = ("name", "salt", "token_hash", "created_at")
+    scheme = None
+    if "hash_scheme" in {r[1] for r in store.db.execute("PRAGMA table_info(bots)")}:  # schema 9: token schemes
+        columns, scheme = (*columns, "hash_scheme"), sqlite_store.FAST
+    report.rows["bots"] = loader.load("bots", columns, bot_rows(season, scheme))
     lap("bots")
     indexes = loader.drop_indexes("matches")
     done = 0
