@@ -190,4 +190,8 @@ def test_a_tiny_season_runs_end_to_end(tmp_path) -> None:
     for label in ("full", "empty"):
         run = figures[label]
         assert run["recorded"] > 0 and run["welcomed"] == 4 and run["db_bytes"] is not None
-        assert len(run["pages"]) == 5 and all(page["requests"] > 0 for page in run["pages"].values())
+        for pages in (run["pages"], run["pages_busy"]):
+            assert len(pages) == 5 and all(page["requests"] > 0 for page in pages.values())
+    work = tmp_path / "work"
+    assert not list(work.glob("run-*")) and not list(work.glob("logs-*"))  # the runs' files are removed
+    assert len(list(work.glob("season-*.db"))) == 1  # the seed is kept for the next run

@@ -25,18 +25,24 @@ For each database (SQLite, then PostgreSQL):
    ``histogram_quantile`` does, so it is as fine as the buckets); the ladder fit's duration and the
    ratings' lag (gauges ``arena_ladder_fit_seconds``, ``arena_ladder_fit_lag_results``,
    ``arena_ladder_fit_age_seconds``, the largest seen in scrapes once a second); the p99 of
-   five web pages (sequential requests after the window, the contest still playing: those of
+   five web pages (sequential requests after the window: those of
    :func:`arena.tools.bench_pages.page_p99s` where that module exists, else the leaderboard, a
-   bot's matches, the match list, a match's replay and the matches in play); the
+   bot's matches, the match list, a match's replay and the matches in play), first while every
+   bot plays (shown: with instant bots the server's loop is saturated, and a page waits its turn
+   behind the matches), then once the bots have gone (the store's own cost, which the target is
+   about: "with 10,000 bots and 10 million matches"); the
    server's RSS (``/proc``, at the window's end and its peak); database and log bytes per match
    (growth over the run / matches recorded by it). A figure the server does not publish is
    shown as absent, never made up.
 4. **Targets** (issue 21): results per second on the full store at least
    :data:`RATE_RATIO_TARGET` of the empty store's; pairing decision p99 under
    :data:`PAIRING_P99_TARGET_S`; a full refit of the full store's bots under
-   :data:`FIT_TARGET_S`; every page's p99 under :data:`PAGE_P99_TARGET_S`; every bot welcomed
+   :data:`FIT_TARGET_S`; every page's p99, idle, under :data:`PAGE_P99_TARGET_S`; every bot welcomed
    within :data:`WELCOME_TARGET_S`. The exit status is 1 when one is missed, and each miss is
    named; 3 when something the bench needs is missing (gcc, PostgreSQL).
+
+The runs' stores and logs are removed at the end (``--keep`` keeps them in the work directory,
+and the PostgreSQL schemas); the cached seed stays.
 
 The figures, the targets and the table are :mod:`arena.tools.season_report`'s.
 ``python -m arena.tools.bench_season --help`` lists the options; ``make bench-season`` runs it
@@ -100,6 +106,7 @@ class Settings:
     start_timeout_s: float = 600.0
     workdir: Path = DEFAULT_WORKDIR
     reseed: bool = False
+    keep: bool = False
 
 
 def db_size(target: str) -> int:
@@ -272,6 +279,16 @@ def _pages(client: Any, bot: str) -> dict[str, str]:
             "matches in play": "/api/matches"}
 
 
+def _idle(client: Any, wait_s: float) -> None:
+    """Wait (at most ``wait_s``) until the server has no bot connected and no match in play."""
+    end = time.perf_counter() + wait_s
+    while time.perf_counter() < end:
+        s = fetch_metrics(client)
+        if s is not None and not s.value("arena_connections", role="bot") and not s.value("arena_matches_in_play"):
+            return
+        time.sleep(0.2)
+
+
 def pages_p99(client: Any, fig: RunFigures, base_url: str, settings: Settings) -> dict[str, PageFigures]:
     """The five pages' figures: :func:`arena.tools.bench_pages.page_p99s` (its representative
     pages, deep in the lists) where that module exists, else (or if it fails, noted in ``fig``)
@@ -324,6 +341,9 @@ def run_contest(label: str, target: str, workdir: Path, settings: Settings, toke
             scrapes = _window(client, fig, settings.seconds)
             window_figures(fig, scrapes, settings.spec.game)
             fig.rss, _ = rss_of(server.pid)
+            fig.pages_busy = pages_p99(client, fig, f"http://127.0.0.1:{http_port}", settings)
+            _stop(bots, 15.0)  # the bots go: their matches in play end as forfeits, the contest is idle
+            _idle(client, 30.0)
             fig.pages = pages_p99(client, fig, f"http://127.0.0.1:{http_port}", settings)
             _, fig.rss_peak = rss_of(server.pid)
     finally:
@@ -437,6 +457,21 @@ def seeding_line(seeded: Seeded, spec: SeasonSpec) -> str:
             + (f"; copied for the run in {seeded.copy_s:.1f} s" if seeded.copy_s else ""))
 
 
+def remove_runs(workdir: Path, pg_url: str | None) -> None:
+    """Remove what the runs left: the SQLite run stores and the logs in ``workdir``, and with
+    ``pg_url`` the schemas :data:`SCHEMAS` there (the cached seed stays)."""
+    for p in workdir.glob("run-*.db*"):
+        p.unlink(missing_ok=True)
+    for p in workdir.glob("logs-*"):
+        shutil.rmtree(p, ignore_errors=True)
+    if pg_url is not None:
+        import psycopg
+
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            for schema in SCHEMAS:
+                conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+
+
 def _every(say: Any, interval_s: float) -> Any:
     """A progress callback that passes a line on at most every ``interval_s`` seconds."""
     last = [0.0]
@@ -482,6 +517,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workdir", type=Path, default=s.workdir,
                    help=f"the cached seed, the run's stores and logs (default {s.workdir})")
     p.add_argument("--reseed", action="store_true", help="seed the SQLite store again even if it is cached")
+    p.add_argument("--keep", action="store_true",
+                   help="keep the runs' stores, logs and PostgreSQL schemas (default: removed at the end)")
     p.add_argument("--seed-only", action="store_true",
                    help="only seed the full store (SQLite: into the cache) and say how long it took")
     p.add_argument("--json", type=Path, help="also write the figures to this file")
@@ -501,7 +538,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
     return Settings(seconds=args.seconds, bots=args.bots, spec=spec, pairing=args.pairing,
                     page_requests=args.page_requests, page_budget_s=args.page_budget_s,
                     welcome_wait_s=args.welcome_wait_s, workdir=args.workdir.expanduser().resolve(),
-                    reseed=args.reseed)
+                    reseed=args.reseed, keep=args.keep)
 
 
 def _machine() -> str:
@@ -544,6 +581,8 @@ def bench_database(db: str, pg_url: str | None, settings: Settings, binary: Path
     finally:
         if cluster is not None:
             cluster.destroy()
+        elif not settings.keep and not seed_only:
+            remove_runs(settings.workdir, pg_url if db == "postgresql" else None)
     out["misses"] = check_targets(figs["full"], figs["empty"], spec.bots)
     title = (f"bench-season on {db}: {settings.bots} instant bots, {settings.seconds:g} s per store; "
              f"full store {spec.bots:,} bots and {spec.matches:,} matches")
