@@ -165,7 +165,8 @@ def test_targets_name_each_miss() -> None:
     assert len(misses) == 6, misses
     text = "\n".join(misses)
     for part in ("3 of 10 bots welcomed", "7 rate_limited", "0.80x", "leaderboard p99 250 ms",
-                 "ladder fit of 10,000 bots not measured", "empty: pairing decision p99 4.00 ms", "2 of 5 answers"):
+                 "ladder fit of 10,000 bots not measured: arena_ladder_fit_seconds absent",
+                 "empty: pairing decision p99 4.00 ms", "2 of 5 answers"):
         assert part in text
 
 

@@ -227,8 +227,8 @@ def check_targets(full: RunFigures, empty: RunFigures, fitted_bots: int) -> list
                       f"{full.results_per_s / empty.results_per_s:.2f}x the empty store's {empty.results_per_s:.1f} "
                       f"(target >= {RATE_RATIO_TARGET:g}x)")
     if not full.fit_s:
-        misses.append(f"{full.label}: ladder fit of {fitted_bots:,} bots not measured (arena_ladder_fit_seconds "
-                      "absent or 0)")
+        misses.append(f"{full.label}: ladder fit of {fitted_bots:,} bots not measured: arena_ladder_fit_seconds "
+                      f"absent or 0 (no fit finished in the {full.window_s:.0f} s window?)")
     elif full.fit_s >= FIT_TARGET_S:
         misses.append(f"{full.label}: ladder fit of {fitted_bots:,} bots took {full.fit_s:.2f} s "
                       f"(target < {FIT_TARGET_S:g} s)")
