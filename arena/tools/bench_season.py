@@ -24,7 +24,9 @@ For each database (SQLite, then PostgreSQL):
    window only; a percentile is interpolated linearly within its bucket, as Prometheus'
    ``histogram_quantile`` does, so it is as fine as the buckets); the ladder fit's duration and the
    ratings' lag (gauges ``arena_ladder_fit_seconds``, ``arena_ladder_fit_lag_results``,
-   ``arena_ladder_fit_age_seconds``, the largest seen in scrapes once a second); the p99 of
+   ``arena_ladder_fit_age_seconds``, the largest seen in scrapes once a second; on the full
+   store the age counts from the seeded fit, made when the seed was, until the server's first
+   fit); the p99 of
    five web pages (sequential requests after the window: those of
    :func:`arena.tools.bench_pages.page_p99s` where that module exists, else the leaderboard, a
    bot's matches, the match list, a match's replay and the matches in play), first while every
@@ -88,6 +90,9 @@ PG_SETTINGS = {"shared_buffers": "512MB", "effective_cache_size": "4GB", "max_wa
                "checkpoint_timeout": "15min", "max_connections": "100"}
 """``postgresql.conf`` of the throwaway cluster: memory for a 10-million-match database, and
 PostgreSQL's defaults otherwise (``fsync`` and ``synchronous_commit`` on: a real server's commits)."""
+
+STOP_WAIT_S = 120.0
+"""How long ``arena serve`` gets to stop after SIGTERM before it is killed (and the run says so)."""
 
 DEFAULT_WORKDIR = Path.home() / ".cache" / "arena-bench-season"
 
@@ -184,16 +189,18 @@ def _wait_ports(out: Path, proc: subprocess.Popen, timeout_s: float) -> tuple[in
     raise RuntimeError(f"arena serve did not announce its ports (exit status {proc.poll()}): {tail}")
 
 
-def _stop(proc: subprocess.Popen | None, wait_s: float) -> None:
-    """SIGTERM ``proc`` and wait ``wait_s`` for it, then SIGKILL."""
+def _stop(proc: subprocess.Popen | None, wait_s: float) -> bool:
+    """SIGTERM ``proc`` and wait ``wait_s`` for it, then SIGKILL; True if it had to be killed."""
     if proc is None or proc.poll() is not None:
-        return
+        return False
     proc.send_signal(signal.SIGTERM)
     try:
         proc.wait(wait_s)
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
+        return True
+    return False
 
 
 def _welcome(client: Any, fig: RunFigures, t_ready: float, wait_s: float) -> None:
@@ -347,7 +354,8 @@ def run_contest(label: str, target: str, workdir: Path, settings: Settings, toke
             fig.pages = pages_p99(client, fig, f"http://127.0.0.1:{http_port}", settings)
             _, fig.rss_peak = rss_of(server.pid)
     finally:
-        _stop(server, 120.0)
+        if _stop(server, STOP_WAIT_S):
+            fig.notes.append(f"arena serve was still running {STOP_WAIT_S:g} s after SIGTERM: killed")
         _stop(bots, 15.0)
     store = Store(target)
     try:
