@@ -196,3 +196,18 @@ def test_a_tiny_season_runs_end_to_end(tmp_path) -> None:
     work = tmp_path / "work"
     assert not list(work.glob("run-*")) and not list(work.glob("logs-*"))  # the runs' files are removed
     assert len(list(work.glob("season-*.db"))) == 1  # the seed is kept for the next run
+
+
+def test_the_sqlite_seed_is_cached_and_made_again_when_unusable(tmp_path) -> None:
+    """The seeded file is reused by the next run; one made by a newer arena is seeded again."""
+    import sqlite3
+
+    settings = bench_season.Settings(spec=SeasonSpec(bots=6, matches=40), workdir=tmp_path)
+    path, first = bench_season.cached_seed(settings, lambda _: None)
+    assert not first.cached and first.report.rows["matches"] == 40
+    _, again = bench_season.cached_seed(settings, lambda _: None)
+    assert again.cached and again.report.rows == first.report.rows
+    with sqlite3.connect(path) as db:
+        db.execute("PRAGMA user_version=999")
+    _, remade = bench_season.cached_seed(settings, lambda _: None)
+    assert not remade.cached and Store(path).db.execute("SELECT COUNT(*) FROM matches").fetchone()[0] == 40

@@ -69,6 +69,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from arena.errors import DatabaseError
 from arena.store.postgres import is_url, redact
 from arena.store.sqlite import SCHEMA_VERSION, Store
 from arena.tools.season_report import (
@@ -398,8 +399,11 @@ def cached_seed(settings: Settings, say: Any) -> tuple[Path, Seeded]:
         report = SeedReport(seconds=info["seconds"], rows=info["rows"])
         say(f"SQLite: reusing the seeded store {cache} (seeded in {report.total_s:.0f} s; --reseed to make it again)")
         t0 = time.perf_counter()
-        Store(cache).close()  # migrations, if the schema is newer than the cache
-        return cache, Seeded(report, cache.stat().st_size, cached=True, migrate_s=time.perf_counter() - t0)
+        try:
+            Store(cache).close()  # migrations, if the schema is newer than the cache
+            return cache, Seeded(report, cache.stat().st_size, cached=True, migrate_s=time.perf_counter() - t0)
+        except DatabaseError as exc:  # made by a newer arena than this one: made again
+            say(f"SQLite: the cached seed cannot be used ({exc}); seeding it again")
     part = cache.with_suffix(".part")
     for p in (cache, meta, part, Path(f"{part}-wal"), Path(f"{part}-shm")):
         p.unlink(missing_ok=True)
