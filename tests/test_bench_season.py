@@ -207,7 +207,9 @@ def test_the_sqlite_seed_is_cached_and_made_again_when_unusable(tmp_path) -> Non
     assert not first.cached and first.report.rows["matches"] == 40
     _, again = bench_season.cached_seed(settings, lambda _: None)
     assert again.cached and again.report.rows == first.report.rows
-    with sqlite3.connect(path) as db:
-        db.execute("PRAGMA user_version=999")
+    db = sqlite3.connect(path)
+    db.execute("PRAGMA user_version=999")
+    db.commit()
+    db.close()
     _, remade = bench_season.cached_seed(settings, lambda _: None)
     assert not remade.cached and Store(path).db.execute("SELECT COUNT(*) FROM matches").fetchone()[0] == 40

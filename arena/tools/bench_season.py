@@ -405,7 +405,7 @@ def cached_seed(settings: Settings, say: Any) -> tuple[Path, Seeded]:
         except DatabaseError as exc:  # made by a newer arena than this one: made again
             say(f"SQLite: the cached seed cannot be used ({exc}); seeding it again")
     part = cache.with_suffix(".part")
-    for p in (cache, meta, part, Path(f"{part}-wal"), Path(f"{part}-shm")):
+    for p in (meta, *(Path(f"{f}{end}") for f in (cache, part) for end in ("", "-wal", "-shm"))):
         p.unlink(missing_ok=True)
     say(f"SQLite: seeding {settings.spec.bots:,} bots and {settings.spec.matches:,} matches into {cache}")
     store = Store(part)
