@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 TESTS  := $(VENV)/.installed-test
 
-.PHONY: all run run-piquet test test-slow bench bench-scale study twins lint schema clean
+.PHONY: all run run-piquet test test-slow bench bench-scale bench-season study twins lint schema clean
 
 # the C sample bot (libc only): built by `make`, `make run` and `make test`
 CC     = gcc
@@ -84,6 +84,13 @@ bench: $(STAMP) $(BENCH_BOT)
 ## (largest time charged for one decision, timeouts); a few minutes
 bench-scale: $(STAMP) $(BENCH_BOT)
 	$(BIN)/arena bench --scale
+
+## make bench-season: a season's cost (issue 21): a store seeded with 10,000 bots and 10 million matches next to an
+## empty one, each under `arena serve` with 500 remote instant bots; SQLite (the seed is cached in
+## ~/.cache/arena-bench-season), then PostgreSQL (a throwaway cluster, or DB=postgresql://... to use a server).
+## Exits 1 naming each missed target; options: python -m arena.tools.bench_season --help (BENCH_SEASON='--seconds 120')
+bench-season: $(STAMP) $(BENCH_BOT)
+	$(BIN)/python -m arena.tools.bench_season $(if $(DB),--db '$(DB)') $(BENCH_SEASON)
 
 ## make study: the seeded simulation studies of the ladder and the SPRT (arena/stats/studies.py)
 study: $(STAMP)

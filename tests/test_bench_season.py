@@ -1,0 +1,215 @@
+"""``make bench-season`` (arena/tools/bench_season.py): the seeded season is what the store would
+hold after the same results, on SQLite and PostgreSQL; the figures read from ``/metrics`` and the
+targets. No timing: the bench's own figures are its business."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+
+import pytest
+
+from arena.match.core import MatchResult
+from arena.metrics import Metrics
+from arena.schedule.formats import Pairing
+from arena.store.sqlite import Store
+from arena.tools import bench_season
+from arena.tools.season_report import (
+    PageFigures,
+    RunFigures,
+    check_targets,
+    histogram_quantile,
+    parse_metrics,
+    window_figures,
+)
+from arena.tools.season_seed import MATCH_COLUMNS, SeasonSpec, make_season, seed_store
+
+SPEC = SeasonSpec(bots=50, matches=2000, seed=7, window=6)
+NOW = 1.9e9
+
+
+def _rows(store: Store, table: str, order: str, columns: str = "*") -> list[tuple]:
+    return [tuple(r) for r in store.db.execute(f"SELECT {columns} FROM {table} ORDER BY {order}")]
+
+
+def _replay(seeded: Store, into: Store) -> None:
+    """Play the seeded matches' results again through the store's own API, in schedule order."""
+    tid = into.create_tournament(SPEC.game, "ladder", SPEC.seed, {}, [], [])
+    for m in seeded.db.execute("SELECT * FROM matches ORDER BY id").fetchall():
+        row = into.add_match(tid, m["game"], Pairing(index=m["idx"], bot0=m["bot0"], bot1=m["bot1"], seed=m["seed"],
+                                                     pair=m["pair_key"]))
+        assert row.match_key == m["match_key"]
+        into.record_result(row.match_key, MatchResult(
+            match_id=row.match_key, winner=m["winner_seat"], reason=m["reason"], scores=[m["score0"], m["score1"]],
+            manches=[m["manches0"], m["manches1"]], detail=m["detail"], faulty=m["faulty_seat"],
+            decisions=m["decisions"], deals=m["deals"], duration_ms=m["duration_ms"], margin=m["margin"]),
+            m["log_path"], m["log_hash"])
+
+
+def test_seeded_store_is_what_record_result_keeps(tmp_path, monkeypatch) -> None:
+    """The same 2,000 results recorded one by one with Store.record_result leave the same
+    matches, ladder units (zero counts included), pair counts and result count as the bulk seed."""
+    # the counting is compared here, not the ratings: a branch that still refits inside
+    # record_result would refit 2,000 times
+    monkeypatch.setattr(Store, "_ladder_refit", lambda self, game: None, raising=False)
+    seeded, replayed = Store(tmp_path / "seeded.db"), Store(tmp_path / "replayed.db")
+    report = seed_store(seeded, SPEC, now=NOW)
+    assert report.rows["matches"] == SPEC.matches and report.rows["bots"] == SPEC.bots
+    _replay(seeded, replayed)
+    columns = ", ".join(c for c in MATCH_COLUMNS if c != "finished_at")
+    assert _rows(seeded, "matches", "id", columns) == _rows(replayed, "matches", "id", columns)
+    for table, order in (("ladder_units", "a, b, points, games"), ("pair_counts", "a, b")):
+        assert _rows(seeded, table, order) == _rows(replayed, table, order), table
+    state = seeded.db.execute("SELECT results, fitted_results FROM ladder_state WHERE game=?", (SPEC.game,)).fetchone()
+    assert tuple(state) == (SPEC.matches, SPEC.matches)
+    assert replayed.db.execute("SELECT results FROM ladder_state").fetchone()[0] == SPEC.matches
+    assert seeded.ladder_units(SPEC.game) == seeded.ladder_unit_counts(SPEC.game)
+    assert seeded.db.execute("SELECT COUNT(*) FROM ladder_units WHERE n=0").fetchone()[0] > 0
+
+
+def test_seeded_ladder_is_a_fit_of_every_bot_that_played(store) -> None:
+    """Each bot's ladder games are its matches; ratings and intervals are finite; the history
+    pairs rating neighbours: each bot meets several opponents, not the whole field."""
+    seed_store(store, SPEC, now=NOW)
+    games = dict(store.db.execute(
+        "SELECT bot, SUM(n) FROM (SELECT bot0 AS bot, COUNT(*) AS n FROM matches GROUP BY bot0 UNION ALL "
+        "SELECT bot1, COUNT(*) FROM matches GROUP BY bot1) AS t GROUP BY bot").fetchall())
+    ladder = {bot: (elo, ci95, g) for bot, elo, ci95, g in store.ladder_intervals(SPEC.game)}
+    assert {bot: g for bot, (_, _, g) in ladder.items()} == games
+    assert all(math.isfinite(elo) and 0 < ci95 < 1000 for elo, ci95, _ in ladder.values())
+    met = [n for (n,) in store.db.execute("SELECT COUNT(*) FROM pair_counts GROUP BY a")]
+    assert len(met) == SPEC.bots and 2 <= min(met) and max(met) < SPEC.bots - 1
+    assert store.db.execute("SELECT COUNT(*) FROM matches WHERE reason='forfeit_timeout' AND faulty_seat IS NULL"
+                            ).fetchone()[0] == 0
+
+
+def test_seed_refuses_a_store_with_matches(store) -> None:
+    seed_store(store, SeasonSpec(bots=4, matches=10), now=NOW)
+    with pytest.raises(ValueError, match="already holds matches"):
+        seed_store(store, SeasonSpec(bots=4, matches=10), now=NOW)
+
+
+def test_postgres_seed_equals_sqlite_seed(pg_url, tmp_path) -> None:
+    """COPY on PostgreSQL writes the same rows as executemany on SQLite, and the store goes on
+    scheduling matches after the seeded ids (the identity sequence was moved past them)."""
+    lite, pg = Store(tmp_path / "seeded.db"), Store(pg_url)
+    seed_store(lite, SPEC, now=NOW)
+    seed_store(pg, SPEC, now=NOW)
+    for table, order in (("matches", "id"), ("ladder_units", "a, b, points, games"), ("pair_counts", "a, b"),
+                         ("ladder", "bot"), ("ladder_state", "game"), ("bots", "name")):
+        columns = "name" if table == "bots" else "*"
+        assert _rows(lite, table, order, columns) == _rows(pg, table, order, columns), table
+    assert pg.ladder_units(SPEC.game) == pg.ladder_unit_counts(SPEC.game)
+    row = pg.add_match(1, SPEC.game, Pairing(index=SPEC.matches, bot0="bench-0", bot1="bench-1", seed=1))
+    assert row.id == SPEC.matches + 1 and row.match_key == f"t1-m{SPEC.matches + 1:04d}"
+
+
+def test_season_is_reproducible_and_pairs_neighbours() -> None:
+    a, b = make_season(SPEC, now=NOW), make_season(SPEC, now=NOW)
+    assert (a.a == b.a).all() and (a.winner_seat == b.winner_seat).all()
+    rank = a.strength.argsort().argsort()
+    assert abs(rank[a.a] - rank[a.b]).mean() < SPEC.bots / 4  # neighbours, not uniform opponents
+    assert (a.a != a.b).all()
+
+
+# --------------------------------------------------------------------------- figures
+
+
+def test_histogram_quantile_interpolates_within_the_bucket() -> None:
+    inf = float("inf")
+    before = [(0.001, 10.0), (0.01, 10.0), (inf, 10.0)]
+    after = [(0.001, 60.0), (0.01, 110.0), (inf, 110.0)]  # 50 below 1 ms, 50 between 1 and 10 ms since
+    assert histogram_quantile(0.5, before, after) == (pytest.approx(0.001), 100)
+    assert histogram_quantile(0.99, before, after) == (pytest.approx(0.001 + 0.009 * 49 / 50), 100)
+    assert histogram_quantile(0.99, [], [(0.001, 0.0), (0.01, 0.0), (inf, 4.0)]) == (0.01, 4)  # beyond: last bound
+    assert histogram_quantile(0.99, after, after) == (None, 0)
+
+
+def test_metrics_of_a_server_are_read_back() -> None:
+    """The bench reads what arena.metrics exposes: histograms, counters and labelled gauges."""
+    m = Metrics()
+    for seconds in (0.0002, 0.0002, 0.003):
+        m.result_commit.observe(seconds)
+    m.matches_finished.labels("ecarte", "win", "target").inc(7)
+    m.matches_finished.labels("ecarte", "aborted", "aborted").inc(2)
+    m.fit_seconds.labels("ecarte").set(1.25)
+    m.connections.labels("bot").set(3)
+    scrape = parse_metrics(m.exposition().decode(), t=5.0)
+    assert scrape.value("arena_connections", role="bot") == 3
+    assert scrape.value("arena_ladder_fit_seconds", game="ecarte") == 1.25
+    assert scrape.value("arena_ladder_fit_seconds", game="piquet") is None
+    buckets = scrape.buckets("arena_result_commit_seconds")
+    assert buckets[-1] == (float("inf"), 3.0) and dict(buckets)[0.00025] == 2.0
+    start = parse_metrics(Metrics().exposition().decode(), t=0.0)
+    fig = RunFigures(label="x", bots=2)
+    window_figures(fig, [start, scrape], "ecarte")
+    assert fig.window_s == 5.0 and fig.results == 7 and fig.results_per_s == 7 / 5
+    assert fig.commits == 3 and 0.0001 <= fig.commit_p50_s <= 0.00025 and fig.fit_s == 1.25
+    assert fig.pairings == 0 and fig.pairing_p99_s is None and any("pairing" in n for n in fig.notes)
+
+
+def _met(label: str) -> RunFigures:
+    return RunFigures(label=label, bots=10, welcomed=10, welcomed_in_target=10, welcome_s=1.0, results=100,
+                      results_per_s=10.0, pairing_p99_s=0.0005, pairings=50, fit_s=0.5,
+                      pages={"leaderboard": PageFigures(path="/api/leaderboard", requests=5, p99_s=0.02)})
+
+
+def test_targets_name_each_miss() -> None:
+    assert check_targets(_met("full"), _met("empty"), 10_000) == []
+    full, empty = _met("full"), _met("empty")
+    full.results_per_s, full.welcome_s, full.welcomed_in_target, full.rate_limited = 8.0, None, 3, 7
+    full.pages["leaderboard"].p99_s, full.fit_s = 0.25, None
+    empty.pairing_p99_s, empty.pages["leaderboard"].errors = 0.004, 2
+    misses = check_targets(full, empty, 10_000)
+    assert len(misses) == 6, misses
+    text = "\n".join(misses)
+    for part in ("3 of 10 bots welcomed", "7 rate_limited", "0.80x", "leaderboard p99 250 ms",
+                 "ladder fit of 10,000 bots not measured: arena_ladder_fit_seconds absent",
+                 "empty: pairing decision p99 4.00 ms", "2 of 5 answers"):
+        assert part in text
+
+
+def test_bad_options_are_one_line_and_status_2(capsys) -> None:
+    assert bench_season.main(["--bots", "20", "--season-bots", "10"]) == 2
+    assert "cannot exceed --season-bots" in capsys.readouterr().out
+    assert bench_season.main(["--db", "arena.db"]) == 2
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="the instant bot is C")
+def test_a_tiny_season_runs_end_to_end(tmp_path) -> None:
+    """The whole bench on SQLite at a tiny scale: both runs record matches and every figure the
+    table needs is there (the targets may be missed: a shared machine, a branch's server)."""
+    out = tmp_path / "figures.json"
+    status = bench_season.main(["--only", "sqlite", "--season-bots", "12", "--season-matches", "400", "--bots", "4",
+                                "--seconds", "3", "--page-requests", "3", "--welcome-wait-s", "10",
+                                "--workdir", str(tmp_path / "work"), "--json", str(out)])
+    assert status in (0, 1)
+    figures = json.loads(out.read_text())["sqlite"]
+    assert figures["seeding"]["rows"]["matches"] == 400
+    for label in ("full", "empty"):
+        run = figures[label]
+        assert run["recorded"] > 0 and run["welcomed"] == 4 and run["db_bytes"] is not None
+        for pages in (run["pages"], run["pages_busy"]):
+            assert len(pages) == 5 and all(page["requests"] > 0 for page in pages.values())
+    work = tmp_path / "work"
+    assert not list(work.glob("run-*")) and not list(work.glob("logs-*"))  # the runs' files are removed
+    assert len(list(work.glob("season-*.db"))) == 1  # the seed is kept for the next run
+
+
+def test_the_sqlite_seed_is_cached_and_made_again_when_unusable(tmp_path) -> None:
+    """The seeded file is reused by the next run; one made by a newer arena is seeded again."""
+    import sqlite3
+
+    settings = bench_season.Settings(spec=SeasonSpec(bots=6, matches=40), workdir=tmp_path)
+    path, first = bench_season.cached_seed(settings, lambda _: None)
+    assert not first.cached and first.report.rows["matches"] == 40
+    _, again = bench_season.cached_seed(settings, lambda _: None)
+    assert again.cached and again.report.rows == first.report.rows
+    db = sqlite3.connect(path)
+    db.execute("PRAGMA user_version=999")
+    db.commit()
+    db.close()
+    _, remade = bench_season.cached_seed(settings, lambda _: None)
+    assert not remade.cached and Store(path).db.execute("SELECT COUNT(*) FROM matches").fetchone()[0] == 40
