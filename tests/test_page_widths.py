@@ -54,7 +54,7 @@ def measure(base: str, token: str, paths: list[str]) -> dict[str, Any]:
     return out
 
 
-async def test_no_page_scrolls_sideways_at_420_or_1366_px(tmp_path: Path) -> None:
+async def test_no_page_scrolls_sideways_at_420_or_1366_px(tmp_path: Path, monkeypatch) -> None:
     store = Store(tmp_path / "arena.db")
     season(store, 60, 300)
     store.db.execute("UPDATE ladder SET bot=? WHERE bot=(SELECT bot FROM ladder ORDER BY elo DESC LIMIT 1)", (LONG,))
@@ -68,6 +68,7 @@ async def test_no_page_scrolls_sideways_at_420_or_1366_px(tmp_path: Path) -> Non
                            server=ServerConfig(port=0), max_matches=0, uploads=UploadConfig(dir=str(tmp_path / "up")))
     contest = Contest(config, store)
     contest.fitter.run = trio.sleep_forever  # the seeded standings stay as they are
+    monkeypatch.setattr("arena.schedule.contest.spawn", lambda *args, **kw: None)  # nor a fitter process
     paths = ["/", f"/?bot={LONG}", "/author/", f"/author/uploads/{upload}", f"/match/{match}"]
     with trio.fail_after(180):
         async with trio.open_nursery() as nursery:

@@ -241,3 +241,27 @@ async def test_the_fitter_sees_results_of_other_processes_after_its_rest(autojum
         await trio.sleep(10.0)
         assert fits == [1, 2]  # seen at the next look
         nursery.cancel_scope.cancel()
+
+
+def test_the_servers_watch_hands_on_each_new_fit_once():
+    """A contest fits in a process of its own; the server's FitWatch reads ``ladder_state`` and
+    hands each new fit on once, with the ratings read back when the pairing needs them."""
+    from arena.schedule.fitter import FitWatch
+
+    store = Store(":memory:")
+    tid, _ = _history(store, 6, 0, pending=2)
+    seen = []
+    watch = FitWatch(store, "ecarte", on_fit=seen.append)
+    watch.look()
+    assert seen == []  # nothing fitted yet
+    _finish(store, f"t{tid}-m0001", 0)
+    fit_ladder(store, "ecarte")
+    watch.look()
+    watch.look()
+    assert len(seen) == 1 and seen[0].results == 1 and {r.name for r in seen[0].ratings} == set(
+        b for b, _, _, _ in store.ladder_intervals("ecarte"))
+    _finish(store, f"t{tid}-m0002", 1)
+    fit_ladder(store, "ecarte")
+    store.db.execute("UPDATE ladder_state SET fitted_at=fitted_at+1")  # a later time, whatever the clock's grain
+    watch.look()
+    assert [r.results for r in seen] == [1, 2]

@@ -332,7 +332,7 @@ def drive_pages(base: str) -> dict[str, Any]:
     return out
 
 
-async def test_the_leaderboard_and_history_page_by_key_and_search_in_a_browser(tmp_path: Path) -> None:
+async def test_the_leaderboard_and_history_page_by_key_and_search_in_a_browser(tmp_path: Path, monkeypatch) -> None:
     """130 rated bots and 400 matches (arena/store/seed.py), no bot playing: the page shows the
     leaderboard 50 at a time (lower, higher), finds bots by the start of their name in any case,
     says how old the ratings are, marks the provisional ones, shows a hostile name as text, and
@@ -350,6 +350,7 @@ async def test_the_leaderboard_and_history_page_by_key_and_search_in_a_browser(t
                            max_matches=0)
     contest = Contest(config, store)
     contest.fitter.run = trio.sleep_forever  # the seeded standings stay still while the pages are compared
+    monkeypatch.setattr("arena.schedule.contest.spawn", lambda *args, **kw: None)  # nor a fitter process
     with trio.fail_after(120):
         async with trio.open_nursery() as nursery:
             _, http_port = await nursery.start(contest.run)

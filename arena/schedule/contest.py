@@ -50,7 +50,7 @@ from arena.names import is_valid_name
 from arena.net.server import ArenaServer, ServerConfig
 from arena.net.spectate import SpectatorHub
 from arena.schedule.copies import PAIR_COPIES, bot_log, launch_copy, secrets_of
-from arena.schedule.fitter import FitReport, LadderFitter
+from arena.schedule.fitter import FitReport, FitWatch, LadderFitter, spawn, stop_process
 from arena.schedule.formats import Pairing, derive_seed
 from arena.schedule.formats.ladder import LadderPairing
 from arena.schedule.gate import DoctorGate, UploadConfig
@@ -212,7 +212,11 @@ class Contest:
         read-only disk when the server stopped (nothing recorded is lost; ``arena serve`` says so)."""
         self.pairing = LadderPairing(config.pairing, lambda bot, others: self.store.pair_counts(config.game, bot,
                                                                                                  others), self.seed)
-        self.fitter = LadderFitter(self.store, config.game, on_fit=self._fitted)
+        if self.store.path == ":memory:":  # no other process can open it: fitted in a thread here
+            self.fitter: LadderFitter | FitWatch = LadderFitter(self.store, config.game, on_fit=self._fitted)
+        else:  # fitted by a process of its own (arena.schedule.fitter); the server watches the results
+            self.fitter = FitWatch(self.store, config.game, on_fit=self._fitted,
+                                   with_ratings=config.pairing == "rating")
 
     def _probe_storage(self) -> None:
         """Raise if match logs or the database cannot be written (see :mod:`arena.store.health`):
@@ -521,54 +525,59 @@ class Contest:
             self.desk.recover()
         self.tournament_id = self.store.create_tournament(cfg.game, "ladder", self.seed, cfg, [], [])
         self.pairing.elo = {bot: elo for bot, elo, _ in self.store.ladder(cfg.game)}
-        async with trio.open_nursery() as outer:
-            outer.start_soon(self.fitter.run)
-            self.hub.nursery = outer
-            self._outer = outer
-            outer.start_soon(self.health.watch)
-            await outer.start(self._signals)  # handlers in place before the ports are announced
-            await outer.start(self.gate.run)  # uploads a stopped server left are queued before new ones
-            self.port = await _bind("TCP port for bots and spectators ([server] port)", cfg.server.host,
-                                    cfg.server.port, outer.start(self.server.serve))
-            self.http_port = await _bind("HTTP port of the web page (http_port)", cfg.http_host, cfg.http_port,
-                                         outer.start(serve_http, self, cfg.http_host, cfg.http_port))
-            outer.start_soon(self._launch_submitted, outer)
-            if cfg.retention.enabled:  # once a day, in a thread (arena.store.log_archive)
-                outer.start_soon(keep_retention, lambda: Store(cfg.db), cfg.logs, cfg.retention)
-            workers = trio.CancelScope()
-            if cfg.workers > 0:
-                from arena.schedule.worker import POLL_S, pump_events
+        fit_process = spawn(self.store, cfg.game) if isinstance(self.fitter, FitWatch) else None
+        try:
+            async with trio.open_nursery() as outer:
+                outer.start_soon(self.fitter.run)
+                self.hub.nursery = outer
+                self._outer = outer
+                outer.start_soon(self.health.watch)
+                await outer.start(self._signals)  # handlers in place before the ports are announced
+                await outer.start(self.gate.run)  # uploads a stopped server left are queued before new ones
+                self.port = await _bind("TCP port for bots and spectators ([server] port)", cfg.server.host,
+                                        cfg.server.port, outer.start(self.server.serve))
+                self.http_port = await _bind("HTTP port of the web page (http_port)", cfg.http_host, cfg.http_port,
+                                             outer.start(serve_http, self, cfg.http_host, cfg.http_port))
+                outer.start_soon(self._launch_submitted, outer)
+                if cfg.retention.enabled:  # once a day, in a thread (arena.store.log_archive)
+                    outer.start_soon(keep_retention, lambda: Store(cfg.db), cfg.logs, cfg.retention)
+                workers = trio.CancelScope()
+                if cfg.workers > 0:
+                    from arena.schedule.worker import POLL_S, pump_events
 
-                self.queue.drop_recorded()  # matches the last run queued and then aborted
-                outer.start_soon(pump_events, self.queue, self.hub, POLL_S, cfg.logs)  # and the workers' logs
+                    self.queue.drop_recorded()  # matches the last run queued and then aborted
+                    outer.start_soon(pump_events, self.queue, self.hub, POLL_S, cfg.logs)  # and the workers' logs
 
-                async def run_workers() -> None:
-                    with workers:
-                        await self._local_workers()
+                    async def run_workers() -> None:
+                        with workers:
+                            await self._local_workers()
 
-                outer.start_soon(run_workers)
-            task_status.started((self.port, self.http_port))
-            async with trio.open_nursery() as matches:
-                sched = trio.CancelScope()
+                    outer.start_soon(run_workers)
+                task_status.started((self.port, self.http_port))
+                async with trio.open_nursery() as matches:
+                    sched = trio.CancelScope()
 
-                async def scheduler() -> None:
-                    with sched:
-                        await self._scheduler(matches)
+                    async def scheduler() -> None:
+                        with sched:
+                            await self._scheduler(matches)
 
-                matches.start_soon(scheduler)
-                await self.stopping.wait()
-                sched.cancel()
-                with trio.move_on_after(cfg.shutdown_grace_s):
-                    while self.running:
-                        await self._changed.wait()
-                matches.cancel_scope.cancel()  # still running: recorded as aborted by play_match
-            workers.cancel()  # each local worker is told to stop (SIGTERM) and waited for
-            await self._goodbye()
-            try:
-                self.store.finish_tournament(self.tournament_id)
-            except STORAGE_ERRORS as exc:  # the next start finds it unfinished: nothing else is lost
-                self.unsaved = f"database: {exc}"
-            outer.cancel_scope.cancel()
+                    matches.start_soon(scheduler)
+                    await self.stopping.wait()
+                    sched.cancel()
+                    with trio.move_on_after(cfg.shutdown_grace_s):
+                        while self.running:
+                            await self._changed.wait()
+                    matches.cancel_scope.cancel()  # still running: recorded as aborted by play_match
+                workers.cancel()  # each local worker is told to stop (SIGTERM) and waited for
+                await self._goodbye()
+                try:
+                    self.store.finish_tournament(self.tournament_id)
+                except STORAGE_ERRORS as exc:  # the next start finds it unfinished: nothing else is lost
+                    self.unsaved = f"database: {exc}"
+                outer.cancel_scope.cancel()
+        finally:
+            if fit_process is not None:
+                stop_process(fit_process)
 
     def stop(self) -> None:
         """Begin a clean shutdown (what SIGTERM does)."""
