@@ -13,6 +13,7 @@ import pytest
 from arena.match.core import MatchResult
 from arena.metrics import Metrics
 from arena.schedule.formats import Pairing
+from arena.store.season_seed import MATCH_COLUMNS, SeasonSpec, make_season, seed_store
 from arena.store.sqlite import Store
 from arena.tools import bench_season
 from arena.tools.season_report import (
@@ -23,7 +24,6 @@ from arena.tools.season_report import (
     parse_metrics,
     window_figures,
 )
-from arena.tools.season_seed import MATCH_COLUMNS, SeasonSpec, make_season, seed_store
 
 SPEC = SeasonSpec(bots=50, matches=2000, seed=7, window=6)
 NOW = 1.9e9

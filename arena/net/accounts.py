@@ -29,7 +29,9 @@ import trio
 
 from arena.errors import UserError
 from arena.names import BadName, check_name
+from arena.net.history import finished_matches
 from arena.schedule.launcher import load_manifest, sandbox_problem
+from arena.store import pages
 from arena.store.archives import MANIFEST, ArchiveError, check, manifest_text
 
 TOKEN_SEPARATOR = ":"
@@ -224,8 +226,6 @@ def author_view(contest: Any, author: dict[str, Any]) -> dict[str, Any]:
     their own bots only; the lists are the newest page of each (``*_next``: the ``before`` cursor
     of the next, or None); ``failed_uploads``: uploads that failed before their bot ever passed
     (their name is free again)."""
-    from arena.net.history import finished_matches
-    from arena.store import pages
 
     store, game = contest.store, contest.config.game
     owned = store.owned_bots(author["id"])

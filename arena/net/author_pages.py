@@ -82,6 +82,7 @@ from arena.net.accounts import (
     withdraw,
 )
 from arena.net.auth import Authenticator, RateLimiter
+from arena.net.history import finished_matches
 from arena.store import pages
 
 REQUEST_BURST = 120
@@ -563,7 +564,6 @@ def make_author_app(contest: Any) -> Starlette:
     def bot_list(request: Request) -> tuple[dict[str, Any], str, str, dict[str, Any]]:
         """An own bot's older matches or failures (``/bots/{bot}/matches|failures?before=ID``):
         ``(author, bot, which, page)``; 404 for a bot not theirs, 400 for a bad cursor."""
-        from arena.net.history import finished_matches
 
         author = need(request)
         bot, which = request.path_params["bot"], request.path_params["which"]

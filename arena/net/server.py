@@ -428,23 +428,7 @@ class ArenaServer:
             await self._refuse(stream, "bad_name", f"bad name: a name is {NAME_RULE}")
             return
         if hello.role == "spectator":
-            if self.hub is None or local:
-                await self._refuse(stream, "unsupported_role", "this server has no spectator feed"
-                                   if not local else "a launched bot's connection is for the bot only")
-                return
-            if reserve or self.spectators >= self.config.max_spectators:
-                await self._refuse(stream, "server_full", "no spectator slot free: try again later")
-                return
-            bettor = False
-            if hello.token:
-                if not await self._authenticate(stream, "spectators", hello.name, hello.token, addr, local):
-                    return
-                bettor = True
-            self.spectators += 1
-            try:
-                await self._spectator(stream, reader, hello.name, bettor)
-            finally:
-                self.spectators -= 1
+            await self._admit_spectator(stream, reader, hello, addr, local, reserve)
             return
         copy = self._copy_of(hello.name, hello.token)
         if copy is None and not await self._authenticate(stream, "bots", hello.name, hello.token, addr, local):
@@ -471,6 +455,29 @@ class ArenaServer:
             if registry.get(key) is conn:
                 del registry[key]
             self._notify()
+
+    async def _admit_spectator(self, stream: trio.abc.Stream, reader: LineReader, hello: Hello, addr: str,
+                               local: bool, reserve: bool) -> None:
+        """A spectator's ``hello``: refused where this server has no feed, on a launched bot's
+        connection, in the bots' reserve or with every spectator slot taken; a betting spectator
+        when it gives a token that checks; then :meth:`_spectator`."""
+        if self.hub is None or local:
+            await self._refuse(stream, "unsupported_role", "this server has no spectator feed"
+                               if not local else "a launched bot's connection is for the bot only")
+            return
+        if reserve or self.spectators >= self.config.max_spectators:
+            await self._refuse(stream, "server_full", "no spectator slot free: try again later")
+            return
+        bettor = False
+        if hello.token:
+            if not await self._authenticate(stream, "spectators", hello.name, hello.token, addr, local):
+                return
+            bettor = True
+        self.spectators += 1
+        try:
+            await self._spectator(stream, reader, hello.name, bettor)
+        finally:
+            self.spectators -= 1
 
     async def _spectator(self, stream: trio.SocketStream, reader: LineReader, name: str, bettor: bool) -> None:
         """A spectator: ``list``, ``subscribe`` and ``unsubscribe``, and ``bet`` when

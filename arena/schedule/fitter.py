@@ -45,7 +45,10 @@ import msgspec
 import trio
 
 from arena.metrics import METRICS
+from arena.stats.ladder import refit
+from arena.stats.rating import Rating
 from arena.store.health import STORAGE_ERRORS
+from arena.store.sqlite import Store
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +80,6 @@ class FitReport(msgspec.Struct, frozen=True):
 def compute_fit(units: dict, start: dict[str, float]) -> tuple[list[Any], int]:
     """The fit's computation alone (no database): ``(ratings best first, ms it took)``. Pure, so
     it may run in a thread. The fit (numpy, scipy) is imported here, not at the CLI's start."""
-    from arena.stats.ladder import refit
 
     t0 = time.perf_counter()
     fitted = refit(units, start=start)
@@ -190,7 +192,6 @@ class FitWatch:
             return
         ratings = []
         if self.with_ratings:
-            from arena.stats.rating import Rating
 
             try:
                 ratings = [Rating(name=bot, elo=elo, ci95=ci95, games=games, wins=0, losses=0, draws=0)
@@ -243,7 +244,6 @@ def stop_process(proc: subprocess.Popen[bytes], grace_s: float = 5.0) -> None:
 
 
 async def _serve(db: str, game: str, policy: FitPolicy) -> None:
-    from arena.store.sqlite import Store
 
     store = Store(db)
     job = LadderFitter(store, game, policy, run_sync=_inline)

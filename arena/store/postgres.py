@@ -356,3 +356,29 @@ def connect(url: str) -> PgConnection:
         return PgConnection(url)
     except DatabaseLost as exc:
         raise DatabaseError(f"cannot connect to {redact(url)}: {exc}; start PostgreSQL or fix --db") from None
+
+
+def schema_bytes(url: str) -> int:
+    """Bytes the tables of ``url``'s current schema take, with their indexes and TOAST
+    (``pg_total_relation_size``): what a store on PostgreSQL weighs (the season benchmark)."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        return int(conn.execute(
+            "SELECT COALESCE(SUM(pg_total_relation_size(c.oid)), 0) FROM pg_class c JOIN pg_namespace n "
+            "ON n.oid = c.relnamespace WHERE n.nspname = current_schema() AND c.relkind = 'r'").fetchone()[0])
+
+
+def reset_schemas(url: str, schemas: list[str] | tuple[str, ...], make: bool = True) -> None:
+    """Drop the ``schemas`` of ``url``'s database with all they hold and (``make``) create them
+    empty again: the throwaway stores of the season benchmark. The names are ours, never a user's."""
+    import psycopg
+
+    for schema in schemas:
+        if not schema.replace("_", "").isalnum():
+            raise ValueError(f"not a schema name: {schema!r}")
+    with psycopg.connect(url, autocommit=True) as conn:
+        for schema in schemas:
+            conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+            if make:
+                conn.execute(f"CREATE SCHEMA {schema}")

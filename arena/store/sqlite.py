@@ -1047,6 +1047,13 @@ class Store:
         """The id of the newest tournament (a contest's ladder included), None if there is none."""
         return self.db.execute("SELECT MAX(id) FROM tournaments").fetchone()[0]
 
+    def recorded_matches(self, tournament_id: int | None) -> int:
+        """How many matches of the tournament have a result (finished or aborted; 0 for None)."""
+        if tournament_id is None:
+            return 0
+        return self.db.execute("SELECT COUNT(*) FROM matches WHERE tournament_id=? AND status<>'pending'",
+                               (tournament_id,)).fetchone()[0]
+
     def finished_matches(self, tournament_id: int) -> int:
         """How many matches of the tournament finished (status ``done``; aborted ones not counted)."""
         return self.db.execute("SELECT COUNT(*) FROM matches WHERE tournament_id=? AND status='done'",

@@ -45,6 +45,9 @@ from typing import Any
 import msgspec
 import trio
 
+from arena.net.server import ArenaServer, ServerConfig, raise_fd_limit
+from arena.store.sqlite import Store
+
 HOST = "127.0.0.1"
 
 TARGET_S = 5.0
@@ -94,7 +97,6 @@ def _register(db_path: Path, n: int, scheme: str) -> list[tuple[str, str]]:
     """``n`` bots in a fresh store at ``db_path``: ``(name, token)``. Each token is generated as
     ``arena bots add`` generates it; ``scheme`` ``scrypt`` stores it as a database from before
     schema 9 held it (a scrypt hash), ``fast`` as ``arena bots add`` stores it now."""
-    from arena.store.sqlite import Store
 
     store = Store(db_path)
     try:
@@ -115,8 +117,6 @@ async def measure(n: int = 1000, db_path: Path | str | None = None, *, spread_s:
     send wrong-token hellos one after another, half under the bots' names, half under fresh
     ones, from time 0 until every bot is in. Raises ``RuntimeError`` if the bots' subprocess
     fails."""
-    from arena.net.server import ArenaServer, ServerConfig
-    from arena.store.sqlite import Store
 
     if scheme not in ("fast", "scrypt"):
         raise ValueError(f"scheme is fast or scrypt, not {scheme!r}")
@@ -184,7 +184,6 @@ async def _bots_role(roster: Path, spread_s: float, per_address: int, timeout_s:
     connects at its moment of the spread, says hello, reads the answer, holds on until stdin
     closes) and ``flooders`` wrong-token clients (until stdin closes). Returns the answers and
     waits."""
-    from arena.net.server import raise_fd_limit
 
     raise_fd_limit()
     bots = msgspec.json.decode(roster.read_bytes())

@@ -34,6 +34,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit
 
+from arena.store.seed import is_empty, season
+from arena.store.sqlite import Store
+
 TARGET_P99_MS = 100.0
 """The issue's target for every page and endpoint."""
 REQUESTS = 200
@@ -200,8 +203,6 @@ def main(argv: list[str] | None = None) -> int:
     if not args.db and not args.url:
         parser.error("give --db (a store to serve) or --url (a server to measure)")
     if args.seed_matches:
-        from arena.store.seed import is_empty, season
-        from arena.store.sqlite import Store
 
         store = Store(args.db)
         if not is_empty(store):

@@ -3,7 +3,7 @@
 For each database (SQLite, then PostgreSQL):
 
 1. **Two stores.** The *full* store holds a synthetic season, by default 10,000 bots and 10
-   million finished matches, bulk-loaded (:mod:`arena.tools.season_seed`: the rows
+   million finished matches, bulk-loaded (:mod:`arena.store.season_seed`: the rows
    :meth:`~arena.store.sqlite.Store.record_result` would have left, and a prior fit); the
    *empty* store only the bench's bots. How long seeding took is printed. The seeded SQLite file
    is kept in the work directory (``--workdir``) and reused by later runs (``--reseed`` makes it
@@ -70,8 +70,12 @@ from typing import Any
 from urllib.parse import quote
 
 from arena.errors import DatabaseError
-from arena.store.postgres import is_url, redact
+from arena.store.postgres import is_url, redact, reset_schemas, schema_bytes
+from arena.store.season_seed import SeasonSpec, SeedReport, seed_store
 from arena.store.sqlite import SCHEMA_VERSION, Store
+from arena.tools.bench_pages import page_p99s
+from arena.tools.bench_server import build_instant_bot, percentile
+from arena.tools.pg_cluster import start_cluster
 from arena.tools.season_report import (
     WELCOME_TARGET_S,
     PageFigures,
@@ -82,7 +86,6 @@ from arena.tools.season_report import (
     print_report,
     window_figures,
 )
-from arena.tools.season_seed import SeasonSpec, SeedReport, seed_store
 
 SCHEMAS = ("arena_season_full", "arena_season_empty")
 """The PostgreSQL schemas of the full and the empty store."""
@@ -120,12 +123,7 @@ def db_size(target: str) -> int:
     tables of the URL's schema with their indexes and TOAST."""
     if not is_url(target):
         return sum(p.stat().st_size for p in (Path(target), Path(f"{target}-wal")) if p.exists())
-    import psycopg
-
-    with psycopg.connect(target, autocommit=True) as conn:
-        return int(conn.execute(
-            "SELECT COALESCE(SUM(pg_total_relation_size(c.oid)), 0) FROM pg_class c JOIN pg_namespace n "
-            "ON n.oid = c.relnamespace WHERE n.nspname = current_schema() AND c.relkind = 'r'").fetchone()[0])
+    return schema_bytes(target)
 
 
 def dir_size(path: Path) -> int:
@@ -251,7 +249,6 @@ def measure_pages(client: Any, pages: dict[str, str], requests: int, budget_s: f
     read), its p50 and p99 (nearest rank)."""
     import httpx
 
-    from arena.tools.bench_server import percentile
 
     out = {}
     for name, path in pages.items():
@@ -299,19 +296,14 @@ def _idle(client: Any, wait_s: float) -> None:
 
 def pages_p99(client: Any, fig: RunFigures, base_url: str, settings: Settings) -> dict[str, PageFigures]:
     """The five pages' figures: :func:`arena.tools.bench_pages.page_p99s` (its representative
-    pages, deep in the lists) where that module exists, else (or if it fails, noted in ``fig``)
-    :func:`measure_pages` on :func:`_pages`."""
+    pages, deep in the lists), or if it fails (noted in ``fig``) :func:`measure_pages` on
+    :func:`_pages`."""
     try:
-        from arena.tools.bench_pages import page_p99s
-    except ImportError:
-        page_p99s = None
-    if page_p99s is not None:
-        try:
-            found = page_p99s(base_url, requests=settings.page_requests)
-            return {name: PageFigures(path=name, requests=settings.page_requests, p99_s=ms / 1000, status=200)
-                    for name, ms in found.items()}
-        except (RuntimeError, OSError, TypeError, ValueError, KeyError) as exc:
-            fig.notes.append(f"arena.tools.bench_pages.page_p99s failed ({exc}); the bench measured its own pages")
+        found = page_p99s(base_url, requests=settings.page_requests)
+        return {name: PageFigures(path=name, requests=settings.page_requests, p99_s=ms / 1000, status=200)
+                for name, ms in found.items()}
+    except (RuntimeError, OSError, TypeError, ValueError, KeyError) as exc:
+        fig.notes.append(f"arena.tools.bench_pages.page_p99s failed ({exc}); the bench measured its own pages")
     return measure_pages(client, _pages(client, f"{settings.spec.prefix}-0"), settings.page_requests,
                          settings.page_budget_s)
 
@@ -360,9 +352,7 @@ def run_contest(label: str, target: str, workdir: Path, settings: Settings, toke
         _stop(bots, 15.0)
     store = Store(target)
     try:
-        tid = store.db.execute("SELECT MAX(id) FROM tournaments").fetchone()[0]
-        fig.recorded = store.db.execute("SELECT COUNT(*) FROM matches WHERE tournament_id=? AND status<>'pending'",
-                                        (tid,)).fetchone()[0]
+        fig.recorded = store.recorded_matches(store.newest_tournament())
     finally:
         store.close()
     fig.db_bytes = db_size(target) - size0
@@ -442,12 +432,7 @@ def schema_url(url: str, schema: str) -> str:
 def postgres_stores(settings: Settings, base_url: str, say: Any) -> tuple[str, str, Seeded]:
     """The PostgreSQL full and empty stores: the schemas :data:`SCHEMAS` of ``base_url``'s
     database, dropped and made again, the full one seeded: ``(full URL, empty URL, seeded)``."""
-    import psycopg
-
-    with psycopg.connect(base_url, autocommit=True) as conn:
-        for schema in SCHEMAS:
-            conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
-            conn.execute(f"CREATE SCHEMA {schema}")
+    reset_schemas(base_url, SCHEMAS)
     full, empty = (schema_url(base_url, s) for s in SCHEMAS)
     say(f"PostgreSQL: seeding {settings.spec.bots:,} bots and {settings.spec.matches:,} matches into "
         f"{redact(base_url)} (schema {SCHEMAS[0]})")
@@ -477,11 +462,7 @@ def remove_runs(workdir: Path, pg_url: str | None) -> None:
     for p in workdir.glob("logs-*"):
         shutil.rmtree(p, ignore_errors=True)
     if pg_url is not None:
-        import psycopg
-
-        with psycopg.connect(pg_url, autocommit=True) as conn:
-            for schema in SCHEMAS:
-                conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+        reset_schemas(pg_url, SCHEMAS, make=False)
 
 
 def _every(say: Any, interval_s: float) -> Any:
@@ -571,7 +552,6 @@ def bench_database(db: str, pg_url: str | None, settings: Settings, binary: Path
             full, empty, seeded = sqlite_stores(settings, say)
         else:
             if pg_url is None:
-                from arena.tools.pg_cluster import start_cluster
 
                 say("PostgreSQL: starting a throwaway cluster")
                 cluster = start_cluster(PG_SETTINGS)
@@ -606,7 +586,6 @@ def main(argv: list[str] | None = None) -> int:
     """Run the bench (module docstring); returns the exit status."""
     from rich.console import Console
 
-    from arena.tools.bench_server import build_instant_bot
 
     args = build_parser().parse_args(argv)
     console = Console() if sys.stdout.isatty() else Console(width=150)
