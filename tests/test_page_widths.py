@@ -18,7 +18,8 @@ from arena.store.seed import season
 from arena.store.sqlite import Store
 from tests.test_web import CHROMIUM, sync_api
 
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium browser (Debian: apt-get install chromium)")
+pytestmark = [pytest.mark.skipif(CHROMIUM is None, reason="no Chromium browser (Debian: apt-get install chromium)"),
+              pytest.mark.slow]  # a contest and a real browser at two widths: about 15 s (make test-slow)
 
 WIDTHS = (420, 1366)
 LONG = "x" * 32  # the longest bot name there can be

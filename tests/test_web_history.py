@@ -332,6 +332,7 @@ def drive_pages(base: str) -> dict[str, Any]:
     return out
 
 
+@pytest.mark.slow  # a contest and a real browser: about 5-10 s (make test-slow)
 async def test_the_leaderboard_and_history_page_by_key_and_search_in_a_browser(tmp_path: Path, monkeypatch) -> None:
     """130 rated bots and 400 matches (arena/store/seed.py), no bot playing: the page shows the
     leaderboard 50 at a time (lower, higher), finds bots by the start of their name in any case,
