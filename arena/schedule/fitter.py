@@ -192,7 +192,6 @@ class FitWatch:
             return
         ratings = []
         if self.with_ratings:
-
             try:
                 ratings = [Rating(name=bot, elo=elo, ci95=ci95, games=games, wins=0, losses=0, draws=0)
                            for bot, elo, ci95, games in self.store.ladder_intervals(self.game)]
@@ -210,9 +209,10 @@ class FitWatch:
 
 
 NICE = 10
-"""The fitter process's niceness: below the server and the bots (measured on the season bench at
-full priority: a 10,000-bot ladder's refits took the results per second of a saturated 2-core
-server down to 0.76x those of an empty store)."""
+"""The fitter process's niceness: below the server and the bots, so that on a busy machine the
+matches come first and the ratings lag. (The season bench measured the full store's results per
+second at 0.75-0.77x the empty store's with the fitter niced or not: that slowdown has another
+cause, not isolated yet.)"""
 
 
 def _die_with_parent() -> None:  # runs in the child between fork and exec
