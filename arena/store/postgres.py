@@ -371,14 +371,18 @@ def schema_bytes(url: str) -> int:
 
 def reset_schemas(url: str, schemas: list[str] | tuple[str, ...], make: bool = True) -> None:
     """Drop the ``schemas`` of ``url``'s database with all they hold and (``make``) create them
-    empty again: the throwaway stores of the season benchmark. The names are ours, never a user's."""
+    empty again: the throwaway stores of the season benchmark. The names are ours, never a user's.
+    :class:`arena.errors.DatabaseError` if the server cannot be reached or refuses."""
     import psycopg
 
     for schema in schemas:
         if not schema.replace("_", "").isalnum():
             raise ValueError(f"not a schema name: {schema!r}")
-    with psycopg.connect(url, autocommit=True) as conn:
-        for schema in schemas:
-            conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
-            if make:
-                conn.execute(f"CREATE SCHEMA {schema}")
+    try:
+        with psycopg.connect(url, autocommit=True) as conn:
+            for schema in schemas:
+                conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+                if make:
+                    conn.execute(f"CREATE SCHEMA {schema}")
+    except psycopg.Error as exc:
+        raise DatabaseError(f"cannot reset the schemas of {redact(url)}: {' '.join(str(exc).split())}") from None

@@ -462,7 +462,10 @@ def remove_runs(workdir: Path, pg_url: str | None) -> None:
     for p in workdir.glob("logs-*"):
         shutil.rmtree(p, ignore_errors=True)
     if pg_url is not None:
-        reset_schemas(pg_url, SCHEMAS, make=False)
+        try:
+            reset_schemas(pg_url, SCHEMAS, make=False)
+        except DatabaseError:  # the server is gone: nothing more to remove there
+            pass
 
 
 def _every(say: Any, interval_s: float) -> Any:
@@ -571,10 +574,10 @@ def bench_database(db: str, pg_url: str | None, settings: Settings, binary: Path
                 f"{settings.seconds:g} s")
             figs[label] = run_contest(f"{db}-{label}", target, settings.workdir, settings, token, binary)
     finally:
+        if not settings.keep and not seed_only:  # a throwaway cluster goes whole
+            remove_runs(settings.workdir, pg_url if db == "postgresql" and cluster is None else None)
         if cluster is not None:
             cluster.destroy()
-        elif not settings.keep and not seed_only:
-            remove_runs(settings.workdir, pg_url if db == "postgresql" else None)
     out["misses"] = check_targets(figs["full"], figs["empty"], spec.bots)
     title = (f"bench-season on {db}: {settings.bots} instant bots, {settings.seconds:g} s per store; "
              f"full store {spec.bots:,} bots and {spec.matches:,} matches")
