@@ -632,7 +632,10 @@ def cmd_replay(args: argparse.Namespace) -> int:
             store = _replay_store(db)
             found = store.match_log_of(key)
             if found is None or found[1] is None:
-                return failed(f"no recorded hash for {args.log} in {shown_db(db)}")
+                if not _looks_like_key(args.log) and not os.path.exists(args.log) and "#" not in args.log:
+                    return failed(f"no such file {args.log}, and no match {key} with a recorded log in {shown_db(db)}")
+                return failed(f"no recorded hash for {args.log} in {shown_db(db)} (match {key}: "
+                              f"{'not in this database' if found is None else 'recorded without a log'})")
             log_path, expected = found
             if _looks_like_key(args.log) or not os.path.exists(args.log.split("#")[0]):
                 if log_path is None:  # archived or moved since: where the database says

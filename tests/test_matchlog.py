@@ -228,3 +228,34 @@ def test_a_copy_taken_before_the_close_is_completed_to_the_same_file(tmp_path):
         decompress(bytes(bad))
     with pytest.raises(ChainError):
         complete_gzip(copy[: len(copy) - 3])
+
+
+def test_replay_names_a_truncated_random_empty_or_missing_log_as_such(tmp_path):
+    """``arena replay`` on what is not a whole match log says which it is, in one line, exit 1."""
+    import subprocess
+    import sys
+
+    from arena.match.log import ChainError, verify_chain
+
+    from arena.match.log import MatchLog, read_bytes
+
+    with MatchLog(tmp_path / "whole.jsonl") as log:
+        log.write({"type": "match", "match_id": "m"})
+        log.incident(0, "x", "a line to cut")
+    whole = read_bytes(tmp_path / "whole.jsonl")
+    verify_chain(whole)
+    with pytest.raises(ChainError, match="empty"):
+        verify_chain(b"")
+    with pytest.raises(ChainError, match="not a match log"):
+        verify_chain(b"\x00\x17 some random bytes\n")
+    with pytest.raises(ChainError, match="truncated"):
+        verify_chain(whole[:-20])  # the second line cut short
+    cases = {"random.jsonl": b"\x8a\x13junk\n", "empty.jsonl": b""}
+    for name, body in cases.items():
+        (tmp_path / name).write_bytes(body)
+    for name, said in (("random.jsonl", "not a match log"), ("empty.jsonl", "empty"),
+                       ("missing.jsonl.gz", "No such file")):
+        proc = subprocess.run([sys.executable, "-m", "arena.cli", "replay", str(tmp_path / name), "--quiet"],
+                              capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 1 and said in proc.stdout and "Traceback" not in proc.stdout + proc.stderr, \
+            proc.stdout + proc.stderr

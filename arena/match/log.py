@@ -246,10 +246,19 @@ def verify_chain(raw: bytes, expected_last: str | None = None) -> str:
     match was recorded).
     """
     prev = GENESIS.encode()
-    for n, line in enumerate(raw.splitlines(), start=1):
+    lines = raw.splitlines()
+    if not lines:
+        raise ChainError("the log is empty: not a match log, or one cut before its first line")
+    for n, line in enumerate(lines, start=1):
         m = _HASH_SUFFIX.search(line)
         if m is None:
-            raise ChainError(f"line {n}: no hash")
+            if n == len(lines) and not raw.endswith(b"\n"):
+                raise ChainError(f"the log ends in the middle of line {n}: truncated (a crash mid-match, or a "
+                                 "partial copy); the lines before it verify")
+            if n == 1 and not line.startswith(b'{"type":"match"'):
+                raise ChainError("not a match log: its first line is no match header (a foreign, random or "
+                                 "corrupt file)")
+            raise ChainError(f"line {n}: no hash (the log is corrupt from there)")
         body = line[: m.start()] + b"}"
         full = _sha256(prev + body).hexdigest().encode()
         if not full.startswith(m.group(1)):
