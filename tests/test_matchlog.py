@@ -235,9 +235,7 @@ def test_replay_names_a_truncated_random_empty_or_missing_log_as_such(tmp_path):
     import subprocess
     import sys
 
-    from arena.match.log import ChainError, verify_chain
-
-    from arena.match.log import MatchLog, read_bytes
+    from arena.match.log import ChainError, MatchLog, read_bytes, verify_chain
 
     with MatchLog(tmp_path / "whole.jsonl") as log:
         log.write({"type": "match", "match_id": "m"})
