@@ -16,7 +16,7 @@ from arena.schedule.contest import Contest, ContestConfig
 from arena.schedule.gate import UploadConfig
 from arena.store.seed import season
 from arena.store.sqlite import Store
-from tests.test_web import CHROMIUM, sync_api
+from tests.test_web import CHROMIUM, chromium
 
 pytestmark = [pytest.mark.skipif(CHROMIUM is None, reason="no Chromium browser (Debian: apt-get install chromium)"),
               pytest.mark.slow]  # a contest and a real browser at two widths: about 15 s (make test-slow)
@@ -28,30 +28,24 @@ LONG = "x" * 32  # the longest bot name there can be
 def measure(base: str, token: str, paths: list[str]) -> dict[str, Any]:
     """For each width and path: how far the page is wider than the window (0 when it fits)."""
     out: dict[str, Any] = {"errors": [], "over": {}}
-    with sync_api.sync_playwright() as p:
-        try:
-            browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"], timeout=30_000)
-        except Exception as exc:  # noqa: BLE001 - an unusable browser is an environment problem
-            out["skip"] = f"chromium did not start: {exc}"
+    with chromium(out) as browser:
+        if browser is None:
             return out
-        try:
-            for width in WIDTHS:
-                page = browser.new_page(viewport={"width": width, "height": 900})
-                page.set_default_timeout(15_000)
-                page.on("pageerror", lambda e: out["errors"].append(str(e)))
-                page.goto(base + "/author/login")
-                page.fill("input[name=token]", token)
-                page.click("form button")
-                page.wait_for_url(base + "/author/")
-                for path in paths:
-                    page.goto(base + path)
-                    page.wait_for_load_state("networkidle")
-                    page.wait_for_timeout(300)  # the leaderboard's first fetch drawn
-                    out["over"][(width, path)] = page.evaluate(
-                        "document.documentElement.scrollWidth - window.innerWidth")
-                page.close()
-        finally:
-            browser.close()
+        for width in WIDTHS:
+            page = browser.new_page(viewport={"width": width, "height": 900})
+            page.set_default_timeout(15_000)
+            page.on("pageerror", lambda e: out["errors"].append(str(e)))
+            page.goto(base + "/author/login")
+            page.fill("input[name=token]", token)
+            page.click("form button")
+            page.wait_for_url(base + "/author/")
+            for path in paths:
+                page.goto(base + path)
+                page.wait_for_load_state("networkidle")
+                page.wait_for_timeout(300)  # the leaderboard's first fetch drawn
+                out["over"][(width, path)] = page.evaluate(
+                    "document.documentElement.scrollWidth - window.innerWidth")
+            page.close()
     return out
 
 

@@ -21,6 +21,8 @@ import shutil
 import time
 import urllib.request
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +46,24 @@ def _chromium() -> str | None:
 
 
 CHROMIUM = _chromium()
+
+
+@contextmanager
+def chromium(out: dict[str, Any]) -> Iterator[Any]:
+    """Debian's Chromium through sync Playwright, for a browser test run in a worker thread:
+    yields the browser (closed afterwards), or None with ``out["skip"]`` saying why it did not
+    start (an unusable browser is an environment problem, not a failure)."""
+    with sync_api.sync_playwright() as p:
+        try:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"], timeout=30_000)
+        except Exception as exc:  # noqa: BLE001 - whatever Playwright raises for a browser that cannot run
+            out["skip"] = f"chromium did not start: {exc}"
+            yield None
+            return
+        try:
+            yield browser
+        finally:
+            browser.close()
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium browser (Debian: apt-get install chromium)")
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -24,7 +24,7 @@ from arena.schedule.contest import Contest, ContestConfig
 from arena.schedule.formats import Pairing
 from arena.store.sqlite import Store
 from protocol.messages import TimeControl
-from tests.test_web import CHROMIUM, ROOT, cards_in, sync_api
+from tests.test_web import CHROMIUM, ROOT, cards_in, chromium, sync_api
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium browser (Debian: apt-get install chromium)")
 
@@ -271,64 +271,58 @@ def drive_pages(base: str) -> dict[str, Any]:
     out: dict[str, Any] = {"errors": []}
     ranks = "[...document.querySelectorAll('#leaderboard tbody tr td[data-col=rank]')].map(t => Number(t.textContent))"
     bots = "[...document.querySelectorAll('#leaderboard tbody tr')].map(t => t.dataset.bot)"
-    with sync_api.sync_playwright() as p:
-        try:
-            browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"], timeout=30_000)
-        except Exception as exc:  # noqa: BLE001 - an unusable browser is an environment problem
-            out["skip"] = f"chromium did not start: {exc}"
+    with chromium(out) as browser:
+        if browser is None:
             return out
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.set_default_timeout(10_000)
-            page.on("pageerror", lambda e: out["errors"].append(str(e)))
-            page.on("dialog", lambda d: out["errors"].append(f"a dialog opened: {d.message}"))
-            page.goto(base + "/")
-            page.wait_for_function(f"{ranks}.length === 50")
-            out["pages"] = [page.evaluate(bots)]
-            out["ranks"] = [page.evaluate(ranks)]
-            out["age"] = page.text_content("#ratings-age")
-            out["range"] = page.text_content("#lb-range")
-            out["provisional"] = page.eval_on_selector_all(
-                "#leaderboard tbody tr.provisional", "rs => rs.map(r => [r.dataset.bot, r.querySelector("
-                "'td[data-col=elo]').title, getComputedStyle(r.querySelector('td[data-col=elo]'), '::after').content])")
-            out["hostile_elements"] = page.locator("#leaderboard img").count()
-            for button, first in (("#lb-down", 51), ("#lb-down", 101), ("#lb-up", 51)):
-                page.click(button)
-                page.wait_for_function(f"{ranks}[0] === {first}")
-                out["pages"].append(page.evaluate(bots))
-                out["ranks"].append(page.evaluate(ranks))
-            out["down_disabled_at_end"] = None
-            page.click("#lb-down")
-            page.wait_for_function(f"{ranks}[0] === 101")
-            out["down_disabled_at_end"] = page.is_disabled("#lb-down")
-            page.fill("#lb-search", "MIKE")
-            page.wait_for_function(f"{bots}.every(b => b.startsWith('Mike'))")
-            out["found"] = page.evaluate(bots)
-            page.fill("#lb-search", "<b")
-            page.wait_for_function("!document.getElementById('leaderboard-empty').hidden")
-            out["not_found"] = page.text_content("#leaderboard-empty")
-            # the history, 20 a page by match id, the cursor in the URL
-            page.wait_for_function("document.querySelectorAll('#history a').length === 20")
-            newest = page.eval_on_selector_all("#history a", "as => as.map(a => a.dataset.match)")
-            page.click("#history-older")
-            page.wait_for_function("location.search.includes('before=')")
-            page.wait_for_function(f"document.querySelector('#history a').dataset.match !== '{newest[0]}'")
-            out["older"] = page.eval_on_selector_all("#history a", "as => as.map(a => a.dataset.match)")
-            out["older_url"] = page.url
-            page.click("#history-newer")
-            page.wait_for_function("location.search.includes('after=')")
-            page.wait_for_function(f"document.querySelector('#history a').dataset.match === '{newest[0]}'")
-            out["newest"] = newest
-            out["back"] = page.eval_on_selector_all("#history a", "as => as.map(a => a.dataset.match)")
-            out["newer_disabled"] = page.is_disabled("#history-newer")
-            out["count"] = page.text_content("#history-count")
-            fresh = browser.new_page(viewport={"width": 420, "height": 900})  # the URL alone opens that page
-            fresh.goto(out["older_url"])
-            fresh.wait_for_function("document.querySelectorAll('#history a').length === 20")
-            out["older_again"] = fresh.eval_on_selector_all("#history a", "as => as.map(a => a.dataset.match)")
-            out["narrow_width"] = fresh.evaluate("document.documentElement.scrollWidth")
-        finally:
-            browser.close()
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.set_default_timeout(10_000)
+        page.on("pageerror", lambda e: out["errors"].append(str(e)))
+        page.on("dialog", lambda d: out["errors"].append(f"a dialog opened: {d.message}"))
+        page.goto(base + "/")
+        page.wait_for_function(f"{ranks}.length === 50")
+        out["pages"] = [page.evaluate(bots)]
+        out["ranks"] = [page.evaluate(ranks)]
+        out["age"] = page.text_content("#ratings-age")
+        out["range"] = page.text_content("#lb-range")
+        out["provisional"] = page.eval_on_selector_all(
+            "#leaderboard tbody tr.provisional", "rs => rs.map(r => [r.dataset.bot, r.querySelector("
+            "'td[data-col=elo]').title, getComputedStyle(r.querySelector('td[data-col=elo]'), '::after').content])")
+        out["hostile_elements"] = page.locator("#leaderboard img").count()
+        for button, first in (("#lb-down", 51), ("#lb-down", 101), ("#lb-up", 51)):
+            page.click(button)
+            page.wait_for_function(f"{ranks}[0] === {first}")
+            out["pages"].append(page.evaluate(bots))
+            out["ranks"].append(page.evaluate(ranks))
+        out["down_disabled_at_end"] = None
+        page.click("#lb-down")
+        page.wait_for_function(f"{ranks}[0] === 101")
+        out["down_disabled_at_end"] = page.is_disabled("#lb-down")
+        page.fill("#lb-search", "MIKE")
+        page.wait_for_function(f"{bots}.every(b => b.startsWith('Mike'))")
+        out["found"] = page.evaluate(bots)
+        page.fill("#lb-search", "<b")
+        page.wait_for_function("!document.getElementById('leaderboard-empty').hidden")
+        out["not_found"] = page.text_content("#leaderboard-empty")
+        # the history, 20 a page by match id, the cursor in the URL
+        page.wait_for_function("document.querySelectorAll('#history a').length === 20")
+        newest = page.eval_on_selector_all("#history a", "as => as.map(a => a.dataset.match)")
+        page.click("#history-older")
+        page.wait_for_function("location.search.includes('before=')")
+        page.wait_for_function(f"document.querySelector('#history a').dataset.match !== '{newest[0]}'")
+        out["older"] = page.eval_on_selector_all("#history a", "as => as.map(a => a.dataset.match)")
+        out["older_url"] = page.url
+        page.click("#history-newer")
+        page.wait_for_function("location.search.includes('after=')")
+        page.wait_for_function(f"document.querySelector('#history a').dataset.match === '{newest[0]}'")
+        out["newest"] = newest
+        out["back"] = page.eval_on_selector_all("#history a", "as => as.map(a => a.dataset.match)")
+        out["newer_disabled"] = page.is_disabled("#history-newer")
+        out["count"] = page.text_content("#history-count")
+        fresh = browser.new_page(viewport={"width": 420, "height": 900})  # the URL alone opens that page
+        fresh.goto(out["older_url"])
+        fresh.wait_for_function("document.querySelectorAll('#history a').length === 20")
+        out["older_again"] = fresh.eval_on_selector_all("#history a", "as => as.map(a => a.dataset.match)")
+        out["narrow_width"] = fresh.evaluate("document.documentElement.scrollWidth")
     return out
 
 
