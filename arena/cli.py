@@ -288,6 +288,14 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--server", required=True, help="the contest's web address, e.g. http://host:8080")
     up.add_argument("--token", help="your author token (default: $ARENA_AUTHOR_TOKEN)")
     up.add_argument("--no-wait", action="store_true", help="do not wait for the doctor's verdict")
+    bt = bsub.add_parser("test", help="(author) unrated test matches of your bot against a ladder bot; waits and "
+                         "prints the results")
+    bt.add_argument("name", help="your bot")
+    bt.add_argument("--vs", required=True, help="the ladder bot to play against")
+    bt.add_argument("--games", type=int, default=2, help="how many games (default 2; a daily quota applies)")
+    bt.add_argument("--server", required=True, help="the contest's web address, e.g. http://host:8080")
+    bt.add_argument("--token", help="your author token (default: $ARENA_AUTHOR_TOKEN)")
+    bt.add_argument("--no-wait", action="store_true", help="ask and return: the author page shows the results")
     rb = bsub.add_parser("remote", help="(author) get a token for your bot that connects over TCP")
     rb.add_argument("name")
     rb.add_argument("--server", required=True, help="the contest's web address, e.g. http://host:8080")
@@ -780,6 +788,11 @@ def cmd_author(args: argparse.Namespace) -> int:
               f"{client.TOKEN_ENV}):\n{token}")
         return 0
     token = client.author_token(args.token)
+    if args.bots_command == "test":
+        state = client.test(args.server, token, args.name, args.vs, args.games, wait=not args.no_wait,
+                            progress=lambda line: console.print(plain(line)))
+        print_tests(console, args.server, state["tests"])
+        return 0 if all(t["status"] != "aborted" for t in state["tests"]) else 1
     if args.bots_command == "remote":
         bot_token = client.remote(args.server, token, args.name)
         print(f"remote bot {args.name} is yours; its token (shown once; the bot sends it in hello):\n{bot_token}")
@@ -813,6 +826,24 @@ def print_upload(console: Console, state: dict) -> None:
             }.get(status, f"{status}: the doctor has not decided yet; see the author page or run again later")
     console.print(plain(f"upload {state['id']} {line}", "green" if status == "passed" else
                         "red" if status == "failed" else "yellow"), soft_wrap=True)
+
+
+def print_tests(console: Console, server: str, tests: list[dict]) -> None:
+    """Test matches (:func:`arena.net.accounts.test_summary`): one line each, then the total of
+    those played, as plain text."""
+    won = lost = drawn = 0
+    for t in tests:
+        score = "" if t["score"] is None else f" {t['score'][0]}-{t['score'][1]}"
+        how = t["outcome"] or ""
+        won, lost, drawn = won + (how == "won"), lost + (how == "lost"), drawn + (how == "draw")
+        more = f" {t['reason']}" if t["status"] == "done" else (f": {t['detail']}" if t["detail"] else "")
+        page = f"  {server.rstrip('/')}{t['replay']}" if t["replay"] else ""
+        console.print(plain(f"x{t['id']} {t['bot']} (seat {t['seat']}) v {t['vs']}: {t['status']} {how}{score}{more}"
+                            f"{page}"), soft_wrap=True)
+    played = won + lost + drawn
+    waiting = sum(t["status"] in ("queued", "playing") for t in tests)
+    console.print(plain(f"{played} played: {won} won, {lost} lost, {drawn} drawn"
+                        + (f"; {waiting} not over yet (see your author page)" if waiting else "")), soft_wrap=True)
 
 
 def cmd_authors(args: argparse.Namespace) -> int:
@@ -963,7 +994,7 @@ def _dispatch(args: argparse.Namespace) -> int:
         from arena.tools.bench import main as bench_main
 
         return bench_main(args)
-    if args.command == "bots" and args.bots_command in ("upload", "remote") or args.command == "author":
+    if args.command == "bots" and args.bots_command in ("upload", "remote", "test") or args.command == "author":
         return cmd_author(args)
     if args.command == "authors":
         return cmd_authors(args)

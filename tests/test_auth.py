@@ -300,7 +300,7 @@ def test_a_schema8_database_keeps_its_tokens_valid_on_both_databases(db_target, 
     schema8_database(db_target, {"old": token})
     store = Store(db_target)
     try:
-        assert store.db.execute("PRAGMA user_version").fetchone()[0] == 9
+        assert store.db.execute("PRAGMA user_version").fetchone()[0] == store_module.SCHEMA_VERSION
         old = store.bot_secret("old")
         assert old.scheme == SLOW and store.check_token("old", token) and not store.check_token("old", token[:-1])
         new_token = store.add_bot("new")

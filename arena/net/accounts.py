@@ -16,12 +16,15 @@ The policy, without HTTP (the routes are in :mod:`arena.net.author_pages`):
   runs at all before the doctor's sandboxed run.
 * **Remote bots** (:func:`register_remote`): a token for a bot that connects over TCP.
 * **Views** (:func:`author_view`): an author's bots, versions, uploads with the doctor's
-  reports, ratings with intervals, recent matches, failures and output - their own only.
+  reports, ratings with intervals, recent matches, failures and output - their own only - and
+  their test matches (:func:`test_summary`, :func:`own_test`; asked and played by
+  :mod:`arena.schedule.on_demand`).
 """
 
 from __future__ import annotations
 
 import tempfile
+import time
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -32,6 +35,7 @@ from arena.names import BadName, check_name
 from arena.net.history import finished_matches
 from arena.schedule.launcher import load_manifest, sandbox_problem
 from arena.store import pages
+from arena.store import test_matches as tests
 from arena.store.archives import MANIFEST, ArchiveError, check, manifest_text
 
 TOKEN_SEPARATOR = ":"
@@ -166,6 +170,7 @@ def withdraw(contest: Any, author: dict[str, Any], bot: str) -> bool:
     if not owns(contest.store, author, bot):
         return False
     contest.store.release_bot(bot)
+    tests.drop_bot(contest.store, bot, time.time(), f"not played: {bot} was withdrawn")
     return True
 
 
@@ -258,4 +263,47 @@ def author_view(contest: Any, author: dict[str, Any]) -> dict[str, Any]:
               | {"summary": (u["report"] or {}).get("summary")} for u in store.failed_uploads(author["id"])]
     age = pages.ratings_age(store, game)
     return {"author": author["name"], "game": game, "contest": contest.config.name,
-            "ratings": {**age, "text": pages.describe_age(age)}, "bots": bots, "failed_uploads": failed}
+            "ratings": {**age, "text": pages.describe_age(age)}, "bots": bots, "failed_uploads": failed,
+            "tests": [test_summary(r) for r in tests.of_author(store, author["id"], limit=TESTS_SHOWN)],
+            "tests_quota": contest.tests.quota(author)}
+
+
+TESTS_SHOWN = 10
+"""Test matches on the author's own page (the newest; older ones page by id)."""
+
+
+def test_summary(row: dict[str, Any]) -> dict[str, Any]:
+    """A test match as its author sees it in a list: ``{"id", "bot", "vs", "seat", "status"
+    (queued, playing, done, aborted), "score": [own, other] or None, "outcome" (won, lost, draw
+    or None), "reason", "detail", "created_at", "finished_at", "replay" (path of its page or None)}``."""
+    seat = row["seat"]
+    done = row["status"] == "done"
+    scores = [row["score0"], row["score1"]] if done else None
+    outcome = None
+    if done:
+        w = row["winner_seat"]
+        outcome = "draw" if w is None else "won" if w == seat else "lost"
+    return {"id": row["id"], "bot": row["bot"], "vs": row["opponent"], "seat": seat, "status": row["status"],
+            "score": [scores[seat], scores[1 - seat]] if scores else None, "outcome": outcome,
+            "reason": row["reason"], "detail": row["detail"] or "", "created_at": row["created_at"],
+            "finished_at": row["finished_at"],
+            "replay": f"/author/tests/{row['id']}" if row["status"] in ("done", "aborted") else None}
+
+
+def own_tests(store: Any, author: dict[str, Any], ids: list[int] | None = None,
+              before: int | None = None) -> list[dict[str, Any]]:
+    """The author's test matches as :func:`test_summary` rows: those of ``ids`` that are theirs
+    (at most 100), else a page of :data:`pages.HISTORY_PAGE` older than id ``before`` (or the newest)."""
+    if ids is not None:
+        got = [tests.get(store, i) for i in ids[:100]]
+        return [test_summary(r) for r in got if r is not None and r["author_id"] == author["id"]]
+    return [test_summary(r) for r in tests.of_author(store, author["id"], before, pages.HISTORY_PAGE)]
+
+
+def own_test(store: Any, author: dict[str, Any], test_id: int) -> dict[str, Any] | None:
+    """Test match ``test_id`` with the author's seat's view (``"view"``, None until it is over),
+    or None if it is not theirs (the same answer as for none)."""
+    row = tests.get(store, test_id)
+    if row is None or row["author_id"] != author["id"]:
+        return None
+    return {**test_summary(row), "game": row["game"], "view": tests.view_of(store, test_id)}

@@ -1,5 +1,5 @@
 """The author's side of self-service from the terminal: ``arena author register``, ``arena bots
-upload`` and ``arena bots remote`` talk to a contest server's ``/author/api`` over HTTP
+upload``, ``arena bots remote`` and ``arena bots test`` talk to a contest server's ``/author/api`` over HTTP
 (:mod:`arena.net.author_pages`) with the standard library's ``urllib``.
 
 The author token comes from ``--token`` or the ``ARENA_AUTHOR_TOKEN`` environment variable and
@@ -32,6 +32,10 @@ POLL_S = 1.0
 """Seconds between two looks at an upload the doctor is checking."""
 WAIT_S = 600.0
 """How long ``arena bots upload`` waits for the doctor's verdict before giving up (the upload stays queued)."""
+TEST_POLL_S = 2.0
+"""Seconds between two looks at test matches that are queued or playing."""
+TEST_WAIT_S = 3600.0
+"""How long ``arena bots test`` waits for its games before giving up (they stay queued; the author page shows them)."""
 
 
 def author_token(given: str | None) -> str:
@@ -125,3 +129,30 @@ def remote(server: str, token: str, name: str) -> str:
     """A token for the author's remote bot ``name``."""
     return request(server, "POST", "/author/api/remote", json.dumps({"name": name}).encode(), "application/json",
                    token)["token"]
+
+
+def test(server: str, token: str, bot: str, vs: str, games: int, *, wait: bool = True,
+         progress: Callable[[str], None] = lambda _: None, sleep: Callable[[float], None] = time.sleep,
+         clock: Callable[[], float] = time.monotonic, wait_s: float = TEST_WAIT_S) -> dict[str, Any]:
+    """Ask for ``games`` unrated test matches of the author's ``bot`` against ladder bot ``vs``
+    (:mod:`arena.schedule.on_demand`) and (``wait``) poll until every one is over or ``wait_s``
+    seconds pass. Returns ``{"tests": [summaries], "quota"}`` (:func:`arena.net.accounts.test_summary`).
+    A refusal (over the day's quota: the server's 429 with when it resets) is a :class:`UserError`."""
+    body = json.dumps({"bot": bot, "vs": vs, "games": games}).encode()
+    sent = request(server, "POST", "/author/api/tests", body, "application/json", token)
+    ids = sent["tests"]
+    left = sent["quota"]["left"]
+    progress(f"asked for {len(ids)} test match{'es' if len(ids) != 1 else ''} of {bot} against {vs} "
+             f"(x{ids[0]}{f'..x{ids[-1]}' if len(ids) > 1 else ''}); {left} left today")
+    path = "/author/api/tests?ids=" + ",".join(str(i) for i in ids)
+    state = request(server, "GET", path, token=token)
+    deadline = clock() + wait_s
+    seen = sum(t["status"] in ("done", "aborted") for t in state["tests"])
+    while wait and any(t["status"] in ("queued", "playing") for t in state["tests"]) and clock() < deadline:
+        sleep(TEST_POLL_S)
+        state = request(server, "GET", path, token=token)
+        over = sum(t["status"] in ("done", "aborted") for t in state["tests"])
+        if over != seen:
+            seen = over
+            progress(f"{over} of {len(ids)} played")
+    return state

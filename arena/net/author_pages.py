@@ -13,13 +13,20 @@ Pages (HTML made here, every piece of user text through :func:`html.escape`; a s
   bot's finished matches, or those it lost by its own fault, newest first, 20 a page older than
   match ``ID`` (the own page shows the newest 10 of each, with a link to the next page): every list
   pages by key (:mod:`arena.store.pages`), none grows with the history;
-* ``POST /author/bots/{name}/withdraw`` - the author withdraws their bot (results stay).
+* ``POST /author/bots/{name}/withdraw`` - the author withdraws their bot (results stay);
+* ``POST /author/tests`` - ask for test matches (form fields ``bot``, ``vs``, ``games``:
+  :mod:`arena.schedule.on_demand`), listed in the own page's "Test matches" section;
+  ``GET /author/tests/{id}`` - one test match: its status, score, and its replay from the
+  author's seat with their bot's output beside each of its decisions.
 
 API (``Authorization: Bearer NAME:SECRET``; JSON): ``POST /author/api/register``, ``GET
 /author/api/me``, ``POST /author/api/upload`` (the archive as the body), ``GET
 /author/api/uploads/{id}``, ``POST /author/api/remote``, ``GET /author/api/bots/{name}/output``, ``GET
 /author/api/bots/{name}/matches|failures?before=ID`` (``{"bot", "matches"|"failures", "next"}``), ``POST
-/author/api/bots/{name}/withdraw``.
+/author/api/bots/{name}/withdraw``, ``POST /author/api/tests`` (``{"bot", "vs", "games"}``: 202
+``{"tests": [ids], ...}``, 429 with ``Retry-After`` over the day's quota), ``GET
+/author/api/tests?ids=1,2`` or ``?before=ID`` (``{"tests": [...], "quota"}``), ``GET /author/api/tests/{id}``
+(one, with its ``view``).
 
 Protection:
 
@@ -69,11 +76,14 @@ from starlette.requests import HTTPConnection, Request
 from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
 
+from arena.match.log import describe
 from arena.net.accounts import (
     Refused,
     accept_archive,
     author_view,
     bot_output,
+    own_test,
+    own_tests,
     own_upload,
     owns,
     register,
@@ -83,6 +93,7 @@ from arena.net.accounts import (
 )
 from arena.net.auth import Authenticator, RateLimiter
 from arena.net.history import finished_matches
+from arena.schedule.on_demand import Refusal
 from arena.store import pages
 
 REQUEST_BURST = 120
@@ -230,7 +241,7 @@ STYLE = """body{font:15px/1.45 system-ui,sans-serif;margin:0 auto;max-width:980p
 overflow-wrap:anywhere}table{border-collapse:collapse;margin:.5em 0;display:block;max-width:100%;overflow-x:auto}
 td,th{border:1px solid #ccc;padding:.2em .5em;text-align:left;vertical-align:top}
 pre{background:#f4f4f4;padding:.5em;overflow:auto;max-height:20em;white-space:pre-wrap;overflow-wrap:anywhere}
-.PASS,.passed{color:#070}.FAIL,.failed{color:#b00}.SKIP,.queued,.checking{color:#a60}
+.PASS,.passed,.done{color:#070}.FAIL,.failed,.aborted{color:#b00}.SKIP,.queued,.checking,.playing{color:#a60}
 .token{font:bold 1.1em monospace;background:#ffd;padding:.4em;word-break:break-all}
 form{margin:.6em 0}section{border-top:1px solid #ddd;margin-top:1em}nav form{display:inline}"""
 
@@ -369,6 +380,7 @@ def dashboard_html(request: Request, view: dict[str, Any]) -> str:
         out.append(f'<section class="failed-uploads"><h2>Uploads that failed</h2><p>A bot whose first upload fails '
                    f'holds no name: fix it and upload again.</p><table class="uploads"><tr><th>upload</th><th>bot</th>'
                    f'<th>status</th><th>doctor</th><th>sent</th></tr>{rows}</table></section>')
+    out.append(tests_section(request, view))
     out.append(f'<section><h2>Upload a bot</h2><p>A <code>.tar.gz</code> with <code>manifest.toml</code> at its '
                f'root and the bot\'s files beside it (or use <code>arena bots upload</code>). A new upload of a '
                f'bot replaces it in the ladder once the doctor passes it.</p>'
@@ -379,6 +391,80 @@ def dashboard_html(request: Request, view: dict[str, Any]) -> str:
                f'<form method="post" action="/author/remote">{hidden_csrf(request)}<input name="name" required '
                f'maxlength="32" placeholder="bot name"> <button id="remote-button">get a token</button></form>'
                f'</section>')
+    return "".join(out)
+
+
+def tests_table(tests: list[dict[str, Any]]) -> str:
+    """Test matches (:func:`arena.net.accounts.test_summary`), escaped."""
+    rows = []
+    for t in tests:
+        score = "-" if t["score"] is None else f'{t["score"][0]}-{t["score"][1]}'
+        how = " ".join(x for x in (t["outcome"] or "", t["reason"] or "") if x)
+        link = f'<a class="replay" href="{escape(t["replay"])}">x{t["id"]}</a>' if t["replay"] else f'x{t["id"]}'
+        rows.append(f'<tr data-test="{t["id"]}"><td>{link}</td><td>{escape(t["bot"])}</td><td>{escape(t["vs"])}</td>'
+                    f'<td>{t["seat"]}</td><td class="status {escape(t["status"])}">{escape(t["status"])}</td>'
+                    f'<td class="score">{escape(score)}</td><td>{escape(how)}</td><td>{escape(t["detail"])}</td>'
+                    f'<td>{_when(t["created_at"])}</td></tr>')
+    return (f'<table class="tests"><tr><th>test</th><th>your bot</th><th>against</th><th>seat</th><th>status</th>'
+            f'<th>score (yours-theirs)</th><th>result</th><th>detail</th><th>asked</th></tr>{"".join(rows)}</table>')
+
+
+def tests_section(request: Request, view: dict[str, Any]) -> str:
+    """The own page's "Test matches" section: the quota, the form, the newest test matches."""
+    q = view["tests_quota"]
+    head = (f'<section id="tests"><h2>Test matches</h2><p>Unrated games of your bot against a ladder bot of your '
+            f'choice, played when both are free; never rated, never shown to anyone else. Their replay shows your '
+            f'seat only, with your bot\'s output beside each of its decisions. <span id="tests-quota">{q["used"]} '
+            f'of {q["per_day"]} games asked today; {q["left"]} left until 00:00 UTC.</span></p>')
+    if q["per_day"] == 0:
+        return head + '<p>This contest plays no test matches.</p></section>'
+    own = [b["bot"] for b in view["bots"]]
+    form = ""
+    if own:
+        options = "".join(f'<option value="{escape(b)}">{escape(b)}</option>' for b in own)
+        form = (f'<form method="post" action="/author/tests" id="tests-form">{hidden_csrf(request)}<label>your bot '
+                f'<select name="bot">{options}</select></label> <label>against <input name="vs" required '
+                f'maxlength="32" placeholder="a ladder bot"></label> <label>games <input name="games" type="number" '
+                f'min="1" max="{q["per_request"]}" value="2" required></label> <button id="tests-button">ask</button>'
+                f'</form>')
+    table = tests_table(view["tests"]) if view["tests"] else '<p class="empty">No test matches yet.</p>'
+    more = older_link("/author/tests", view["tests"][-1]["id"], "older test matches") \
+        if len(view["tests"]) >= 10 else ""
+    return head + form + table + more + '</section>'
+
+
+def test_page_html(t: dict[str, Any]) -> str:
+    """One test match and, once it is over, its replay from the author's seat with their bot's
+    output beside each decision (:func:`arena.schedule.on_demand.seat_view`), escaped."""
+    score = "" if t["score"] is None else f', score {t["score"][0]}-{t["score"][1]}'
+    out = [f'<p>{escape(t["bot"])} (seat {t["seat"]}) against {escape(t["vs"])}: <b class="status {escape(t["status"])}"'
+           f' id="test-status">{escape(t["status"])}</b>{escape(score)}'
+           + (f' ({escape(t["outcome"] or "")} {escape(t["reason"] or "")})' if t["status"] == "done" else "")
+           + (f'; {escape(t["detail"])}' if t["detail"] else "") + '</p>']
+    view = t.get("view")
+    if t["status"] in ("queued", "playing"):
+        out.append('<p>Not over yet: reload this page in a while.</p>')
+    if not view:
+        return "".join(out)
+    lines = view["lines"]
+    header = next((line for line in lines if line.get("type") == "match"), None)
+    names = list(header["bots"]) if header and header.get("bots") else ["seat 0", "seat 1"]
+    if view.get("note"):
+        out.append(f'<p class="note">{escape(view["note"])}</p>')
+    rows = []
+    for line in lines:
+        text = escape(describe(line, names).strip())
+        if line.get("type") == "action":
+            said = line.get("output")
+            cell = ('<pre class="output">' + escape(said) + '</pre>') if said else \
+                ('<span class="quiet">(nothing)</span>' if said is not None else "")
+            rows.append(f'<tr class="decision"><td>{text}</td><td>{cell}</td></tr>')
+        else:
+            rows.append(f'<tr class="{escape(str(line.get("type")))}"><td>{text}</td><td></td></tr>')
+    out.append(f'<table id="replay"><tr><th>the game, as your seat saw it</th><th>your bot\'s output</th></tr>'
+               f'{"".join(rows)}</table>')
+    if view.get("after"):
+        out.append(f'<h3>after its last decision</h3><pre class="output" id="after">{escape(view["after"])}</pre>')
     return "".join(out)
 
 
@@ -605,6 +691,81 @@ def make_author_app(contest: Any) -> Starlette:
             raise HTTPException(404, "no such bot of yours")
         return JSONResponse({"withdrawn": request.path_params["bot"]})
 
+    # ---- test matches (arena.schedule.on_demand)
+
+    def refusal_headers(exc: Refusal) -> dict[str, str]:
+        return {"Retry-After": str(exc.retry_after_s)} if exc.retry_after_s is not None else {}
+
+    async def tests_form(request: Request) -> Response:
+        author = need(request)
+        form = await checked_form(request)
+        try:
+            contest.tests.request(author, str(form.get("bot", "")), str(form.get("vs", "")).strip(),
+                                  str(form.get("games", "")))
+        except Refusal as exc:
+            response = refused_page(request, Refused(exc.status, exc.code, exc.message), "test matches refused")
+            response.headers.update(refusal_headers(exc))
+            return response
+        return RedirectResponse("/author/#tests", status_code=303)
+
+    def test_of(request: Request, author: dict[str, Any]) -> dict[str, Any]:
+        try:
+            test_id = int(request.path_params["test_id"])
+        except ValueError:
+            test_id = -1
+        t = own_test(store, author, test_id)
+        if t is None:
+            raise HTTPException(404, "no such test match of yours")
+        return t
+
+    async def test_page(request: Request) -> Response:
+        author = need(request)
+        t = test_of(request, author)
+        return page(f"test match x{t['id']}", f'{nav(request, author["name"])}<h1>Test match x{t["id"]}</h1>'
+                    f'{test_page_html(t)}<p><a href="/author/#tests">back</a></p>')
+
+    async def tests_list_page(request: Request) -> Response:
+        author = need(request)
+        try:
+            before = pages.parse_id(request.query_params.get("before"), "before")
+        except pages.BadCursor as exc:
+            raise HTTPException(400, str(exc)) from None
+        got = own_tests(store, author, before=before)
+        more = older_link("/author/tests", got[-1]["id"], "older test matches") if len(got) >= pages.HISTORY_PAGE \
+            else ""
+        return page("test matches", f'{nav(request, author["name"])}<h1>Test matches</h1>'
+                    + (tests_table(got) if got else '<p class="empty">No more test matches.</p>') + more
+                    + '<p><a href="/author/">back to your page</a></p>')
+
+    async def api_tests(request: Request) -> Response:
+        author = need(request, api=True)
+        if request.method == "POST":
+            try:
+                body = await json_body(request)
+                got = contest.tests.request(author, str(body.get("bot", "")), str(body.get("vs", "")),
+                                            body.get("games", 1))
+            except Refused as exc:
+                return refused_json(exc)
+            except Refusal as exc:
+                return JSONResponse({"error": exc.code, "message": exc.message}, status_code=exc.status,
+                                    headers=refusal_headers(exc))
+            return JSONResponse({**got, "poll": "/author/api/tests?ids=" + ",".join(map(str, got["tests"]))},
+                                status_code=202)
+        ids = None
+        if request.query_params.get("ids"):
+            try:
+                ids = [int(x) for x in request.query_params["ids"].split(",") if x.strip()]
+            except ValueError:
+                raise HTTPException(400, "ids: give test match numbers separated by commas") from None
+        try:
+            before = pages.parse_id(request.query_params.get("before"), "before")
+        except pages.BadCursor as exc:
+            raise HTTPException(400, str(exc)) from None
+        return JSONResponse({"tests": own_tests(store, author, ids, before), "quota": contest.tests.quota(author)})
+
+    async def api_test(request: Request) -> Response:
+        return JSONResponse(test_of(request, need(request, api=True)))
+
     # ---- API
 
     async def api_register(request: Request) -> Response:
@@ -665,6 +826,11 @@ def make_author_app(contest: Any) -> Starlette:
         Route("/bots/{bot}/output", output),
         Route("/bots/{bot}/{which}", bot_list_page),
         Route("/bots/{bot}/withdraw", withdraw_form, methods=["POST"]),
+        Route("/tests", tests_form, methods=["POST"]),
+        Route("/tests", tests_list_page, methods=["GET"]),
+        Route("/tests/{test_id}", test_page),
+        Route("/api/tests", api_tests, methods=["GET", "POST"]),
+        Route("/api/tests/{test_id}", api_test),
         Route("/api/bots/{bot}/withdraw", api_withdraw, methods=["POST"]),
         Route("/api/register", api_register, methods=["POST"]),
         Route("/api/me", api_me),

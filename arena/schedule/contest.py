@@ -55,6 +55,7 @@ from arena.schedule.formats import Pairing, derive_seed
 from arena.schedule.formats.ladder import LadderPairing
 from arena.schedule.gate import DoctorGate, UploadConfig
 from arena.schedule.launcher import BotProcess, Limits, SandboxError, load_manifest
+from arena.schedule.on_demand import AuthorsConfig, OnDemand
 from arena.schedule.supervisor import Supervisor, publish
 from arena.schedule.tournament import play_match
 from arena.store.health import STORAGE_ERRORS, StorageHealth
@@ -112,6 +113,9 @@ class ContestConfig(msgspec.Struct, forbid_unknown_fields=True):
     secure_cookies: bool = False
     """Send the author pages' session cookie only over HTTPS (set it behind a TLS proxy)."""
     uploads: UploadConfig = msgspec.field(default_factory=UploadConfig)
+    authors: AuthorsConfig = msgspec.field(default_factory=AuthorsConfig)
+    """``[authors]``: test matches on demand, their quota and their share of the server
+    (:mod:`arena.schedule.on_demand`; docs/contests.md, "Test matches")."""
     workers: int = 0
     """Worker processes started by the server (:mod:`arena.schedule.worker`); with 1 or more, a
     unit between two submitted bots is queued and played by a worker (these local ones, or
@@ -207,6 +211,7 @@ class Contest:
         self._outer: trio.Nursery | None = None
         self.gate = DoctorGate(self.store, config.game, config.uploads)
         self._replaced: set[str] = set()  # bots with a new version to launch once idle
+        self.tests = OnDemand(self)  # the authors' unrated test matches, played between ladder matches
         self.unsaved = ""
         """What the shutdown could not write (``"what: error"``), empty if nothing: a full or
         read-only disk when the server stopped (nothing recorded is lost; ``arena serve`` says so)."""
@@ -419,6 +424,12 @@ class Contest:
                 except STORAGE_ERRORS as exc:
                     self.health.fail("database", exc)
             METRICS.queue_depth.set(len(self.ready_bots()) // 2)
+            if pair is None and not (self.health.paused or self.stopping.is_set()):
+                try:  # the ladder starts nothing now: a test game may use two free bots
+                    if self.tests.start_one(nursery):
+                        continue
+                except STORAGE_ERRORS as exc:
+                    self.health.fail("database", exc)
             if pair is None:
                 with trio.move_on_after(0.5):  # bots come and go: look again now and then
                     await self._changed.wait()
@@ -523,6 +534,7 @@ class Contest:
         with self.store.transaction():  # a previous server that died left ladder matches pending and books
             self.store.abort_unfinished_ladder()  # unsettled: aborted, stakes returned, in one commit
             self.desk.recover()
+        self.tests.recover()  # test games a stopped server left playing: queued again
         self.tournament_id = self.store.create_tournament(cfg.game, "ladder", self.seed, cfg, [], [])
         self.pairing.elo = {bot: elo for bot, elo, _ in self.store.ladder(cfg.game)}
         fit_process = spawn(self.store, cfg.game) if isinstance(self.fitter, FitWatch) else None

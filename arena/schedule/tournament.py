@@ -443,6 +443,7 @@ async def play_match(
     health: StorageHealth | None = None,
     copies: tuple[int, int] = (0, 0),
     record_result: Callable[..., None] | None = None,
+    log_factory: Callable[[Path], MatchLog] = MatchLog,
 ) -> MatchResult:
     """Referee one scheduled match, commit its result, then announce it. ``copies`` are the
     copies of bot0 and bot1 that play it (:mod:`arena.schedule.copies`). A bot not connected loses by
@@ -455,7 +456,9 @@ async def play_match(
 
     ``record_result(match_key, result, log path, log hash)`` replaces
     :meth:`~arena.store.sqlite.Store.record_result` (a worker commits under its lease,
-    :mod:`arena.schedule.worker`).
+    :mod:`arena.schedule.worker`). ``log_factory(path)`` opens the match log (a
+    :class:`~arena.match.log.MatchLog` or a subclass that also watches its lines: the test
+    matches of :mod:`arena.schedule.on_demand`).
 
     Admission control (:mod:`arena.schedule.admission`): the match waits to start while the
     server's event loop is behind, so no bot is charged for the server's own queue."""
@@ -506,7 +509,7 @@ async def play_match(
         if on_result:
             on_result(row, result)
         return result
-    with MatchLog(log_path) as log:
+    with log_factory(log_path) as log:
         if log.error is not None:  # not even opened: the match is not played
             if health is not None:
                 health.fail("match log", log.error)

@@ -135,7 +135,7 @@ CREATE TABLE IF NOT EXISTS ladder (
 );
 """
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 """The schema version this code writes, kept in ``PRAGMA user_version``: 1 is the schema of the
 first versioned release (the tables above; a database from before versions has 0 and is brought
 to 1 by adding the columns added since); each later version is a step of :data:`MIGRATIONS`."""
@@ -305,6 +305,32 @@ MIGRATIONS: dict[int, list[str]] = {
         "ALTER TABLE bots ADD COLUMN hash_scheme TEXT NOT NULL DEFAULT 'scrypt'",
         "ALTER TABLE spectators ADD COLUMN hash_scheme TEXT NOT NULL DEFAULT 'scrypt'",
         "ALTER TABLE authors ADD COLUMN hash_scheme TEXT NOT NULL DEFAULT 'scrypt'",
+    ],
+    10: [
+        # issue 22 item 6, test matches on demand (arena.store.test_matches): one row per unrated
+        # game an author asked for, never in matches, ladder_units, pair_counts or the ladder; its
+        # result and the author's seat's view of it (with their bot's output per decision) in the row
+        """CREATE TABLE IF NOT EXISTS test_matches (
+            id          INTEGER PRIMARY KEY,
+            author_id   INTEGER NOT NULL,
+            bot         TEXT NOT NULL,
+            opponent    TEXT NOT NULL,
+            game        TEXT NOT NULL,
+            seat        INTEGER NOT NULL,
+            seed        INTEGER NOT NULL,
+            status      TEXT NOT NULL DEFAULT 'queued',
+            winner_seat INTEGER,
+            score0      INTEGER,
+            score1      INTEGER,
+            reason      TEXT,
+            detail      TEXT,
+            view        BLOB,
+            created_at  REAL NOT NULL,
+            started_at  REAL,
+            finished_at REAL
+        )""",
+        "CREATE INDEX IF NOT EXISTS test_matches_by_author ON test_matches(author_id, id)",
+        "CREATE INDEX IF NOT EXISTS test_matches_by_status ON test_matches(status, id)",
     ],
 }
 """Version -> the statements that bring a database of the version before up to it. An ``ALTER

@@ -1,0 +1,157 @@
+"""Test matches on demand (issue 22 item 6): the SQL of table ``test_matches`` (schema 10).
+
+A test match is an unrated game an author asked for between their bot and a ladder bot
+(:mod:`arena.schedule.on_demand` plays them, :mod:`arena.net.author_pages` takes the requests and
+shows them). It never enters ``matches``: so no ladder unit, no pair count, no rating, no
+leaderboard row, no public history and no spectator ever sees it. One row per game:
+
+* ``author_id``, ``bot`` (the author's bot), ``opponent`` (the ladder bot), ``game``, ``seat``
+  (the author's bot's seat, 0 or 1), ``seed`` (the deal's seed: the match can be replayed);
+* ``status``: ``queued`` -> ``playing`` -> ``done`` (or ``aborted``: not played, or stopped, with a
+  ``detail`` saying why); ``winner_seat``, ``score0``, ``score1``, ``reason``, ``detail`` as a
+  ladder match's;
+* ``view``: the author's seat's view of the match with their bot's output beside each of its
+  decisions, gzip-compressed JSON (:func:`arena.schedule.on_demand.seat_view`); never the other
+  seat's hidden cards or output;
+* ``created_at``, ``started_at``, ``finished_at``: Unix seconds.
+
+Every statement is answered through an index (``test_matches_by_author`` on ``(author_id, id)``,
+``test_matches_by_status`` on ``(status, id)``) in time bounded by what it returns or by the
+daily quota, never by the history: the quota reads at most ``per_day + 1`` of the author's
+newest rows (:func:`asked_since`).
+"""
+
+from __future__ import annotations
+
+import gzip
+from typing import Any
+
+import msgspec
+
+COLUMNS = ("id, author_id, bot, opponent, game, seat, seed, status, winner_seat, score0, score1, reason, detail, "
+           "created_at, started_at, finished_at")
+"""Every column but ``view`` (read only by :func:`view_of`)."""
+
+STATUSES = ("queued", "playing", "done", "aborted")
+
+
+def _rows(cur: Any) -> list[dict[str, Any]]:
+    return [{k: row[k] for k in row.keys()} for row in cur.fetchall()]
+
+
+def asked_since(store: Any, author_id: int, since: float, at_most: int) -> int:
+    """Games the author asked for at or after ``since`` (Unix seconds), counting at most
+    ``at_most`` (the newest rows only are read: ids grow with time, so past ``at_most`` the
+    answer is "at least ``at_most``")."""
+    row = store.db.execute(
+        "SELECT COUNT(*) FROM (SELECT created_at FROM test_matches WHERE author_id=? ORDER BY id DESC LIMIT ?) "
+        "AS newest WHERE created_at>=?", (author_id, at_most, since)).fetchone()
+    return int(row[0])
+
+
+def add(store: Any, author_id: int, bot: str, opponent: str, game: str, games: list[tuple[int, int]],
+        now: float, per_day: int, day_start: float) -> list[int] | int:
+    """Queue one row per ``(seat, seed)`` of ``games`` for the author, in one transaction,
+    unless that would take the author over ``per_day`` games asked since ``day_start``: then
+    nothing is written and the count already asked is returned. Returns the new ids, oldest first."""
+    with store.transaction():
+        used = asked_since(store, author_id, day_start, per_day + 1)
+        if used + len(games) > per_day:
+            return used
+        ids = []
+        for seat, seed in games:
+            cur = store.db.execute(
+                "INSERT INTO test_matches(author_id, bot, opponent, game, seat, seed, status, created_at) "
+                "VALUES (?,?,?,?,?,?,'queued',?) RETURNING id", (author_id, bot, opponent, game, seat, seed, now))
+            ids.append(int(cur.fetchone()[0]))
+    return ids
+
+
+def queued(store: Any, limit: int) -> list[dict[str, Any]]:
+    """The oldest ``limit`` queued games (the scheduler's look at the queue)."""
+    return _rows(store.db.execute(f"SELECT {COLUMNS} FROM test_matches WHERE status='queued' ORDER BY id LIMIT ?",
+                                  (limit,)))
+
+
+def start(store: Any, test_id: int, now: float) -> bool:
+    """Mark a queued game as playing; False if it is no longer queued."""
+    with store.transaction():
+        cur = store.db.execute("UPDATE test_matches SET status='playing', started_at=? WHERE id=? AND status='queued'",
+                               (now, test_id))
+        return cur.rowcount == 1
+
+
+def finish(store: Any, test_id: int, *, status: str, winner_seat: int | None, scores: list[int], reason: str,
+           detail: str, view: dict[str, Any] | None, now: float) -> None:
+    """Record a game's end: ``status`` ``done`` or ``aborted``, its result, and the author's
+    seat's ``view`` (stored gzip-compressed)."""
+    assert status in ("done", "aborted")
+    blob = gzip.compress(msgspec.json.encode(view), mtime=0) if view is not None else None
+    with store.transaction():
+        store.db.execute(
+            "UPDATE test_matches SET status=?, winner_seat=?, score0=?, score1=?, reason=?, detail=?, view=?, "
+            "finished_at=? WHERE id=?", (status, winner_seat, scores[0], scores[1], reason, detail, blob, now, test_id))
+
+
+def requeue_playing(store: Any) -> int:
+    """Games a stopped server left ``playing`` are queued again (a new start plays them from their
+    seed); returns how many."""
+    with store.transaction():
+        return store.db.execute("UPDATE test_matches SET status='queued', started_at=NULL "
+                                "WHERE status='playing'").rowcount
+
+
+def requeue(store: Any, test_id: int) -> None:
+    """A game stopped by a shutdown is queued again (played from its seed later)."""
+    with store.transaction():
+        store.db.execute("UPDATE test_matches SET status='queued', started_at=NULL WHERE id=? AND status='playing'",
+                         (test_id,))
+
+
+def expire(store: Any, before: float, now: float, detail: str) -> int:
+    """Games still queued that were asked before ``before`` are ``aborted`` with ``detail``
+    (their bots were never both free); returns how many."""
+    with store.transaction():
+        return store.db.execute(
+            "UPDATE test_matches SET status='aborted', reason='expired', detail=?, finished_at=? "
+            "WHERE status='queued' AND created_at<?", (detail, now, before)).rowcount
+
+
+def drop_bot(store: Any, bot: str, now: float, detail: str) -> int:
+    """Queued games of or against ``bot`` (withdrawn) are ``aborted`` with ``detail``."""
+    with store.transaction():
+        return store.db.execute(
+            "UPDATE test_matches SET status='aborted', reason='withdrawn', detail=?, finished_at=? "
+            "WHERE status='queued' AND (bot=? OR opponent=?)", (detail, now, bot, bot)).rowcount
+
+
+def of_author(store: Any, author_id: int, before: int | None = None, limit: int = 10) -> list[dict[str, Any]]:
+    """The author's games, newest first: ``limit`` of them older than id ``before`` (or the newest)."""
+    if before is None:
+        cur = store.db.execute(f"SELECT {COLUMNS} FROM test_matches WHERE author_id=? ORDER BY id DESC LIMIT ?",
+                               (author_id, limit))
+    else:
+        cur = store.db.execute(f"SELECT {COLUMNS} FROM test_matches WHERE author_id=? AND id<? ORDER BY id DESC "
+                               "LIMIT ?", (author_id, before, limit))
+    return _rows(cur)
+
+
+def get(store: Any, test_id: int) -> dict[str, Any] | None:
+    """One game (without its view), or None."""
+    rows = _rows(store.db.execute(f"SELECT {COLUMNS} FROM test_matches WHERE id=?", (test_id,)))
+    return rows[0] if rows else None
+
+
+def view_of(store: Any, test_id: int) -> dict[str, Any] | None:
+    """The stored view of a finished game (:func:`finish`), or None."""
+    row = store.db.execute("SELECT view FROM test_matches WHERE id=?", (test_id,)).fetchone()
+    if row is None or row[0] is None:
+        return None
+    return msgspec.json.decode(gzip.decompress(bytes(row[0])))
+
+
+def counts(store: Any) -> dict[str, int]:
+    """How many games are in each status (for tests and ``/metrics``-like checks; reads the
+    status index)."""
+    return {s: int(store.db.execute("SELECT COUNT(*) FROM test_matches WHERE status=?", (s,)).fetchone()[0])
+            for s in STATUSES}
