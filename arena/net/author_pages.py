@@ -437,8 +437,9 @@ def test_page_html(t: dict[str, Any]) -> str:
     """One test match and, once it is over, its replay from the author's seat with their bot's
     output beside each decision (:func:`arena.schedule.on_demand.seat_view`), escaped."""
     score = "" if t["score"] is None else f', score {t["score"][0]}-{t["score"][1]}'
-    out = [f'<p>{escape(t["bot"])} (seat {t["seat"]}) against {escape(t["vs"])}: <b class="status {escape(t["status"])}"'
-           f' id="test-status">{escape(t["status"])}</b>{escape(score)}'
+    status = escape(t["status"])
+    out = [f'<p>{escape(t["bot"])} (seat {t["seat"]}) against {escape(t["vs"])}: <b class="status {status}" '
+           f'id="test-status">{status}</b>{escape(score)}'
            + (f' ({escape(t["outcome"] or "")} {escape(t["reason"] or "")})' if t["status"] == "done" else "")
            + (f'; {escape(t["detail"])}' if t["detail"] else "") + '</p>']
     view = t.get("view")
