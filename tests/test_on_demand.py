@@ -307,3 +307,83 @@ async def test_real_bots_unrated_replay_with_own_output_through_the_cli(tmp_path
     # the opponent's log holds its own lines (its author reads them there), the replay none of them
     assert "THEIRS decides" in "".join(p.read_text() for p in (tmp_path / "logs" / "bots").glob("*.log"))
     assert sys.executable  # the bots ran under this interpreter ({python})
+
+
+# ------------------------------------------------------------------------------ scheduling
+
+class Recorder:
+    """Stands for a nursery: records what would have been started."""
+
+    def __init__(self) -> None:
+        self.started: list[tuple[Any, tuple]] = []
+
+    def start_soon(self, fn: Any, *args: Any) -> None:
+        self.started.append((fn, args))
+
+
+async def test_start_one_takes_free_bots_within_the_slots(tmp_path: Path) -> None:
+    """The oldest queued game whose two bots are both ready starts (both then busy); never more
+    than test_slots at once; a game waiting longer than test_queue_hours is dropped; games a
+    stopped server left playing are queued again at start."""
+    contest = make_contest(tmp_path, authors=AuthorsConfig(test_slots=1, test_queue_hours=1))
+    now = [T0]
+    contest.tests.now = lambda: now[0]
+    store = contest.store
+    aid, _ = store.add_author("alice")
+    for bot in ("a", "b", "c"):
+        store.claim_bot(bot, aid, "uploaded", 5)
+    ready = ["a", "c"]
+    contest.ready_bots = lambda: [r for r in ready if r not in contest.busy]
+    author = store.author("alice")
+    first = contest.tests.request(author, "a", "b", 1)["tests"]  # b is not ready: it waits
+    second = contest.tests.request(author, "a", "c", 1)["tests"]
+    nursery = Recorder()
+    assert contest.tests.start_one(nursery)
+    assert [args[0]["id"] for _, args in nursery.started] == second and contest.busy == {"a", "c"}
+    assert rows.get(store, second[0])["status"] == "playing" and rows.get(store, first[0])["status"] == "queued"
+    ready.append("b")
+    contest.busy.discard("c")
+    assert not contest.tests.start_one(nursery)  # the one test slot is taken
+    contest.tests.running = 0
+    contest.busy.clear()
+    now[0] += 3601 + 60  # past test_queue_hours: the first game is dropped, not played
+    assert not contest.tests.start_one(nursery)
+    dropped = rows.get(store, first[0])
+    assert dropped["status"] == "aborted" and dropped["reason"] == "expired" and "not both free" in dropped["detail"]
+    contest.tests.recover()  # a restart: the game left playing is queued again
+    assert rows.get(store, second[0])["status"] == "queued"
+
+
+async def test_the_ladder_chooses_first(tmp_path: Path, autojump_clock: Any) -> None:
+    """The scheduler starts a test game only when it starts no ladder unit (MockClock: no
+    wall-clock wait)."""
+    contest = make_contest(tmp_path)
+    store = contest.store
+    aid, _ = store.add_author("alice")
+    for bot in ("a", "b"):
+        store.claim_bot(bot, aid, "uploaded", 5)
+    contest.tests.request(store.author("alice"), "a", "b", 1)
+    contest.ready_bots = lambda: [r for r in ("a", "b") if r not in contest.busy]
+    pairs = [("a", "b"), None]
+    log: list[str] = []
+
+    def next_pair() -> tuple[str, str] | None:
+        return pairs.pop(0) if pairs else None
+
+    async def unit(a: str, b: str) -> None:
+        log.append("ladder")
+        contest.busy.difference_update((a, b))
+        contest.running -= 1
+
+    async def play(row: dict) -> None:
+        log.append("test")
+        contest.busy.difference_update((row["bot"], row["opponent"]))
+        contest.tests.running -= 1
+        contest.stop()
+
+    contest.next_pair = next_pair
+    contest._play_unit = unit
+    contest.tests._play = play
+    async with trio.open_nursery() as nursery:
+        await contest._scheduler(nursery)
+    assert log == ["ladder", "test"]
