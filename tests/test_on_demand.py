@@ -387,3 +387,25 @@ async def test_the_ladder_chooses_first(tmp_path: Path, autojump_clock: Any) -> 
     async with trio.open_nursery() as nursery:
         await contest._scheduler(nursery)
     assert log == ["ladder", "test"]
+
+
+def test_store_statements_on_both_databases(any_store: Any) -> None:
+    """arena/store/test_matches.py on SQLite and PostgreSQL: the quota count, the queue, the
+    life of a game and its stored view."""
+    store = any_store
+    start = day_window(T0)[0]
+    ids = rows.add(store, 7, "mine", "rival", "ecarte", [(0, 11), (1, 12)], T0, 3, start)
+    assert isinstance(ids, list) and len(ids) == 2
+    assert rows.add(store, 7, "mine", "rival", "ecarte", [(0, 13), (1, 14)], T0, 3, start) == 2  # over: nothing
+    assert rows.asked_since(store, 7, start, 4) == 2 and rows.asked_since(store, 8, start, 4) == 0
+    assert [r["id"] for r in rows.queued(store, 10)] == ids
+    assert rows.start(store, ids[0], T0) and not rows.start(store, ids[0], T0)
+    rows.finish(store, ids[0], status="done", winner_seat=1, scores=[2, 5], reason="target", detail="",
+                view={"lines": [{"type": "result"}], "after": "é"}, now=T0 + 1)
+    assert rows.view_of(store, ids[0]) == {"lines": [{"type": "result"}], "after": "é"}
+    assert rows.view_of(store, ids[1]) is None
+    assert [r["id"] for r in rows.of_author(store, 7)] == ids[::-1]
+    assert [r["id"] for r in rows.of_author(store, 7, before=ids[1])] == [ids[0]]
+    assert rows.expire(store, T0 + 1, T0 + 2, "not played") == 1 and rows.get(store, ids[1])["status"] == "aborted"
+    assert rows.counts(store) == {"queued": 0, "playing": 0, "done": 1, "aborted": 1}
+    assert rows.requeue_playing(store) == 0

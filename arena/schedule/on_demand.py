@@ -56,6 +56,7 @@ import trio
 
 from arena.match.log import LogAction, LogEvent, LogIncident, MatchLog
 from arena.match.referee import MatchResult
+from arena.schedule.tournament import play_match
 from arena.store import test_matches as rows
 from arena.store.health import STORAGE_ERRORS
 from arena.store.sqlite import MatchRow
@@ -321,8 +322,6 @@ class OnDemand:
 
     async def _play(self, row: dict[str, Any]) -> None:
         """Play one test game and record it (see the module docstring)."""
-        from arena.schedule.tournament import play_match
-
         contest = self.contest
         bot, opponent, seat = row["bot"], row["opponent"], row["seat"]
         bot0, bot1 = (bot, opponent) if seat == 0 else (opponent, bot)
