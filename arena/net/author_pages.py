@@ -16,8 +16,9 @@ Pages (HTML made here, every piece of user text through :func:`html.escape`; a s
 * ``POST /author/bots/{name}/withdraw`` - the author withdraws their bot (results stay);
 * ``POST /author/tests`` - ask for test matches (form fields ``bot``, ``vs``, ``games``:
   :mod:`arena.schedule.on_demand`), listed in the own page's "Test matches" section;
-  ``GET /author/tests/{id}`` - one test match: its status, score, and its replay from the
-  author's seat with their bot's output beside each of its decisions.
+  ``GET /author/tests?before=ID`` - older test matches, 20 a page; ``GET /author/tests/{id}`` -
+  one test match: its status, score, and its replay from the author's seat with their bot's
+  output beside each of its decisions (HTML of these: :mod:`arena.net.author_tests`).
 
 API (``Authorization: Bearer NAME:SECRET``; JSON): ``POST /author/api/register``, ``GET
 /author/api/me``, ``POST /author/api/upload`` (the archive as the body), ``GET
