@@ -23,7 +23,7 @@ from arena.games import GAMES
 from arena.match.log import ChainError, MatchLog, decompress, verify_bytes
 from arena.match.referee import MatchConfig, MatchResult
 from arena.schedule.formats import Pairing
-from arena.store import log_archive
+from arena.store import log_archive, test_matches
 from arena.store.log_archive import (
     DAY_S,
     SLACK_S,
@@ -177,9 +177,21 @@ def test_retention_removes_only_what_is_older_than_the_cut_off(any_store, tmp_pa
         store.db.execute("INSERT INTO uploads(bot, author_id, status, sha256, size, created_at, finished_at) "
                          "VALUES ('annbot', 1, ?, 'x', 3, ?, ?)", (status, NOW - age * DAY_S, NOW - age * DAY_S))
     uploads = [r[0] for r in store.db.execute("SELECT id FROM uploads ORDER BY id")]
+    # test matches: done 31 and 29 days ago, aborted 40 days ago, one still queued from long ago
+    tests = test_matches.add(store, 1, "annbot", "bobbot", "ecarte", [(0, 1), (1, 2), (0, 3), (1, 4)],
+                             NOW - 60 * DAY_S, 50, 0)
+    for test_id, status, age in zip(tests, ("done", "done", "aborted"), (31, 29, 40)):
+        test_matches.finish(store, test_id, status=status, winner_seat=0, scores=[5, 2], reason="points",
+                            detail="", view=None, now=NOW - age * DAY_S)
+    (logs / "tests").mkdir(parents=True)
+    for test_id in tests:
+        (logs / "tests" / f"x{test_id}.jsonl.gz").write_bytes(b"log")
 
     report = apply_retention(store, logs, retention, now=NOW)
     assert (report.archived, report.bot_logs, report.events, report.uploads) == (1, 3, 1, 1)
+    assert report.test_matches == 2
+    assert [test_id for test_id in tests if test_matches.get(store, test_id)] == [tests[1], tests[3]]
+    assert sorted(p.name for p in (logs / "tests").iterdir()) == [f"x{tests[1]}.jsonl.gz", f"x{tests[3]}.jsonl.gz"]
     assert [is_bundle_ref(p) for p in paths(store).values()] == [True, False, False]
     assert {p: p.exists() for p in outputs} == {p: age < 14 for p, age in outputs.items()}
     assert not (logs / "t1" / "workers" / "77").exists()  # the worker's folder, empty, went too

@@ -61,6 +61,7 @@ import msgspec
 import trio
 
 from arena.match.log import ChainError, complete_gzip
+from arena.store import test_matches
 
 log = logging.getLogger("arena.store.log_archive")
 
@@ -103,6 +104,10 @@ class Retention(msgspec.Struct, forbid_unknown_fields=True):
     failed_uploads_days: float = 30.0
     """A failed upload (its row and the doctor's report; its archive is dropped at once) is deleted
     this long after it was refused: a month for its author to read why."""
+    test_matches_days: float = 30.0
+    """A finished test match (an author's unrated game, :mod:`arena.store.test_matches`: its row,
+    its replay and its organiser's log) is deleted this long after it ended: a month, as a failed
+    upload."""
     enabled: bool = True
     """A running contest applies this retention once a day (false: only ``arena archive`` does, e.g.
     from cron)."""
@@ -110,7 +115,7 @@ class Retention(msgspec.Struct, forbid_unknown_fields=True):
     def check(self) -> None:
         """``ValueError`` (one line naming the key) for a retention that is not a number of days
         from 0 to :data:`MAX_DAYS`."""
-        for key in ("logs_days", "bot_output_days", "events_days", "failed_uploads_days"):
+        for key in ("logs_days", "bot_output_days", "events_days", "failed_uploads_days", "test_matches_days"):
             value = getattr(self, key)
             if isinstance(value, bool) or not (math.isfinite(value) and 0 <= value <= MAX_DAYS):
                 raise ValueError(f"[retention] {key} must be a number of days from 0 to {MAX_DAYS:g}, not {value!r}")
@@ -120,7 +125,8 @@ class ArchiveReport(msgspec.Struct):
     """What one :func:`apply_retention` run did. ``days``: the days archived (``YYYY-MM-DD``);
     ``archived``: logs moved into bundles; ``bundle_bytes``: the bytes of the bundles written;
     ``missing``: match keys whose log was found neither as a file nor as a worker's copy (left as
-    they were); ``bot_logs``: bot output files deleted; ``events``, ``uploads``: rows deleted."""
+    they were); ``bot_logs``: bot output files deleted; ``events``, ``uploads``, ``test_matches``:
+    rows deleted."""
 
     days: list[str] = msgspec.field(default_factory=list)
     archived: int = 0
@@ -128,6 +134,7 @@ class ArchiveReport(msgspec.Struct):
     missing: list[str] = msgspec.field(default_factory=list)
     bot_logs: int = 0
     events: int = 0
+    test_matches: int = 0
     uploads: int = 0
     interrupted: bool = False
 
@@ -459,6 +466,7 @@ def apply_retention(store: Any, logs: str | Path, retention: Retention, now: flo
     report.bot_logs = prune_bot_output(logs, now - retention.bot_output_days * DAY_S)
     report.events, report.uploads = store.prune_retention(int((now - retention.events_days * DAY_S) * 1000),
                                                           now - retention.failed_uploads_days * DAY_S)
+    report.test_matches = test_matches.prune(store, now - retention.test_matches_days * DAY_S, logs)
     return report
 
 
@@ -468,7 +476,7 @@ def describe_report(report: ArchiveReport, logs: str | Path) -> str:
             else f" of {report.days[0]}" if report.days else "")
     text = (f"archived {report.archived} match logs{days} into {Path(logs) / ARCHIVE_DIR}/ "
             f"({report.bundle_bytes} bytes of bundles); deleted {report.bot_logs} bot output logs, "
-            f"{report.events} live events, {report.uploads} failed uploads")
+            f"{report.events} live events, {report.uploads} failed uploads, {report.test_matches} test matches")
     if report.missing:
         shown = ", ".join(report.missing[:5]) + (", ..." if len(report.missing) > 5 else "")
         text += f"; {len(report.missing)} logs not found, left as they were ({shown})"

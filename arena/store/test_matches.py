@@ -24,6 +24,7 @@ newest rows (:func:`asked_since`).
 from __future__ import annotations
 
 import gzip
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -155,3 +156,32 @@ def counts(store: Any) -> dict[str, int]:
     status index)."""
     return {s: int(store.db.execute("SELECT COUNT(*) FROM test_matches WHERE status=?", (s,)).fetchone()[0])
             for s in STATUSES}
+
+
+def prune(store: Any, before: float, logs: Any = None, batch: int = 500) -> int:
+    """Delete finished games (``done`` or ``aborted``) that finished before ``before`` (Unix
+    seconds), with their organiser's log ``<logs>/tests/x<id>.jsonl.gz`` when ``logs`` is given
+    (``[retention] test_matches_days``). Reads the oldest ``batch`` rows of each status per
+    transaction through ``test_matches_by_status`` and stops at the first one finished too
+    recently, so its cost is bounded by what it deletes, never by the history. Returns how many
+    rows were deleted."""
+    total = 0
+    for status in ("done", "aborted"):
+        while True:
+            with store.transaction():
+                rows = store.db.execute("SELECT id, finished_at FROM test_matches WHERE status=? ORDER BY id LIMIT ?",
+                                        (status, batch)).fetchall()
+                old = []
+                for test_id, finished_at in rows:
+                    if finished_at is None or finished_at >= before:
+                        break
+                    old.append(int(test_id))
+                for test_id in old:
+                    store.db.execute("DELETE FROM test_matches WHERE id=?", (test_id,))
+            if logs is not None:
+                for test_id in old:
+                    Path(logs, "tests", f"x{test_id}.jsonl.gz").unlink(missing_ok=True)
+            total += len(old)
+            if len(old) < batch:
+                break
+    return total
