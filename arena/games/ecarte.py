@@ -80,8 +80,6 @@ DEAL_PATTERNS: dict[str, tuple[int, ...]] = {"3-2": (3, 2), "2-3": (2, 3), "2-2-
 TURN_UP_TARGET = {"A": 11, "K": 10, "Q": 10, "J": 10, "T": 10, "9": 9, "8": 8, "7": 7}
 """ecarte.md §E7.1: the target set by the turned card (A = 11, K Q J = 10, others their number)."""
 
-DECISIONS = ("propose", "respond", "discard", "king", "play")
-
 
 def card_sort_key(card: Card) -> tuple[str, int]:
     """Hand order: by suit (c d h s), then by Écarté rank low to high."""

@@ -126,10 +126,13 @@ and three times."""
 
 
 def combinations_of(hand: list[Card]) -> tuple[tuple[int, int, str], list[tuple[int, int, str]], list[tuple[int, int]]]:
-    """:func:`point_of`, :func:`sequences_of` and :func:`sets_of` of ``hand`` (§P5: the
-    declarations are settled every deal, so this is table lookups on the hand's bit mask
-    :data:`_CARD_BIT`: a suit's cards and value, its runs, the sets from the ranks held three or
-    four times)."""
+    """The declarations of ``hand`` (§P5): its point, §P5.1 ``(total, length, suit)`` of the
+    longest suit (of two equally long, the higher total; ``(0, 0, "")`` for an empty hand); its
+    sequences, §P5.2 every maximal run of 3+ consecutive ranks in one suit as ``(length, top
+    rank index, suit)``, best first; its sets, §P5.3 every quatorze (4) or trio (3) of A K Q J T
+    as ``(count, rank index)``, best first (any quatorze above any trio, then by rank). They are
+    settled every deal, so this is table lookups on the hand's bit mask :data:`_CARD_BIT`: a
+    suit's cards and value, its runs, the sets from the ranks held three or four times."""
     mask = sum(map(_CARD_BIT.__getitem__, hand))
     m0, m1, m2, m3 = mask & 511, mask >> 9 & 511, mask >> 18 & 511, mask >> 27
     keys = (_POINT_KEY[m0], _POINT_KEY[m1], _POINT_KEY[m2], _POINT_KEY[m3])
@@ -141,12 +144,6 @@ def combinations_of(hand: list[Card]) -> tuple[tuple[int, int, str], list[tuple[
     quatorzes = m0 & m1 & m2 & m3 & _SET_MASK
     trios = (m0 & m1 & (m2 | m3) | m2 & m3 & (m0 | m1)) & _SET_MASK & ~quatorzes
     return best, seqs, list(_SETS[quatorzes, trios])
-
-
-def point_of(hand: list[Card]) -> tuple[int, int, str]:
-    """§P5.1: ``(total, length, suit)`` of the longest suit (of two equally long, the higher
-    total); ``(0, 0, "")`` for an empty hand."""
-    return combinations_of(hand)[0]
 
 
 def point_score(total: int) -> int:
@@ -173,18 +170,6 @@ _RUNS_IN = [[tuple((length, top, suit) for length, top in _runs(m)) for m in ran
 """Per suit index, every 9-bit rank mask's runs (:func:`_runs`) as ``(length, top, suit)``,
 computed once: the declarations are settled every deal, and a table lookup per suit is the
 cheapest way to find the sequences."""
-
-
-def sequences_of(hand: list[Card]) -> list[tuple[int, int, str]]:
-    """§P5.2: every maximal run of 3+ consecutive ranks in one suit, as
-    ``(length, top rank index, suit)``, best first."""
-    return combinations_of(hand)[1]
-
-
-def sets_of(hand: list[Card]) -> list[tuple[int, int]]:
-    """§P5.3: every quatorze (4) or trio (3) of A K Q J T as ``(count, rank index)``, best
-    first (any quatorze above any trio, then by rank)."""
-    return combinations_of(hand)[2]
 
 
 def sequence_name(seq: tuple[int, int, str]) -> str:

@@ -111,16 +111,6 @@ class WireStats:
         """Bytes of lines of type ``kind`` received (newlines included)."""
         return self.received.get(kind, [0, 0])[1]
 
-    def merge(self, other: WireStats) -> None:
-        """Add ``other``'s counts to these."""
-        for kind, (n, b) in other.received.items():
-            entry = self.received.setdefault(kind, [0, 0])
-            entry[0] += n
-            entry[1] += b
-        self.answers += other.answers
-        self.answer_bytes += other.answer_bytes
-
-
 @dataclass(frozen=True)
 class RefereeFigures:
     """Result of :func:`referee_rate`: decisions, matches and deals refereed in ``seconds``
