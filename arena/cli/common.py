@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TYPE_CHECKING, NoReturn, TypeAlias
 
 from rich.console import Console
 
@@ -56,5 +56,5 @@ def at_least(low: int) -> Callable[[str], int]:
 class Parser(argparse.ArgumentParser):
     """argparse with a one-line error (no usage block) and exit status 2 (:data:`USAGE`)."""
 
-    def error(self, message: str) -> None:  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         self.exit(USAGE, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")

@@ -8,10 +8,11 @@ import os
 import shlex
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import trio
-from rich.console import Console
+from rich.console import Console, JustifyMethod
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
@@ -153,10 +154,11 @@ def print_report(console: Console, report: TournamentReport) -> None:
         unit = (f"duplicate deals: pairs of {report.twin_deals}-deal matches scored deal by deal, Elo per twin deal, "
                 "games = twin deals, robust intervals")
     table = Table(title=f"Tournament t{report.tournament_id}: Elo (maximum likelihood, mean 1500; {unit})")
-    for col, just in (("rank", "right"), ("bot", "left"), ("Elo", "right"), ("±95%", "right"),
-                      ("games", "right"), ("wins", "right"), ("losses", "right"), ("draws", "right"),
-                      ("score %", "right"), ("not separated from", "left")):
-        table.add_column(col, justify=just)  # type: ignore[arg-type]
+    columns: tuple[tuple[str, JustifyMethod], ...] = (
+        ("rank", "right"), ("bot", "left"), ("Elo", "right"), ("±95%", "right"), ("games", "right"), ("wins", "right"),
+        ("losses", "right"), ("draws", "right"), ("score %", "right"), ("not separated from", "left"))
+    for col, just in columns:
+        table.add_column(col, justify=just)
     for i, r in enumerate(fit.ratings, 1):
         overlaps = [
             str(j) for j, o in enumerate(fit.ratings, 1) if o.name != r.name and not fit.separated(r.name, o.name)
@@ -325,7 +327,7 @@ def cmd_tournament(args: argparse.Namespace) -> int:
             progress_lines.start(n)
             print(f"tournament t{tid}: {n} matches to play", flush=True)
 
-    def on_result(row, result) -> None:  # type: ignore[no-untyped-def]
+    def on_result(row: Any, result: Any) -> None:  # a MatchRow and its MatchResult (arena.schedule)
         winner = (row.bot0, row.bot1)[result.winner] if result.winner is not None else "nobody"
         progress.update(task, advance=1, last=escape(f"{row.bot0} v {row.bot1}: {winner} ({result.reason})"))
         if progress_lines is not None:
@@ -362,7 +364,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     store = open_db(args.db)
     if args.tournament is not None and store.tournament(args.tournament) is None:
         raise UserError(f"no tournament {args.tournament} in {shown_db(args.db)}")
-    def said(row, result) -> None:  # type: ignore[no-untyped-def]
+    def said(row: Any, result: Any) -> None:  # a MatchRow and its MatchResult (arena.schedule)
         winner = (row.bot0, row.bot1)[result.winner] if result.winner is not None else "nobody"
         print(plain(f"{row.match_key}: {row.bot0} v {row.bot1}: {winner} ({result.reason})"), flush=True)
 
