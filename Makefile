@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 TESTS  := $(VENV)/.installed-test
 
-.PHONY: all run run-piquet test test-slow bench bench-scale bench-season study twins lint schema clean
+.PHONY: all run run-piquet test typecheck test-slow bench bench-scale bench-season study twins lint schema clean
 
 # the C sample bot (libc only): built by `make`, `make run` and `make test`
 CC     = gcc
@@ -61,8 +61,13 @@ run-piquet: $(STAMP) $(C_BOT)
 	$(NOTRUST)
 	$(BIN)/arena tournament $(TRUST) --game piquet --bots sample_bots/random.toml sample_bots/greedy.toml sample_bots/highcard.toml sample_bots/cautious.toml sample_bots/c_bot.toml --games 40 --seed 2026 --db arena.db
 
-## make test: the whole test suite (the Java bot's doctor checks and tournament included where a JDK is)
-test: $(TESTS)
+## make typecheck: mypy, strict on the packages listed in pyproject.toml's [tool.mypy] files (a few seconds)
+typecheck: $(TESTS)
+	$(BIN)/python -m mypy
+
+## make test: the type check, then the whole test suite (the Java bot's doctor checks and tournament included
+## where a JDK is)
+test: $(TESTS) typecheck
 	@if command -v $(CC) >/dev/null 2>&1; then $(MAKE) -s $(C_BOT); else echo "note: no $(CC): the C sample bot's tests are skipped"; fi
 	@if [ -n "$(HAVE_JDK)" ]; then $(MAKE) -s $(JAVA_BOT); else echo "note: no JDK (javac, jar): the Java sample bot's tests are skipped; install default-jdk-headless"; fi
 	$(BIN)/python -m pytest -q -m "not slow"

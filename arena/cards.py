@@ -30,21 +30,6 @@ def make_pack(ranks: str = RANKS_32) -> list[Card]:
 PACK_32: tuple[Card, ...] = tuple(make_pack(RANKS_32))
 
 
-def parse_card(text: object, ranks: str = RANKS_32) -> Card:
-    """Validate a card's text and return it.
-
-    Raises ``ValueError`` naming the problem if ``text`` is not a two-character string of a
-    rank in ``ranks`` and a suit in ``c d h s``.
-    """
-    if not isinstance(text, str) or len(text) != 2:
-        raise ValueError(f"a card is two characters like 'Ks', got {text!r}")
-    if text[0] not in ranks:
-        raise ValueError(f"bad rank {text[0]!r} in {text!r}: ranks are {' '.join(ranks)}")
-    if text[1] not in SUITS:
-        raise ValueError(f"bad suit {text[1]!r} in {text!r}: suits are c d h s")
-    return text
-
-
 def shuffled(cards: list[Card] | tuple[Card, ...], rng: random.Random) -> list[Card]:
     """Return a shuffled copy of ``cards`` using only ``rng`` (Fisher-Yates, top card first).
 

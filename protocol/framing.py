@@ -48,8 +48,8 @@ Deeper lines are refused as ``bad_json`` once the decoder's recursion limit is r
 with an exception other than :class:`ProtocolError`."""
 
 _encoder = msgspec.json.Encoder()
-_client_decoder = msgspec.json.Decoder(ClientMessage)
-_server_decoder = msgspec.json.Decoder(ServerMessage)
+_client_decoder: msgspec.json.Decoder[ClientMessage] = msgspec.json.Decoder(ClientMessage)
+_server_decoder: msgspec.json.Decoder[ServerMessage] = msgspec.json.Decoder(ServerMessage)
 _any_decoder = msgspec.json.Decoder()
 
 

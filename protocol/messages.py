@@ -41,6 +41,11 @@ Action = Union[int, str, list[str]]
 """A legal action: a word, a card, a list of cards (a discard), or a number (a bid)."""
 
 LegalForm = Literal["full", "compact"]
+CallWord = Literal["propose", "play", "accept", "refuse"]
+"""What an Écarté player says before the exchanges (ecarte.md §E4): elder proposes or plays,
+the dealer accepts or refuses."""
+DeclarationResult = Literal["good", "not_good", "equal", "none"]
+"""A Piquet declaration settled, from elder's side (piquet.md §P5)."""
 """How a bot wants the legal actions of a discard (said in ``hello``): ``full``, every legal
 subset listed (protocol 1's default), or ``compact``, a :class:`Choose` description."""
 
@@ -157,7 +162,7 @@ class Call(_Ev, tag="call"):
     the dealer. Public."""
 
     seat: int
-    call: Literal["propose", "play", "accept", "refuse"]
+    call: CallWord
 
 
 class Exchange(_Ev, tag="exchange"):
@@ -262,7 +267,7 @@ class Declaration(_Ev, tag="declaration"):
     category: Literal["point", "sequence", "set"]
     elder: str | None
     younger: str | None
-    result: Literal["good", "not_good", "equal", "none"]
+    result: DeclarationResult
     winner: int | None
 
 

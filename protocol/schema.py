@@ -69,7 +69,7 @@ def schema() -> dict[str, Any]:
         if name in defs:  # pragma: no cover - a struct may not shadow a union's name
             raise RuntimeError(f"a struct is named {name}")
         defs[name] = {"title": name, "description": _UNION_DOCS[name], **union}
-    return _clean(
+    cleaned: dict[str, Any] = _clean(
         {
             "$schema": SCHEMA_DIALECT,
             "title": _TITLE,
@@ -82,6 +82,7 @@ def schema() -> dict[str, Any]:
             "$defs": defs,
         }
     )
+    return cleaned
 
 
 def schema_text() -> str:

@@ -169,7 +169,7 @@ def first_choice(choose: Choose) -> list[str]:
     return list(choose.from_[: choose.min])
 
 
-def offer(match: Any, compact: bool) -> list[Any] | Compact:
+def offer(match: GameMatch, compact: bool) -> list[Any] | Compact:
     """The ``legal`` field of the request for ``match``'s pending decision: the engine's
     :meth:`GameMatch.choice` wrapped as :class:`Compact` when ``compact`` and the decision is a
     choice of cards, else the full list (:meth:`GameMatch.legal_actions`)."""
@@ -215,11 +215,15 @@ def exchange(seat: int, hand: list[str], cards: list[str], stock: list[str], dis
 
 
 class GameMatch(Protocol):
-    """One match of a game, from the first deal to the result.
+    """One match of a game, from the first deal to the result: everything the match core
+    (:mod:`arena.match.core`, :func:`offer`) uses of an engine, checked by the type checker
+    against :class:`~arena.games.ecarte.EcarteMatch` and :class:`~arena.games.piquet.PiquetMatch`
+    (``GAMES`` in :mod:`arena.games`).
 
     Attributes the referee reads: ``to_act`` (seat 0/1, or None when over), ``decision``
-    (the decision kind, e.g. ``"play"``), ``over``, ``winner`` (seat or None), ``scores``
-    and ``manches`` (per seat).
+    (the decision kind, e.g. ``"play"``), ``over``, ``winner`` (seat or None), ``deal_no``
+    (deals begun), ``scores`` and ``manches`` (per seat), and once over ``end_reason`` and
+    ``margin``.
     """
 
     game: ClassVar[str]
@@ -227,6 +231,7 @@ class GameMatch(Protocol):
     decision: str | None
     over: bool
     winner: int | None
+    deal_no: int
 
     def __init__(self, rules: Rules, rng: random.Random, packs: Any = ()) -> None:
         """``packs``: prepared packs (top card first) used, in order, instead of the first
@@ -254,8 +259,24 @@ class GameMatch(Protocol):
         """Everything ``seat`` may know now."""
         ...
 
+    def auto_action(self) -> Any:
+        """The action played for a seat under ``on_timeout = auto`` (ecarte.md §E8.1): the first
+        legal action, for a discard without building the list."""
+        ...
+
     @property
     def scores(self) -> list[int]: ...
 
     @property
     def manches(self) -> list[int]: ...
+
+    @property
+    def end_reason(self) -> str:
+        """Why the match ended once played out: a :class:`~arena.match.core.MatchResult`
+        ``reason`` (``target``, ``deals``, ``rubicon``, ``cent``, ``draw``)."""
+        ...
+
+    @property
+    def margin(self) -> int:
+        """The winner's margin in points once over (Piquet's final reckoning; 0 in Écarté)."""
+        ...

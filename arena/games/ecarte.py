@@ -31,7 +31,7 @@ that many deals, the dealer alternating every deal (§E2.2); points accumulate w
 from __future__ import annotations
 
 import random
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from arena.cards import PACK_32, Card, shuffled
 from arena.games.base import (
@@ -50,6 +50,7 @@ from arena.games.base import (
 )
 from protocol.messages import (
     Call,
+    CallWord,
     CardPlayed,
     Choose,
     DealEnd,
@@ -67,6 +68,8 @@ from protocol.messages import (
     TrickWon,
 )
 
+W = TypeVar("W", bound=str)  # one of the words a decision takes
+
 RANK_ORDER = "789TAJQK"
 """ecarte.md §E1, low to high: 7 8 9 T A J Q K (the ace ranks between the ten and the jack)."""
 RANK = {r: i for i, r in enumerate(RANK_ORDER)}
@@ -76,8 +79,6 @@ DEAL_PATTERNS: dict[str, tuple[int, ...]] = {"3-2": (3, 2), "2-3": (2, 3), "2-2-
 
 TURN_UP_TARGET = {"A": 11, "K": 10, "Q": 10, "J": 10, "T": 10, "9": 9, "8": 8, "7": 7}
 """ecarte.md §E7.1: the target set by the turned card (A = 11, K Q J = 10, others their number)."""
-
-DECISIONS = ("propose", "respond", "discard", "king", "play")
 
 
 def card_sort_key(card: Card) -> tuple[str, int]:
@@ -152,7 +153,6 @@ class EcarteMatch:
         """``Rules.deals``: when > 0 the match is that many deals, scored without a target."""
         if self.fixed_deals:
             self.target = 0  # shown in views as "no target"
-            self.end_reason = "deals"
         self.manches_to_win = 2 if rules.manches == 3 else 1
         self._scores = [0, 0]
         self._manches = [0, 0]
@@ -194,8 +194,12 @@ class EcarteMatch:
         """Manches won per seat (§E7.2)."""
         return list(self._manches)
 
-    end_reason: ClassVar[str] = "target"
-    """Why a match played out ends: a player reached the target (§E7.3)."""
+    @property
+    def end_reason(self) -> str:
+        """Why a match played out ends: a player reached the target (§E7.3); with
+        ``Rules.deals``, ``deals``."""
+        return "deals" if self.fixed_deals else "target"
+
     margin: ClassVar[int] = 0
 
     def _shuffle(self, cards: Any) -> list[Card]:
@@ -236,8 +240,9 @@ class EcarteMatch:
 
     def _compute_legal(self) -> list[Any]:
         kind = self.decision
-        seat = self.to_act
         if kind == "play":
+            seat = self.to_act
+            assert seat is not None  # a decision is pending: someone is to act
             hand = self.hands[seat]
             if self.trick:
                 return legal_follows(hand, self.trick[0].card, self.trump)
@@ -249,17 +254,21 @@ class EcarteMatch:
         if kind == "king":
             return ["announce", "decline"]
         if kind == "discard":
-            return expand_choice(self.choice())  # type: ignore[arg-type]
+            return expand_choice(self._discard_choice())
         raise RuntimeError("no decision is pending")
 
     def choice(self) -> Choose | None:
         """A discard as a choice of cards of the hand (None for any other decision): elder 1 to
         min(5, stock) cards (§E4.3), the dealer 0 to min(5, stock) (§E4.4).
         :meth:`legal_actions` expands it; :meth:`apply` checks an answer against it."""
-        if self.decision != "discard":
-            return None
-        hand = self.hands[self.to_act]
-        least = 1 if self.to_act == self.elder else 0
+        return self._discard_choice() if self.decision == "discard" else None
+
+    def _discard_choice(self) -> Choose:
+        """:meth:`choice` while a discard is pending."""
+        seat = self.to_act
+        assert seat is not None  # a decision is pending: someone is to act
+        hand = self.hands[seat]
+        least = 1 if seat == self.elder else 0
         return Choose(from_=list(hand), min=least, max=min(5, len(self.stock), len(hand)))
 
     def apply(self, action: Any) -> list[Seen]:
@@ -434,7 +443,7 @@ class EcarteMatch:
 
     # ------------------------------------------------------------------ decisions
 
-    def _word(self, action: Any, words: tuple[str, str]) -> str:
+    def _word(self, action: Any, words: tuple[W, W]) -> W:
         if not isinstance(action, str) or action not in words:
             raise WrongDecision(
                 f"decision '{self.decision}' takes one of {', '.join(quote(w) for w in words)}; "
@@ -444,8 +453,9 @@ class EcarteMatch:
 
     def _propose(self, action: Any) -> list[Seen]:
         """§E4.1: elder proposes or plays without proposing."""
-        call = self._word(action, ("propose", "play"))
+        call: CallWord = self._word(action, ("propose", "play"))
         seat = self.to_act
+        assert seat is not None  # a decision is pending: someone is to act
         out: list[Seen] = [(Call(seat=seat, call=call), BOTH)]
         if call == "play":
             if self.first_call:
@@ -458,8 +468,9 @@ class EcarteMatch:
 
     def _respond(self, action: Any) -> list[Seen]:
         """§E4.2: the dealer accepts or refuses the proposal."""
-        call = self._word(action, ("accept", "refuse"))
+        call: CallWord = self._word(action, ("accept", "refuse"))
         seat = self.to_act
+        assert seat is not None  # a decision is pending: someone is to act
         out: list[Seen] = [(Call(seat=seat, call=call), BOTH)]
         first = self.first_call
         self.first_call = False
@@ -475,9 +486,10 @@ class EcarteMatch:
     def _discard(self, action: Any) -> list[Seen]:
         """§E4.3-§E4.5: discard face down and draw as many from the top of the stock."""
         seat = self.to_act
+        assert seat is not None  # a decision is pending: someone is to act
         hand = self.hands[seat]
         who = "elder" if seat == self.elder else "the dealer"
-        cards = check_choice(action, self.choice(), "ecarte.md §E4.3", "ecarte.md §E4.3", who)  # type: ignore[arg-type]
+        cards = check_choice(action, self._discard_choice(), "ecarte.md §E4.3", "ecarte.md §E4.3", who)
         out = exchange(seat, hand, cards, self.stock, self.discards[seat], _HAND_ORDER)
         left = len(self.stock)
         if seat == self.elder:
@@ -495,6 +507,7 @@ class EcarteMatch:
         """§E3.2: announce the king of trumps (1 point) or decline (no point, not public)."""
         call = self._word(action, ("announce", "decline"))
         seat = self.to_act
+        assert seat is not None  # a decision is pending: someone is to act
         king = "K" + self.trump
         self.decision = "play"
         if call == "decline":
@@ -506,6 +519,7 @@ class EcarteMatch:
     def _play(self, card: Any) -> list[Seen]:
         """§E5: play a card; the second card completes the trick."""
         seat = self.to_act
+        assert seat is not None  # a decision is pending: someone is to act
         hand = self.hands[seat]
         legal = self._legal if self._legal is not None else self._compute_legal()
         if card not in legal:

@@ -38,8 +38,9 @@ that many deals, the deal alternating (§P2.1); no rubicon or cent end, the high
 from __future__ import annotations
 
 import random
+from collections.abc import Callable, Sequence
 from operator import itemgetter
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from arena.cards import RANKS_32, RANKS_36, Card, make_pack, shuffled
 from arena.games.base import (
@@ -65,6 +66,7 @@ from protocol.messages import (
     DealStart,
     DeckOrder,
     Declaration,
+    DeclarationResult,
     HandDealt,
     LookedAt,
     MatchScore,
@@ -124,10 +126,13 @@ and three times."""
 
 
 def combinations_of(hand: list[Card]) -> tuple[tuple[int, int, str], list[tuple[int, int, str]], list[tuple[int, int]]]:
-    """:func:`point_of`, :func:`sequences_of` and :func:`sets_of` of ``hand`` (§P5: the
-    declarations are settled every deal, so this is table lookups on the hand's bit mask
-    :data:`_CARD_BIT`: a suit's cards and value, its runs, the sets from the ranks held three or
-    four times)."""
+    """The declarations of ``hand`` (§P5): its point, §P5.1 ``(total, length, suit)`` of the
+    longest suit (of two equally long, the higher total; ``(0, 0, "")`` for an empty hand); its
+    sequences, §P5.2 every maximal run of 3+ consecutive ranks in one suit as ``(length, top
+    rank index, suit)``, best first; its sets, §P5.3 every quatorze (4) or trio (3) of A K Q J T
+    as ``(count, rank index)``, best first (any quatorze above any trio, then by rank). They are
+    settled every deal, so this is table lookups on the hand's bit mask :data:`_CARD_BIT`: a
+    suit's cards and value, its runs, the sets from the ranks held three or four times."""
     mask = sum(map(_CARD_BIT.__getitem__, hand))
     m0, m1, m2, m3 = mask & 511, mask >> 9 & 511, mask >> 18 & 511, mask >> 27
     keys = (_POINT_KEY[m0], _POINT_KEY[m1], _POINT_KEY[m2], _POINT_KEY[m3])
@@ -139,12 +144,6 @@ def combinations_of(hand: list[Card]) -> tuple[tuple[int, int, str], list[tuple[
     quatorzes = m0 & m1 & m2 & m3 & _SET_MASK
     trios = (m0 & m1 & (m2 | m3) | m2 & m3 & (m0 | m1)) & _SET_MASK & ~quatorzes
     return best, seqs, list(_SETS[quatorzes, trios])
-
-
-def point_of(hand: list[Card]) -> tuple[int, int, str]:
-    """§P5.1: ``(total, length, suit)`` of the longest suit (of two equally long, the higher
-    total); ``(0, 0, "")`` for an empty hand."""
-    return combinations_of(hand)[0]
 
 
 def point_score(total: int) -> int:
@@ -171,18 +170,6 @@ _RUNS_IN = [[tuple((length, top, suit) for length, top in _runs(m)) for m in ran
 """Per suit index, every 9-bit rank mask's runs (:func:`_runs`) as ``(length, top, suit)``,
 computed once: the declarations are settled every deal, and a table lookup per suit is the
 cheapest way to find the sequences."""
-
-
-def sequences_of(hand: list[Card]) -> list[tuple[int, int, str]]:
-    """§P5.2: every maximal run of 3+ consecutive ranks in one suit, as
-    ``(length, top rank index, suit)``, best first."""
-    return combinations_of(hand)[1]
-
-
-def sets_of(hand: list[Card]) -> list[tuple[int, int]]:
-    """§P5.3: every quatorze (4) or trio (3) of A K Q J T as ``(count, rank index)``, best
-    first (any quatorze above any trio, then by rank)."""
-    return combinations_of(hand)[2]
 
 
 def sequence_name(seq: tuple[int, int, str]) -> str:
@@ -330,8 +317,9 @@ class PiquetMatch:
         next :meth:`apply`; do not mutate)."""
         legal = self._legal
         if legal is None:
-            if self.decision == "play":  # the most frequent decision: §P6.1, inlined
-                hand = self.hands[self.to_act]
+            seat = self.to_act
+            if self.decision == "play" and seat is not None:  # the most frequent decision: §P6.1, inlined
+                hand = self.hands[seat]
                 lead = self._lead
                 legal = _follow(hand, lead[1][1]) if lead else hand[:]
             else:
@@ -343,7 +331,7 @@ class PiquetMatch:
         """The legal actions of a decision other than ``play`` (:meth:`legal_actions` has it)."""
         kind = self.decision
         if kind == "discard":
-            return expand_choice(self.choice())  # type: ignore[arg-type]
+            return expand_choice(self._discard_choice())
         if kind == "look":
             return ["look", "pass"]
         if kind == "expose":
@@ -354,9 +342,12 @@ class PiquetMatch:
         """A discard as a choice of cards of the hand (None for any other decision): elder
         1 to min(5, talon) cards, 8 with 36 cards (§P4.1); younger 0 to what the talon holds
         (§P4.2). :meth:`legal_actions` expands it; :meth:`apply` checks an answer against it."""
-        if self.decision != "discard":
-            return None
+        return self._discard_choice() if self.decision == "discard" else None
+
+    def _discard_choice(self) -> Choose:
+        """:meth:`choice` while a discard is pending."""
         seat = self.to_act
+        assert seat is not None  # a decision is pending: someone is to act
         if seat == self.elder:
             lo, hi = 1, min(self.elder_max, len(self.talon))
         else:
@@ -462,10 +453,11 @@ class PiquetMatch:
     def _discard(self, action: Any) -> list[Seen]:
         """§P4.1-§P4.2: discard face down, draw as many from the top of the talon."""
         seat = self.to_act
+        assert seat is not None  # a decision is pending: someone is to act
         hand = self.hands[seat]
         is_elder = seat == self.elder
         size_rule, who = ("piquet.md §P4.1", "elder") if is_elder else ("piquet.md §P4.2", "younger")
-        cards = check_choice(action, self.choice(), "piquet.md §P4", size_rule, who)  # type: ignore[arg-type]
+        cards = check_choice(action, self._discard_choice(), "piquet.md §P4", size_rule, who)
         n = len(cards)
         out = exchange(seat, hand, cards, self.talon, self.discards[seat], _HAND_ORDER)
         self.exchanged[seat] = n
@@ -485,6 +477,7 @@ class PiquetMatch:
         if not isinstance(action, str) or action not in ("look", "pass"):
             raise WrongDecision(f"decision 'look' takes \"look\" or \"pass\"; got {quote(action)}")
         seat = self.to_act
+        assert seat is not None  # a decision is pending: someone is to act
         out: list[Seen] = []
         if action == "look":
             left = self.talon[: self.elder_max - self.exchanged[seat]]
@@ -501,10 +494,12 @@ class PiquetMatch:
     def _expose(self, action: Any) -> list[Seen]:
         if not isinstance(action, str) or action not in ("expose", "keep"):
             raise WrongDecision(f"decision 'expose' takes \"expose\" or \"keep\"; got {quote(action)}")
+        seat = self.to_act
+        assert seat is not None  # a decision is pending: someone is to act
         out: list[Seen] = []
         if action == "expose":
             self.exposed = list(self.talon)
-            out.append((TalonExposed(seat=self.to_act, cards=list(self.talon)), BOTH))
+            out.append((TalonExposed(seat=seat, cards=list(self.talon)), BOTH))
         self._declare(out)
         return out
 
@@ -536,7 +531,9 @@ class PiquetMatch:
         self.trick_no = 1
         self.to_act, self.decision = e, "play"
 
-    def _settle(self, category, mine_e, mine_y, key, name, points, out: list[Seen]) -> None:
+    def _settle(self, category: Literal["sequence", "set"], mine_e: Sequence[tuple[Any, ...]],
+                mine_y: Sequence[tuple[Any, ...]], key: Callable[[tuple[Any, ...]], Any],
+                name: Callable[[Any], str], points: Callable[[Any], int], out: list[Seen]) -> None:
         """Compare the best combination of a category; the winner scores all of his (§P5.2-3)."""
         e, y = self.elder, self.dealer
         best_e = key(mine_e[0]) if mine_e else None
@@ -546,6 +543,7 @@ class PiquetMatch:
         if best_e is None and best_y is None:
             out.append((Declaration(category=category, elder=None, younger=None, result="none", winner=None), BOTH))
             return
+        result: DeclarationResult
         if best_y is None or (best_e is not None and best_e > best_y):
             winner, result, shown_y = e, "good", None
         elif best_e is None or best_y > best_e:
@@ -563,6 +561,7 @@ class PiquetMatch:
         """§P6: play ``card`` (checked against :meth:`legal_actions`), score the points in play
         (§P6.2) and, on the second card, the trick."""
         seat = self.to_act
+        assert seat is not None  # a decision is pending: someone is to act
         legal = self._legal
         if legal is None:
             legal = self.legal_actions()
@@ -599,12 +598,15 @@ class PiquetMatch:
     def _refuse_play(self, card: Any) -> None:
         """Raise the error for a ``card`` that is not a legal play (§P6.1): not a card, not in
         the hand, or not following suit."""
-        hand = self.hands[self.to_act]
+        seat = self.to_act
+        assert seat is not None  # a decision is pending: someone is to act
+        hand = self.hands[seat]
         if not isinstance(card, str) or len(card) != 2:
             raise WrongDecision(f"decision 'play' takes one card like \"Ks\"; got {quote(card)}")
         if card not in hand:
             raise IllegalAction(f"{quote(card)} is not in the hand {quote(hand)}", "piquet.md §P6.1")
-        lead = self._lead[1]  # type: ignore[index]
+        assert self._lead is not None  # a leader may play any card of his hand
+        lead = self._lead[1]
         same = [c for c in hand if c[1] == lead[1]]
         raise IllegalAction(f"{quote(card)} does not follow suit: {quote(lead)} was led and the hand holds "
                             f"{quote(same)}", "piquet.md §P6.1")

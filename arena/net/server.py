@@ -54,6 +54,7 @@ import secrets
 import socket
 import ssl
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import msgspec
@@ -539,18 +540,7 @@ class ArenaServer:
                         if errors >= 100:
                             break
                         continue
-                    if isinstance(msg, ListMatches):
-                        await send(Matches(matches=self.hub.listing()))
-                    elif isinstance(msg, Subscribe):
-                        if not self.hub.subscribe(sub, msg.match_id):
-                            await send(Error(code="unknown_match", message=f"no match {msg.match_id!r} in play"))
-                    elif isinstance(msg, Unsubscribe):
-                        self.hub.unsubscribe(sub, msg.match_id)
-                    elif isinstance(msg, PlaceBet):
-                        await send(self._bet(name, bettor, msg))
-                    else:
-                        text = "a spectator can only list, subscribe, unsubscribe and bet"
-                        await send(Error(code="wrong_role", message=text))
+                    await self._spectator_asks(sub, bettor, msg, send)
                 nursery.cancel_scope.cancel()
         except* (trio.BrokenResourceError, trio.ClosedResourceError, trio.TooSlowError, OSError):
             pass  # the spectator went away or stopped reading: nothing to report
@@ -561,6 +551,24 @@ class ArenaServer:
                 del self.desk.subscribers[name]
             with trio.CancelScope(shield=True):
                 await stream.aclose()
+
+    async def _spectator_asks(self, sub: Subscriber, bettor: bool, msg: Any,
+                              send: Callable[[Any], Awaitable[None]]) -> None:
+        """Answer one decoded message of spectator ``sub`` through ``send``: ``list``,
+        ``subscribe``, ``unsubscribe``, ``bet`` (for a ``bettor``); anything else is ``wrong_role``."""
+        assert self.hub is not None
+        if isinstance(msg, ListMatches):
+            await send(Matches(matches=self.hub.listing()))
+        elif isinstance(msg, Subscribe):
+            if not self.hub.subscribe(sub, msg.match_id):
+                await send(Error(code="unknown_match", message=f"no match {msg.match_id!r} in play"))
+        elif isinstance(msg, Unsubscribe):
+            self.hub.unsubscribe(sub, msg.match_id)
+        elif isinstance(msg, PlaceBet):
+            await send(self._bet(sub.name, bettor, msg))
+        else:
+            text = "a spectator can only list, subscribe, unsubscribe and bet"
+            await send(Error(code="wrong_role", message=text))
 
     @staticmethod
     async def _read_or_idle(reader: LineReader, idle_s: float, last_sent: list[float]) -> bytes | None | object:

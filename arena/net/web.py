@@ -108,89 +108,98 @@ def contest_state(contest: Contest) -> str:
     return "over" if contest.stopping.is_set() or done else "running"
 
 
-def make_app(contest: Contest) -> Starlette:
-    """The ASGI app of ``contest``."""
-    hub = contest.hub
-    web_subscribers: set[Subscriber] = set()
+def _bad_cursor(exc: pages.BadCursor) -> Response:
+    """A 400 answer naming the bad paging parameter."""
+    return JSONResponse({"error": "bad_cursor", "message": str(exc)}, status_code=400)
 
-    def changed() -> None:
-        for sub in list(web_subscribers):
+
+def _limit_of(request: Request) -> int | None:
+    """The ``limit`` query parameter (rows per page), None if absent; :class:`pages.BadCursor`
+    if it is not a number."""
+    value = request.query_params.get("limit")
+    if not value:
+        return None
+    if not value.isdigit():
+        raise pages.BadCursor(f"limit must be a number from 1 to {pages.MAX_PAGE}")
+    return int(value)
+
+
+class _Site:
+    """The handlers of a contest's web app (one per app); ``viewers`` are the live feed's web
+    subscribers, told when the leaderboard changes."""
+
+    def __init__(self, contest: Contest) -> None:
+        self.contest = contest
+        self.hub = contest.hub
+        self.viewers: set[Subscriber] = set()
+        self.hub.on_change.append(self.changed)
+
+    def changed(self) -> None:
+        for sub in list(self.viewers):
             sub.push(LEADERBOARD_CHANGED)
 
-    hub.on_change.append(changed)
-
-    async def page(request: Request) -> Response:
+    async def page(self, request: Request) -> Response:
         html = resources.files("arena.net").joinpath("static/index.html").read_text(encoding="utf-8")
-        return HTMLResponse(html.replace("{{CONTEST}}", escape(contest.config.name)))
+        return HTMLResponse(html.replace("{{CONTEST}}", escape(self.contest.config.name)))
 
-    def bad_cursor(exc: pages.BadCursor) -> Response:
-        return JSONResponse({"error": "bad_cursor", "message": str(exc)}, status_code=400)
-
-    def limit_of(request: Request) -> int | None:
-        value = request.query_params.get("limit")
-        if not value:
-            return None
-        if not value.isdigit():
-            raise pages.BadCursor(f"limit must be a number from 1 to {pages.MAX_PAGE}")
-        return int(value)
-
-    async def api_leaderboard(request: Request) -> Response:
-        params = request.query_params
+    async def api_leaderboard(self, request: Request) -> Response:
+        contest, params = self.contest, request.query_params
         try:
             board = leaderboard_page(contest, after=params.get("after") or None, before=params.get("before") or None,
-                                     q=params.get("q") or None, limit=limit_of(request))
+                                     q=params.get("q") or None, limit=_limit_of(request))
         except pages.BadCursor as exc:
-            return bad_cursor(exc)
+            return _bad_cursor(exc)
         launched = launched_bots(contest)
         return JSONResponse({"game": contest.config.game, "contest": contest.config.name, **board,
                              "state": contest_state(contest), "launched": launched,
                              "launched_total": len(contest.supervisor.bots)})
 
-    async def api_history(request: Request) -> Response:
+    async def api_history(self, request: Request) -> Response:
         from arena.net.history import finished_matches
 
         params = request.query_params
         try:
             before, after = pages.parse_id(params.get("before"), "before"), pages.parse_id(params.get("after"), "after")
-            limit = limit_of(request)
-            return JSONResponse(finished_matches(contest.store, contest.config.game, params.get("bot") or None,
-                                                 before=before, after=after,
+            limit = _limit_of(request)
+            return JSONResponse(finished_matches(self.contest.store, self.contest.config.game,
+                                                 params.get("bot") or None, before=before, after=after,
                                                  per_page=pages.HISTORY_PAGE if limit is None else limit))
         except pages.BadCursor as exc:
-            return bad_cursor(exc)
+            return _bad_cursor(exc)
 
-    async def api_replay(request: Request) -> Response:
+    async def api_replay(self, request: Request) -> Response:
         from arena.net.history import NotReplayable, replay_feed
 
         match_id = request.path_params["match_id"]
         try:
-            messages = replay_feed(contest.store, match_id)
+            messages = replay_feed(self.contest.store, match_id)
         except NotReplayable as exc:
             return JSONResponse({"error": str(exc)}, status_code=exc.status)
         body = b'{"match_id":' + msgspec.json.encode(match_id) + b',"messages":[' + b",".join(
             m.rstrip(b"\n") for m in messages) + b"]}"
         return Response(body, media_type="application/json")
 
-    async def api_matches(request: Request) -> Response:
-        return Response(msgspec.json.encode({"matches": hub.listing()}), media_type="application/json")
+    async def api_matches(self, request: Request) -> Response:
+        return Response(msgspec.json.encode({"matches": self.hub.listing()}), media_type="application/json")
 
-    async def api_status(request: Request) -> Response:
-        srv = contest.server
-        return JSONResponse({"storage": contest.health.state(),
+    async def api_status(self, request: Request) -> Response:
+        srv = self.contest.server
+        return JSONResponse({"storage": self.contest.health.state(),
                              "connections": {"open": srv.open_connections, "reserve": srv.reserved,
-                                             "spectators": srv.spectators, "web_viewers": len(web_subscribers),
+                                             "spectators": srv.spectators, "web_viewers": len(self.viewers),
                                              "refused": dict(srv.refused)}})
 
-    async def events(request: Request) -> Response:
-        if len(web_subscribers) >= contest.config.server.max_spectators:  # the same cap as TCP spectators
-            srv = contest.server
+    async def events(self, request: Request) -> Response:
+        if len(self.viewers) >= self.contest.config.server.max_spectators:  # the same cap as TCP spectators
+            srv = self.contest.server
             srv.refused["server_full"] += 1
             METRICS.refused.labels("server_full").inc()
             return JSONResponse({"error": "server_full", "message": "too many viewers: try again later"},
                                 status_code=503)
+        hub = self.hub
         sub = Subscriber(f"web:{request.client.host if request.client else '?'}")
         hub.add(sub)
-        web_subscribers.add(sub)
+        self.viewers.add(sub)
         hub.subscribe(sub, "*")
 
         async def stream():
@@ -199,28 +208,33 @@ def make_app(contest: Contest) -> Starlette:
                 async for line in sub.receive_channel:
                     yield b"data: " + line.rstrip(b"\n") + b"\n\n"
             finally:
-                web_subscribers.discard(sub)
+                self.viewers.discard(sub)
                 hub.remove(sub)
 
         return StreamingResponse(stream(), media_type="text/event-stream",
                                  headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 
-    async def metrics(request: Request) -> Response:
+    async def metrics(self, request: Request) -> Response:
         return Response(METRICS.exposition(), media_type="text/plain; version=0.0.4; charset=utf-8")
 
+
+def make_app(contest: Contest) -> Starlette:
+    """The ASGI app of ``contest``: the page, its JSON API, the live feed (server-sent events),
+    ``/metrics`` and the author pages under ``/author``."""
+    site = _Site(contest)
     from arena.net.author_pages import make_author_app
 
     return Starlette(routes=[
         Mount("/author", app=make_author_app(contest)),
-        Route("/", page),
-        Route("/match/{match_id}", page),
-        Route("/api/history", api_history),
-        Route("/api/replay/{match_id}", api_replay),
-        Route("/api/leaderboard", api_leaderboard),
-        Route("/api/matches", api_matches),
-        Route("/api/status", api_status),
-        Route("/api/events", events),
-        Route("/metrics", metrics),
+        Route("/", site.page),
+        Route("/match/{match_id}", site.page),
+        Route("/api/history", site.api_history),
+        Route("/api/replay/{match_id}", site.api_replay),
+        Route("/api/leaderboard", site.api_leaderboard),
+        Route("/api/matches", site.api_matches),
+        Route("/api/status", site.api_status),
+        Route("/api/events", site.events),
+        Route("/metrics", site.metrics),
     ])
 
 

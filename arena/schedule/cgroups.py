@@ -67,10 +67,6 @@ MODES = ("auto", "yes", "no")
 ``no`` rlimits only."""
 
 
-class CgroupUnavailable(ValueError):
-    """``[limits] cgroup = "yes"`` and no cgroup can be made here; the message says why."""
-
-
 @dataclass(frozen=True)
 class Mount:
     """One cgroup filesystem of ``/proc/self/mountinfo``: the path of the hierarchy mounted

@@ -38,10 +38,7 @@ import argparse
 import json
 import os
 import platform
-import subprocess
 import sys
-import time
-from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -50,6 +47,25 @@ from typing import Any
 
 import msgspec
 import trio
+
+from arena.tools.bench_engine import (
+    WIRE_MATCHES,
+    EngineFigures,
+    WireFigures,
+    engine_deals_per_second,
+    piquet_forms,
+    piquet_wire,
+)
+from arena.tools.bench_flood import FloodFigures, flood_rate, hello_flood_role, spectator_flood_role
+from arena.tools.bench_proc import (
+    DEFAULT_MAX_SECONDS,
+    HOST,
+    STARTUP_TIMEOUT_S,
+    Child,
+    Lines,
+    encode_json,
+    role_command,
+)
 
 ENGINE_TARGET_DEALS_PER_S = 20_000
 """The engine's target throughput in deals per second (random self-play, one core)."""
@@ -64,43 +80,6 @@ the deals/s with full legal lists, measured in the same run."""
 LARGEST_LINE_TARGET = 2048
 """Issue 12's target: no server line of a Piquet match in the compact form is longer than
 this (bytes, newline included)."""
-
-WIRE_MATCHES = 20
-"""Piquet matches encoded per legal form for the bytes-per-match figures."""
-
-PIQUET_ROUNDS = 5
-"""Slices the two Piquet engine runs are interleaved in (see :func:`piquet_forms`)."""
-
-DEFAULT_MAX_SECONDS = 25.0
-"""Time cap of one phase in seconds: a phase stops early (and reports what it did) after it,
-so a whole run stays near a minute even on a slow or busy machine."""
-
-STARTUP_TIMEOUT_S = 30.0
-"""Seconds allowed for a subprocess to start, connect and (bots) be authenticated."""
-
-HOST = "127.0.0.1"
-
-# --------------------------------------------------------------------------- figures
-
-
-@dataclass(frozen=True)
-class EngineFigures:
-    """Result of :func:`engine_deals_per_second`: counts and wall time in seconds."""
-
-    deals: int
-    decisions: int
-    matches: int
-    seconds: float
-
-    @property
-    def deals_per_s(self) -> float:
-        """Deals per second."""
-        return self.deals / self.seconds
-
-    @property
-    def decisions_per_deal(self) -> float:
-        """Decisions (applied actions) per deal."""
-        return self.decisions / self.deals
 
 
 @dataclass
@@ -131,16 +110,6 @@ class WireStats:
     def nbytes(self, kind: str) -> int:
         """Bytes of lines of type ``kind`` received (newlines included)."""
         return self.received.get(kind, [0, 0])[1]
-
-    def merge(self, other: WireStats) -> None:
-        """Add ``other``'s counts to these."""
-        for kind, (n, b) in other.received.items():
-            entry = self.received.setdefault(kind, [0, 0])
-            entry[0] += n
-            entry[1] += b
-        self.answers += other.answers
-        self.answer_bytes += other.answer_bytes
-
 
 @dataclass(frozen=True)
 class RefereeFigures:
@@ -198,235 +167,6 @@ class PingPongFigures:
         return self.rounds / self.seconds
 
 
-# --------------------------------------------------------------------------- phase 1: engine
-
-
-def engine_deals_per_second(
-    n_deals: int, seed: int = 1, max_seconds: float = DEFAULT_MAX_SECONDS, game: str = "ecarte",
-    compact: bool = False,
-) -> EngineFigures:
-    """Random self-play of ``game`` matches (Écarté by default, or ``"piquet"``) until at
-    least ``n_deals`` deals were played.
-
-    What is measured: the engine's own work per deal (dealing, applying every action, scoring,
-    the events) plus building each decision's ``legal`` field the way the referee offers it
-    (:func:`arena.games.base.offer`): the full list, or with ``compact`` a discard's
-    :class:`~protocol.messages.Choose` description. Nothing is encoded or sent.
-
-    The policy is the same in both forms, so both play the very same matches move for move and
-    differ only in the form: one ``random.Random(seed)`` draws ``u`` in [0, 1) per decision and
-    the action is legal set number ``int(u * count)`` in the full list's order; with the full
-    list that is ``legal[i]``, with a description it is :func:`~arena.games.base.nth_choice`
-    (a few dozen steps, so the compact figure is not the bench's own cost of sampling). Match
-    ``i`` uses ``random.Random(seed + i)`` for the engine. Whole matches are played, so the
-    count may exceed ``n_deals`` by the deals of the last match. Stops after ``max_seconds``
-    seconds at a match boundary in any case.
-    """
-    import random
-
-    from arena.games import GAMES
-    from arena.games.base import choice_count, nth_choice
-    from protocol.messages import Rules
-
-    engine_class = GAMES[game]
-    rules = Rules()
-    uniform = random.Random(seed).random
-    deals = decisions = matches = 0
-    t0 = perf_counter()
-    while deals < n_deals and perf_counter() - t0 < max_seconds:
-        match = engine_class(rules, random.Random(seed + matches))
-        match.start()
-        apply, legal_actions, described = match.apply, match.legal_actions, match.choice
-        if compact:
-            while not match.over:  # what arena.games.base.offer does for the referee, inlined
-                c = described()
-                if c is None:
-                    legal = legal_actions()
-                    apply(legal[int(uniform() * len(legal))])
-                else:
-                    apply(nth_choice(c, int(uniform() * choice_count(c))))
-                decisions += 1
-        else:
-            while not match.over:
-                legal = legal_actions()
-                apply(legal[int(uniform() * len(legal))])
-                decisions += 1
-        deals += match.deal_no
-        matches += 1
-    return EngineFigures(deals, decisions, matches, perf_counter() - t0)
-
-
-def piquet_forms(n_deals: int, seed: int = 1, rounds: int = PIQUET_ROUNDS) -> tuple[EngineFigures, EngineFigures]:
-    """Piquet self-play with full legal lists and with compact requests, ``n_deals`` deals each,
-    interleaved in ``rounds`` slices (full, compact, full, ...; slice ``r`` of both forms plays
-    the same seeds) so that a change of machine load affects both figures alike. Returns the
-    summed figures, full form first.
-
-    Both forms play the very same matches, action for action (see
-    :func:`engine_deals_per_second`): the two figures differ only by what each form costs the
-    engine, building every discard's list of legal sets or describing it, so their ratio is
-    what the compact form saves (issue 12's target :data:`PIQUET_COMPACT_TARGET_RATIO`)."""
-    per = max(1, n_deals // rounds)
-    totals = [[0, 0, 0, 0.0], [0, 0, 0, 0.0]]
-    for r in range(rounds):
-        for i, compact in enumerate((False, True)):
-            f = engine_deals_per_second(per, seed + 7919 * r, game="piquet", compact=compact)
-            for j, v in enumerate((f.deals, f.decisions, f.matches, f.seconds)):
-                totals[i][j] += v
-    full, compact_ = (EngineFigures(int(t[0]), int(t[1]), int(t[2]), t[3]) for t in totals)
-    return full, compact_
-
-
-@dataclass(frozen=True)
-class WireFigures:
-    """Result of :func:`piquet_wire`: what the server writes to both seats over ``matches``
-    Piquet matches in one legal form: total bytes and the largest line (bytes, newline
-    included) with its message type."""
-
-    form: str
-    matches: int
-    nbytes: int
-    largest: int
-    largest_kind: str
-
-    @property
-    def bytes_per_match(self) -> float:
-        """Server bytes per match, both seats together."""
-        return self.nbytes / self.matches
-
-
-def piquet_wire(n_matches: int, seed: int = 1, compact: bool = False) -> WireFigures:
-    """Every server line of ``n_matches`` Piquet matches (default rules, seeds ``seed + i``),
-    encoded as the referee encodes them, both seats asking for the same legal form: the
-    ``match_start``, every ``event`` a seat may see, every ``request`` (its ``legal`` from
-    :func:`arena.games.base.offer`) and the ``match_end``. The seats answer with a random
-    legal action (``random.Random(seed)``). No socket: the bytes are the figure, not the time."""
-    import random
-
-    from arena.games.base import offer
-    from arena.games.piquet import PiquetMatch
-    from protocol.framing import encode
-    from protocol.messages import Compact, EventMsg, MatchEnd, MatchStart, Request, Rules, TimeControl
-
-    chooser = random.Random(seed)
-    total = largest = 0
-    largest_kind = ""
-
-    def sent(msg: msgspec.Struct) -> None:
-        nonlocal total, largest, largest_kind
-        n = len(encode(msg))
-        total += n
-        if n > largest:
-            largest, largest_kind = n, type(msg).__name__
-
-    for i in range(n_matches):
-        match_id = f"t1-m{i + 1:04d}"
-        match = PiquetMatch(Rules(), random.Random(seed + i))
-        for seat in (0, 1):
-            sent(MatchStart(match_id=match_id, game="piquet", seat=seat, opponent="opponent", rules=Rules(),
-                            time=TimeControl()))
-        seq = [0, 0]
-        rid = [0, 0]
-        events = match.start()
-        while True:
-            for event, seen_by in events:
-                for seat in seen_by:
-                    seq[seat] += 1
-                    sent(EventMsg(match_id=match_id, seq=seq[seat], event=event))
-            if match.over:
-                break
-            seat = match.to_act
-            legal = offer(match, compact)
-            rid[seat] += 1
-            sent(Request(id=rid[seat], match_id=match_id, decision=match.decision,  # type: ignore[arg-type]
-                         legal=legal, state=match.view(seat), time_ms=2000))
-            if isinstance(legal, Compact):
-                c = legal.choose
-                action: Any = chooser.sample(c.from_, chooser.randint(c.min, c.max))
-            else:
-                action = chooser.choice(legal)
-            events = match.apply(action)
-        for seat in (0, 1):
-            you = "none" if match.winner is None else ("win" if match.winner == seat else "loss")
-            sent(MatchEnd(match_id=match_id, winner=match.winner, you=you,  # type: ignore[arg-type]
-                          reason=match.end_reason, scores=match.scores, manches=match.manches))
-    return WireFigures("compact" if compact else "full", n_matches, total, largest, largest_kind)
-
-
-# --------------------------------------------------------------------------- shared helpers
-
-
-class _Lines:
-    """Newline framing for the bench's own endpoints (bots, ping-pong client and server).
-
-    :meth:`next` returns the next line without its ``\\n``, or None at end of stream (or when
-    the peer reset the connection).
-    """
-
-    def __init__(self, stream: trio.abc.ReceiveStream) -> None:
-        self.stream = stream
-        self._tail = b""
-        self._ready: deque[bytes] = deque()
-
-    async def next(self) -> bytes | None:
-        """The next complete line, or None at end of stream."""
-        while not self._ready:
-            try:
-                data = await self.stream.receive_some(65536)
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                data = b""
-            if not data:
-                return None
-            *lines, self._tail = (self._tail + data).split(b"\n")
-            self._ready.extend(lines)
-        return self._ready.popleft()
-
-
-def _role_command(*args: str) -> list[str]:
-    """The command line running this module in ``--role ...`` mode with this Python."""
-    return [sys.executable, "-m", "arena.tools.bench", *args]
-
-
-class _Child:
-    """A ``--role`` subprocess run to its end by :meth:`run` (start it in a nursery).
-
-    Its last stdout line is a JSON report, returned by :meth:`report`. Cancelling :meth:`run`
-    kills the process.
-    """
-
-    def __init__(self, command: list[str]) -> None:
-        self.command = command
-        self.done = trio.Event()
-        self.result: subprocess.CompletedProcess[bytes] | None = None
-
-    async def run(self) -> None:
-        """Run the process until it exits."""
-        try:
-            self.result = await trio.run_process(
-                self.command, capture_stdout=True, capture_stderr=True, check=False
-            )
-        finally:
-            self.done.set()
-
-    def failure(self) -> str:
-        """A description of how the process ended (for error messages)."""
-        if self.result is None:
-            return "still running"
-        err = self.result.stderr.decode(errors="replace").strip()
-        return f"exit status {self.result.returncode}: {err[-2000:]}"
-
-    async def report(self, timeout_s: float) -> dict[str, Any]:
-        """Wait up to ``timeout_s`` seconds for the exit; return the parsed JSON report."""
-        with trio.move_on_after(timeout_s):
-            await self.done.wait()
-        if self.result is None or self.result.returncode != 0:
-            raise RuntimeError(f"bench subprocess {self.command[3:5]} failed: {self.failure()}")
-        lines = self.result.stdout.splitlines()
-        if not lines:
-            raise RuntimeError(f"bench subprocess {self.command[3:5]} printed no report: {self.failure()}")
-        return json.loads(lines[-1])
-
-
 # --------------------------------------------------------------------------- phase 2: referee
 
 
@@ -439,20 +179,19 @@ class _Incoming(msgspec.Struct):
 
 
 _decode_incoming = msgspec.json.Decoder(_Incoming).decode
-_encode = msgspec.json.Encoder().encode
 
 
 async def _minimal_bot(port: int, name: str, token: str, stats: WireStats) -> None:
     """Connect as bot ``name``, answer every request with ``legal[0]`` until the server
     closes the connection; count every received line in ``stats``."""
     stream = await trio.open_tcp_stream(HOST, port)
-    await stream.send_all(_encode({"type": "hello", "name": name, "token": token}) + b"\n")
-    lines = _Lines(stream)
+    await stream.send_all(encode_json({"type": "hello", "name": name, "token": token}) + b"\n")
+    lines = Lines(stream)
     while (line := await lines.next()) is not None:
         msg = _decode_incoming(line)
         stats.saw(msg.type, len(line) + 1)
         if msg.type == "request":
-            answer = _encode({"type": "action", "id": msg.id, "action": msg.legal[0]}) + b"\n"
+            answer = encode_json({"type": "action", "id": msg.id, "action": msg.legal[0]}) + b"\n"
             try:
                 await stream.send_all(answer)
             except (trio.BrokenResourceError, trio.ClosedResourceError):
@@ -499,8 +238,8 @@ async def referee_rate(
     try:
         async with trio.open_nursery() as nursery:
             port = await nursery.start(server.serve)
-            bots = _Child(
-                _role_command(
+            bots = Child(
+                role_command(
                     "--role", "bots", "--port", str(port), "--timeout", str(max_seconds + STARTUP_TIMEOUT_S),
                     *(arg for name, token in zip(names, tokens, strict=True) for arg in ("--bot", f"{name}:{token}")),
                 )
@@ -542,7 +281,7 @@ async def _client_role(port: int, rounds: int, size: int, timeout_s: float) -> d
     """Subprocess side of phase 3: ``rounds`` times, send a line of ``size`` bytes (newline
     included) and wait for the reply line. Times the loop; stops after ``timeout_s`` seconds."""
     stream = await trio.open_tcp_stream(HOST, port)
-    lines = _Lines(stream)
+    lines = Lines(stream)
     line = b"a" * (size - 1) + b"\n"
     done = received = 0
     t0 = perf_counter()
@@ -575,7 +314,7 @@ async def pingpong_rate(
 
     async def handler(stream: trio.SocketStream) -> None:
         nonlocal server_received
-        lines = _Lines(stream)
+        lines = Lines(stream)
         try:
             while (line := await lines.next()) is not None:
                 server_received += len(line) + 1
@@ -586,8 +325,8 @@ async def pingpong_rate(
     async with trio.open_nursery() as nursery:
         listeners = await nursery.start(partial(trio.serve_tcp, handler, 0, host=HOST))
         port = listeners[0].socket.getsockname()[1]
-        client = _Child(
-            _role_command(
+        client = Child(
+            role_command(
                 "--role", "client", "--port", str(port), "--rounds", str(n_rounds),
                 "--size", str(answer_size), "--timeout", str(max_seconds),
             )
@@ -598,196 +337,6 @@ async def pingpong_rate(
     return PingPongFigures(
         report["rounds"], report["seconds"], request_size, answer_size, report["received"], server_received
     )
-
-
-# --------------------------------------------------------------------------- phase 4: floods
-
-
-@dataclass(frozen=True)
-class FloodFigures:
-    """Result of :func:`flood_rate`. Rates in decisions per second, memory in MiB (resident
-    set of the server's process), counts of connections."""
-
-    quiet_decisions_per_s: float
-    hello_decisions_per_s: float
-    spectator_decisions_per_s: float
-    quiet_rss_mib: float
-    hello_peak_rss_mib: float
-    cpu_share: tuple[float, float, float]
-    """CPU seconds the server's process used per wall second in each window (quiet, hellos,
-    spectators; worker threads included): on a shared machine it tells the server's own cost
-    from the competition for cores."""
-    hello_clients: int
-    hello_answers: dict[str, int]
-    scrypt_checks: int
-    spectators_tried: int
-    spectator_answers: dict[str, int]
-    window_s: float
-
-    @property
-    def spectators_refused(self) -> int:
-        """Idle spectators refused at the caps (``server_full``, ``too_many_connections``)."""
-        return sum(n for code, n in self.spectator_answers.items() if code != "welcome")
-
-
-def _rss_mib() -> float:
-    """This process's resident set size in MiB (Linux ``/proc``; 0 elsewhere)."""
-    try:
-        with open("/proc/self/statm") as fh:
-            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
-    except (OSError, ValueError, IndexError):
-        return 0.0
-
-
-async def _hello_flood_role(port: int, clients: int, timeout_s: float) -> dict[str, Any]:
-    """Subprocess side of the hello flood: ``clients`` tasks, each from its own loopback
-    address, send wrong-token ``hello`` lines with fresh names, one connection after another,
-    for ``timeout_s`` seconds. Returns the count of each answer code."""
-    answers: dict[str, int] = {}
-
-    async def one(i: int) -> None:
-        source = f"127.0.{1 + i // 250}.{1 + i % 250}"
-        n = 0
-        while True:
-            n += 1
-            try:
-                stream = await trio.open_tcp_stream(HOST, port, local_address=source)
-            except OSError:
-                answers["connect_failed"] = answers.get("connect_failed", 0) + 1
-                await trio.sleep(0.01)
-                continue
-            try:
-                hello = {"type": "hello", "name": f"intruder-{i}-{n}", "token": "wrong", "protocol": 1}
-                await stream.send_all(_encode(hello) + b"\n")
-                line = await _Lines(stream).next()
-                code = "closed" if line is None else str(msgspec.json.decode(line).get("code", "welcome"))
-            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-                code = "reset"
-            answers[code] = answers.get(code, 0) + 1
-            await stream.aclose()
-
-    with trio.move_on_after(timeout_s):
-        async with trio.open_nursery() as nursery:
-            for i in range(clients):
-                nursery.start_soon(one, i)
-    return answers
-
-
-async def _spectator_flood_role(port: int, count: int, hold_s: float) -> dict[str, Any]:
-    """Subprocess side of the spectator flood: ``count`` spectators from 16 loopback addresses
-    say ``hello`` and then nothing, holding their connections for ``hold_s`` seconds. Returns
-    the count of each first answer (``welcome`` or an error code)."""
-    from arena.net.server import raise_fd_limit
-
-    raise_fd_limit()
-    answers: dict[str, int] = {}
-    held: list[trio.SocketStream] = []
-
-    async def one(i: int) -> None:
-        try:
-            stream = await trio.open_tcp_stream(HOST, port, local_address=f"127.0.0.{2 + i % 16}")
-            await stream.send_all(_encode({"type": "hello", "name": f"idle{i}", "token": "", "protocol": 1,
-                                           "role": "spectator"}) + b"\n")
-            line = await _Lines(stream).next()
-            code = "closed" if line is None else str(msgspec.json.decode(line).get("code", "welcome"))
-            held.append(stream)
-        except OSError:
-            code = "connect_failed"
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            code = "reset"
-        answers[code] = answers.get(code, 0) + 1
-
-    with trio.move_on_after(hold_s):
-        async with trio.open_nursery() as nursery:
-            for i in range(count):
-                nursery.start_soon(one, i)
-        await trio.sleep_forever()
-    for stream in held:
-        await stream.aclose()
-    return answers
-
-
-async def flood_rate(window_s: float = 5.0, clients: int = 200, spectators: int = 1000,
-                     seed: int = 1) -> FloodFigures:
-    """Phase 4 (see the module docstring): decisions/s quiet, during the hello flood and during
-    the spectator flood, each over ``window_s`` seconds of one run, with the server's memory."""
-    from arena.match.log import MatchLog
-    from arena.match.referee import MatchConfig, Referee
-    from arena.metrics import METRICS
-    from arena.net.server import ArenaServer, ServerConfig
-    from arena.net.spectate import SpectatorHub
-    from arena.store.sqlite import Store
-
-    store = Store(":memory:")
-    names = ("bench-a", "bench-b")
-    tokens = [store.add_bot(name) for name in names]
-    server = ArenaServer(store, ServerConfig(port=0), hub=SpectatorHub())
-    rss_peak = 0.0
-    try:
-        async with trio.open_nursery() as nursery:
-            port = await nursery.start(server.serve)
-            total = 3 * window_s + 3 * STARTUP_TIMEOUT_S
-            bots = _Child(_role_command(
-                "--role", "bots", "--port", str(port), "--timeout", str(total),
-                *(arg for name, token in zip(names, tokens, strict=True) for arg in ("--bot", f"{name}:{token}")),
-            ))  # fmt: skip
-            nursery.start_soon(bots.run)
-            with trio.move_on_after(STARTUP_TIMEOUT_S):
-                for name in names:
-                    await server.wait_for(name, STARTUP_TIMEOUT_S)
-            if not all(name in server.bots for name in names):
-                raise RuntimeError(f"the bench bots did not connect: {bots.failure()}")
-
-            async def referee_loop() -> None:
-                config, matches = MatchConfig(), 0
-                while True:
-                    a, b = names if matches % 2 == 0 else names[::-1]
-                    result = await Referee(f"flood-{matches}", seed + matches, config,
-                                           (server.bots[a], server.bots[b]), MatchLog(None)).run()
-                    if result.reason != "target":
-                        raise RuntimeError(f"bench match {matches} ended by {result.reason}: {result.detail}; "
-                                           f"bots: {bots.failure()}")
-                    matches += 1
-
-            def decided() -> float:  # counted by the referee as decisions happen
-                return METRICS.registry.get_sample_value("arena_decisions_total", {"game": "ecarte"}) or 0.0
-
-            cpu: list[float] = []
-
-            async def window() -> float:
-                nonlocal rss_peak
-                d0, t0, c0 = decided(), perf_counter(), time.process_time()
-                end = t0 + window_s
-                while perf_counter() < end:
-                    await trio.sleep(0.1)
-                    rss_peak = max(rss_peak, _rss_mib())
-                cpu.append((time.process_time() - c0) / (perf_counter() - t0))
-                return (decided() - d0) / (perf_counter() - t0)
-
-            nursery.start_soon(referee_loop)
-            await trio.sleep(0.5)  # warm up
-            quiet = await window()
-            quiet_rss = _rss_mib()
-            rss_peak = 0.0
-            hello = _Child(_role_command("--role", "hellos", "--port", str(port), "--clients", str(clients),
-                                         "--timeout", str(window_s + 1.0)))
-            nursery.start_soon(hello.run)
-            await trio.sleep(0.5)  # the flood ramps up
-            during_hellos = await window()
-            hello_peak = rss_peak
-            hello_report = await hello.report(STARTUP_TIMEOUT_S)
-            spect = _Child(_role_command("--role", "spectators", "--port", str(port), "--count", str(spectators),
-                                         "--timeout", str(window_s + 4.0)))
-            nursery.start_soon(spect.run)
-            await trio.sleep(2.0)  # the spectators connect
-            during_spectators = await window()
-            spect_report = await spect.report(STARTUP_TIMEOUT_S)
-            nursery.cancel_scope.cancel()
-    finally:
-        store.close()
-    return FloodFigures(quiet, during_hellos, during_spectators, quiet_rss, hello_peak, (cpu[0], cpu[1], cpu[2]),
-                        clients, hello_report,
-                        server.auth.scrypt_checks, spectators, spect_report, window_s)
 
 
 # --------------------------------------------------------------------------- report
@@ -1015,9 +564,9 @@ def _role_main(argv: Sequence[str]) -> int:
         credentials = [tuple(spec.split(":", 1)) for spec in args.bot]
         report = trio.run(_bots_role, args.port, credentials, args.timeout)
     elif args.role == "hellos":
-        report = trio.run(_hello_flood_role, args.port, args.clients, args.timeout)
+        report = trio.run(hello_flood_role, args.port, args.clients, args.timeout)
     elif args.role == "spectators":
-        report = trio.run(_spectator_flood_role, args.port, args.count, args.timeout)
+        report = trio.run(spectator_flood_role, args.port, args.count, args.timeout)
     else:
         report = trio.run(_client_role, args.port, args.rounds, args.size, args.timeout)
     print(json.dumps(report), flush=True)

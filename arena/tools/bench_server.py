@@ -51,8 +51,6 @@ import gc
 import hashlib
 import json
 import os
-import shutil
-import socket
 import statistics
 import subprocess
 import tempfile
@@ -60,7 +58,6 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 from time import perf_counter
 from typing import Any
@@ -68,6 +65,15 @@ from typing import Any
 import trio
 
 from arena.store.sqlite import SLOW, Store, TokenHash
+from arena.tools.bench_floor import (
+    HOST,
+    CoreFigures,
+    PingPongFigures,
+    blocking_pingpong,
+    build_instant_bot,
+    core_alone,
+    trio_pingpong,
+)
 
 CPU_TARGET_US = 50.0
 """Issue 10's target: server CPU per Écarté decision, one match at a time (µs)."""
@@ -79,13 +85,6 @@ CHARGED_TARGET_MS = 50.0
 """Issue 10's target: the largest time charged to an instant bot for one decision (ms), at
 1,000 and 2,000 concurrent matches; with no timeout."""
 
-SOURCE = Path(__file__).resolve().parents[2] / "sample_bots" / "bench" / "instant.c"
-"""The instant bot's source."""
-
-BINARY = SOURCE.with_suffix("")
-"""Where :func:`build_instant_bot` puts the instant bot."""
-
-HOST = "127.0.0.1"
 TOKEN = "bench-token"
 BOTS_PER_PROCESS = 500
 """Connections one instant-bot process holds at most (phase 2)."""
@@ -94,22 +93,7 @@ CONNECT_TIMEOUT_S = 120.0
 """Seconds allowed for every bot of a phase to connect and be authenticated."""
 
 
-# --------------------------------------------------------------------------- the bot
-
-
-def build_instant_bot(cc: str = "gcc") -> Path:
-    """Compile :data:`SOURCE` into :data:`BINARY` unless it is up to date (what
-    ``make sample_bots/bench/instant`` does). Returns the binary's path. Raises
-    ``RuntimeError`` with one line if the compiler is missing or fails."""
-    if BINARY.exists() and BINARY.stat().st_mtime >= SOURCE.stat().st_mtime:
-        return BINARY
-    if shutil.which(cc) is None:
-        raise RuntimeError(f"{cc} not found: the benchmark's instant bot is C ({SOURCE}); install gcc")
-    done = subprocess.run([cc, "-O2", "-std=c11", "-Wall", "-Wextra", "-o", str(BINARY), str(SOURCE)],
-                          capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        raise RuntimeError(f"{cc} could not build {SOURCE}: {done.stderr.strip()[-500:]}")
-    return BINARY
+# --------------------------------------------------------------------------- the bots' tokens
 
 
 def _cheap_hash(token: str, salt: bytes) -> bytes:
@@ -350,30 +334,6 @@ class OneMatchFigures:
         return self.cpu_s * 1e6 / self.decisions if self.decisions else 0.0
 
 
-@dataclass(frozen=True)
-class PingPongFigures:
-    """A ping-pong baseline: ``rounds`` round trips in ``seconds`` (client clock), the server
-    using ``cpu_s`` seconds of CPU; lines of ``request_bytes`` (server) and ``answer_bytes``
-    (client), newlines included."""
-
-    kind: str
-    rounds: int
-    seconds: float
-    cpu_s: float
-    request_bytes: int
-    answer_bytes: int
-
-    @property
-    def round_trips_per_s(self) -> float:
-        """Round trips per second."""
-        return self.rounds / self.seconds if self.seconds else 0.0
-
-    @property
-    def cpu_us_per_round_trip(self) -> float:
-        """Server CPU per round trip in µs."""
-        return self.cpu_s * 1e6 / self.rounds if self.rounds else 0.0
-
-
 async def _start_server(store: Store, n_bots: int, nursery: trio.Nursery, dispatch: bool = True) -> tuple[Any, int]:
     from arena.net.server import ArenaServer, ServerConfig
 
@@ -442,180 +402,6 @@ async def one_match(seconds: float = 10.0, seed: int = 1, max_decisions: int = 1
     for p in procs:
         wire.add(p.report())
     return OneMatchFigures(decisions, matches, wall, cpu, wire)
-
-
-# --------------------------------------------------------------------------- the core alone
-
-
-@dataclass(frozen=True)
-class CoreFigures:
-    """The match core without I/O: ``decisions`` in ``matches`` Écarté matches, ``core_s``
-    seconds spent in the core's own calls (:class:`~arena.match.core.MatchCore`: the rules, the
-    fault policy, the requests and events encoded) and ``log_s`` more in writing their match
-    logs (the hash chain and gzip, :class:`~arena.match.log.MatchLog`)."""
-
-    decisions: int
-    matches: int
-    core_s: float
-    log_s: float
-
-    @property
-    def core_us(self) -> float:
-        """The core's time per decision in µs, without the log."""
-        return self.core_s * 1e6 / self.decisions if self.decisions else 0.0
-
-    @property
-    def log_us(self) -> float:
-        """The log's time per decision in µs."""
-        return self.log_s * 1e6 / self.decisions if self.decisions else 0.0
-
-
-def core_alone(seconds: float = 5.0, seed: int = 1, max_decisions: int = 10**9) -> CoreFigures:
-    """What a decision costs before any I/O: Écarté matches played straight through the match
-    core, the same seeds and configuration as :func:`one_match`, for ``seconds`` seconds (or
-    ``max_decisions`` decisions), finishing the match in play. The "bot" answers the first
-    legal action, as the instant bot does; building its answer line is not counted, decoding
-    it is (the server does that). Only the core's and the log's calls are timed
-    (:func:`time.perf_counter` around each: one thread, no I/O, no waiting), so the figures
-    are a floor under phase 1's CPU per decision: phase 1 adds the sockets, the event loop and
-    the driver (:mod:`arena.match.referee`, :mod:`arena.match.seat`)."""
-    import msgspec
-
-    from arena.match.core import MatchConfig, MatchCore, result_line
-    from arena.match.log import MatchLog
-    from protocol.framing import decode_client
-
-    config = MatchConfig()
-    encode_answer = msgspec.json.Encoder().encode
-    decisions = matches = 0
-    core_s = log_s = 0.0
-    with tempfile.TemporaryDirectory(prefix="arena-bench-") as logs:
-        t_end = perf_counter() + seconds
-        while perf_counter() < t_end and decisions < max_decisions:
-            path = Path(logs) / f"m{matches}.jsonl.gz"
-            t0 = perf_counter()
-            core = MatchCore(f"bench-{matches}", seed + matches, config, ("instant-a", "instant-b"))
-            outs = [core.start(), core.begin()]
-            t1 = perf_counter()
-            log = MatchLog(path)
-            for out in outs:
-                log.write_all(out.log)
-            t2 = perf_counter()
-            core_s += t1 - t0
-            log_s += t2 - t1
-            out = outs[-1]
-            t_ms = 0.0
-            while core.result is None:
-                if out.asked is None:
-                    raise RuntimeError(f"bench match {matches}: the core asked nobody")
-                seat, rid = out.asked
-                line = encode_answer({"type": "action", "id": rid, "action": core.engine.legal_actions()[0]})
-                t0 = perf_counter()
-                core.sent(seat, t_ms)
-                out = core.answer(seat, rid, decode_client(line).action, t_ms + 0.01)
-                t1 = perf_counter()
-                log.write_all(out.log)
-                t2 = perf_counter()
-                core_s += t1 - t0
-                log_s += t2 - t1
-                t_ms += 1.0
-            result = core.result
-            if result.reason != "target":
-                raise RuntimeError(f"bench match {matches} ended by {result.reason}: {result.detail}")
-            t0 = perf_counter()
-            core.match_end()
-            t1 = perf_counter()
-            log.write(result_line(result))
-            log.close()
-            t2 = perf_counter()
-            core_s += t1 - t0
-            log_s += t2 - t1
-            path.unlink(missing_ok=True)
-            decisions += result.decisions
-            matches += 1
-    return CoreFigures(decisions, matches, core_s, log_s)
-
-
-# --------------------------------------------------------------------------- baselines
-
-
-def _line(size: int, fill: bytes) -> bytes:
-    return fill * (max(1, size) - 1) + b"\n"
-
-
-def _client(binary: Path, port: int, size: int, rounds: int) -> subprocess.Popen[bytes]:
-    env = dict(os.environ, ARENA_HOST=HOST, ARENA_PORT=str(port), ARENA_PINGPONG=f"{max(1, size)},{rounds}")
-    return subprocess.Popen([str(binary)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-
-
-def _client_figures(kind: str, proc: subprocess.Popen[bytes], cpu_s: float, request_size: int,
-                    answer_size: int) -> PingPongFigures:
-    out, err = proc.communicate(timeout=120)
-    try:
-        rounds_s, seconds_s = out.decode().split()
-        return PingPongFigures(kind, int(rounds_s), float(seconds_s), cpu_s, max(1, request_size), max(1, answer_size))
-    except ValueError:
-        raise RuntimeError(f"the {kind} ping-pong client failed: {err.decode(errors='replace')[-300:]}") from None
-
-
-async def trio_pingpong(request_size: int, answer_size: int, rounds: int) -> PingPongFigures:
-    """A raw trio echo server in this process (``trio.serve_tcp``, one task per connection,
-    ``send_all`` of a ``request_size``-byte line for every line read) and an instant C client
-    sending ``answer_size``-byte lines, ``rounds`` times."""
-    binary = build_instant_bot()
-    reply = _line(request_size, b"r")
-
-    async def handler(stream: trio.SocketStream) -> None:
-        buf = bytearray()
-        try:
-            while True:
-                data = await stream.receive_some(65536)
-                if not data:
-                    return
-                buf += data
-                while (nl := buf.find(b"\n")) >= 0:
-                    del buf[: nl + 1]
-                    await stream.send_all(reply)
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            pass
-
-    async with trio.open_nursery() as nursery:
-        listeners = await nursery.start(partial(trio.serve_tcp, handler, 0, host=HOST))
-        port = listeners[0].socket.getsockname()[1]
-        c0 = time.process_time()
-        proc = _client(binary, port, answer_size, rounds)
-        while proc.poll() is None:
-            await trio.sleep(0.05)
-        cpu = time.process_time() - c0
-        nursery.cancel_scope.cancel()
-    return _client_figures("trio", proc, cpu, request_size, answer_size)
-
-
-def blocking_pingpong(request_size: int, answer_size: int, rounds: int) -> PingPongFigures:
-    """A blocking-socket echo loop in this process (``recv`` then ``sendall``, no event loop)
-    and an instant C client sending ``answer_size``-byte lines, ``rounds`` times."""
-    binary = build_instant_bot()
-    reply = _line(request_size, b"r")
-    with socket.create_server((HOST, 0)) as listener:
-        port = listener.getsockname()[1]
-        c0 = time.process_time()
-        proc = _client(binary, port, answer_size, rounds)
-        listener.settimeout(30.0)
-        conn, _ = listener.accept()
-        conn.settimeout(None)
-        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        buf = bytearray()
-        with conn:
-            while True:
-                data = conn.recv(65536)
-                if not data:
-                    break
-                buf += data
-                while (nl := buf.find(b"\n")) >= 0:
-                    del buf[: nl + 1]
-                    conn.sendall(reply)
-        cpu = time.process_time() - c0
-    return _client_figures("blocking", proc, cpu, request_size, answer_size)
 
 
 # --------------------------------------------------------------------------- phase 2: concurrent matches

@@ -64,7 +64,6 @@ book.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Literal
 
 import msgspec
@@ -662,11 +661,3 @@ def _validate_bet(bet: Bet, i: int, state: BookState, where: str) -> None:
         )
     if not ok:
         raise CorruptState(f"{where} ({state}): bet {i} inconsistent: {bet!r}")
-
-
-def total_stakes(bets: Iterable[Bet]) -> tuple[int, int]:
-    """Sum of ``stake`` per seat (what was placed, before balancing), for display."""
-    t = [0, 0]
-    for bet in bets:
-        t[bet.seat] += bet.stake
-    return t[0], t[1]
