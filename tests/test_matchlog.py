@@ -4,6 +4,7 @@ reproduces every event line, and any altered line is caught."""
 from __future__ import annotations
 
 import copy
+import re
 
 import pytest
 
@@ -60,8 +61,10 @@ async def test_hash_chain_detects_edits_insertions_deletions_and_rewritten_chain
     raw = read_bytes(path)
     assert verify_chain(raw, row["log_hash"]) == row["log_hash"]
     lines = raw.splitlines(keepends=True)
-    with pytest.raises(ChainError, match="line 5"):
-        verify_chain(b"".join(lines[:4] + [lines[4].replace(b'"seq":', b'"seq": ')] + lines[5:]))
+    with pytest.raises(ChainError, match=r"lines? (\d+-)?\d+: hash does not chain") as caught:
+        verify_chain(b"".join(lines[:4] + [lines[4].replace(b'"event":', b'"event": ')] + lines[5:]))
+    first, last = map(int, re.search(r"lines? (\d+)(?:-(\d+))?:", str(caught.value)).groups(default="0"))
+    assert first <= 5 <= max(first, last)  # the block that holds the altered line 5 is named
     with pytest.raises(ChainError):
         verify_chain(b"".join(lines[:3] + lines[4:]))  # a line removed
     with pytest.raises(ChainError):
@@ -69,9 +72,10 @@ async def test_hash_chain_detects_edits_insertions_deletions_and_rewritten_chain
     # a forger who rewrites a line AND recomputes every hash after it keeps the chain intact,
     # but the last hash no longer matches the one committed to the database with the result
     forged, prev = [], GENESIS
-    for line in lines:
+    for line in lines:  # each line its own block, as version 1 logs were
         body = line.rstrip(b"\n")
-        body = body[: body.rindex(b',"hash":')] + b"}"
+        if b',"hash":' in body:
+            body = body[: body.rindex(b',"hash":')] + b"}"
         if b'"type":"result"' in body:
             body = body.replace(b'"detail":""', b'"detail":"forged"')
             assert b"forged" in body
@@ -177,35 +181,55 @@ def test_gathered_lines_make_the_same_file_whatever_the_piece_size(tmp_path, mon
     assert len(read_bytes(tmp_path / f"1{suffix}").splitlines()) == 400
 
 
-def test_lines_carry_short_hashes_and_logs_with_full_hashes_still_verify(tmp_path):
-    """Each line stores the first HASH_CHARS digits of its hash (the chain is over the full ones,
-    and the last full hash is what the database keeps); an altered line is named; a log written
-    by the previous version, full hashes on every line, reads and verifies as before."""
+def test_blocks_of_lines_share_a_short_hash_and_logs_with_a_hash_per_line_still_verify(tmp_path):
+    """A block of lines (at least HASH_EVERY, ended by a write_all call; the header and a single
+    write end one) stores the first HASH_CHARS digits of its hash on its last line: the SHA-256
+    of the previous block's full hash, its other lines with their newlines, and its last line
+    without the hash field. An altered line names its block; a log cut after lines no hash covers
+    says so; a log written by the previous versions, a full or short hash on every line, reads and
+    verifies as before."""
     import gzip
     import hashlib
 
-    from arena.match.log import GENESIS, HASH_CHARS, ChainError, MatchLog, read_bytes, verify_chain
+    from arena.match.log import GENESIS, HASH_CHARS, HASH_EVERY, ChainError, MatchLog, read_bytes, verify_chain
 
-    lines = [{"type": "incident", "seat": i % 2, "code": "timeout", "detail": f"no answer {i}"} for i in range(20)]
+    lines = [{"type": "incident", "seat": i % 2, "code": "timeout", "detail": f"no answer {i}"} for i in range(40)]
     with MatchLog(tmp_path / "new.jsonl.gz") as log:
-        log.write_all(lines)
+        log.write({"type": "match", "match_id": "m"})
+        for k in range(0, 40, 5):
+            log.write_all(lines[k:k + 5])
+        log.write({"type": "result"})
     raw = read_bytes(tmp_path / "new.jsonl.gz")
-    full, prev = [], GENESIS
-    for line in raw.splitlines():
+    got = raw.splitlines()
+    hashed = [n for n, line in enumerate(got, start=1) if b',"hash":"' in line]
+    assert HASH_EVERY == 16 and hashed == [1, 21, 41, 42]  # header, two blocks of 20 lines, the result
+    prev, block, per_line = GENESIS, b"", []
+    for n, line in enumerate(got, start=1):
+        if n not in hashed:
+            block += line + b"\n"
+            continue
         body = line[: line.rindex(b',"hash":')] + b"}"
-        prev = hashlib.sha256(prev.encode() + body).hexdigest()
+        prev = hashlib.sha256(prev.encode() + block + body).hexdigest()
         assert line.endswith(b',"hash":"' + prev[:HASH_CHARS].encode() + b'"}')
-        full.append(body[:-1] + b',"hash":"' + prev.encode() + b'"}\n')
+        block = b""
     assert verify_chain(raw, log.last_hash) == log.last_hash == prev and len(prev) == 64
-    old = tmp_path / "old.jsonl.gz"  # the previous version's format
+    altered = raw.splitlines(keepends=True)
+    altered[11] = altered[11].replace(b"no answer 10", b"no answer 12")
+    with pytest.raises(ChainError, match="lines 2-21: hash does not chain from line 1"):
+        verify_chain(b"".join(altered))
+    with pytest.raises(ChainError, match="lines 22-30 carry no hash"):
+        verify_chain(b"".join(raw.splitlines(keepends=True)[:30]))
+    # the previous versions' format: every line its own block, with its full (or short) hash
+    full, prev = [], GENESIS
+    for line in got:
+        body = line[: line.rindex(b',"hash":')] + b"}" if b',"hash":' in line else line
+        prev = hashlib.sha256(prev.encode() + body).hexdigest()
+        full.append(body[:-1] + b',"hash":"' + prev.encode() + b'"}\n')
+    old = tmp_path / "old.jsonl.gz"
     old.write_bytes(gzip.compress(b"".join(full)))
     assert verify_chain(read_bytes(old), prev) == prev
-    altered = raw.splitlines(keepends=True)
-    altered[11] = altered[11].replace(b"no answer 11", b"no answer 12")
-    with pytest.raises(ChainError, match="line 12: hash does not chain"):
-        verify_chain(b"".join(altered))
-    with pytest.raises(ChainError, match="line 3"):
-        verify_chain(b"".join(full[:2] + [full[2].replace(b'"seat":0', b'"seat":1')] + full[3:]))
+    with pytest.raises(ChainError, match="line 3: hash does not chain"):
+        verify_chain(b"".join(full[:2] + [full[2].replace(b'"seat":1', b'"seat":0')] + full[3:]))
 
 
 def test_a_copy_taken_before_the_close_is_completed_to_the_same_file(tmp_path):
