@@ -203,7 +203,7 @@ def test_blocks_of_lines_share_a_short_hash_and_logs_with_a_hash_per_line_still_
     got = raw.splitlines()
     hashed = [n for n, line in enumerate(got, start=1) if b',"hash":"' in line]
     assert HASH_EVERY == 16 and hashed == [1, 21, 41, 42]  # header, two blocks of 20 lines, the result
-    prev, block, per_line = GENESIS, b"", []
+    prev, block = GENESIS, b""
     for n, line in enumerate(got, start=1):
         if n not in hashed:
             block += line + b"\n"

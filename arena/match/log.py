@@ -228,7 +228,8 @@ class MatchLog:
     def write_all(self, objs: Iterable[Any], seal: bool = False) -> None:
         """Append one line per object, in order: the referee's call, once per decision. The
         last line ends the block (carries its hash) if ``seal``, once the block holds
-        :data:`HASH_EVERY` lines, or if it is the log's first call (the header); other lines carry no hash and are chained by the block's.
+        :data:`HASH_EVERY` lines, or if it is the log's first call (the header); other lines
+        carry no hash and are chained by the block's.
 
         The chain: a block's hash is the SHA-256 (hex) of the previous block's full hash, then
         each of its lines but the last with its newline, then the last line without its hash
