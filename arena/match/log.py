@@ -2,11 +2,16 @@
 
 Line kinds (field ``"type"``):
 
-* ``match``  - header: match id, game, seed, rules, time control, bot names per seat;
-* ``event``  - a game event with ``seen_by`` (the seats that saw it) and ``hidden``
-  (true when not both seats saw it: a hand, a discard, the deck order);
+* ``match``  - header: format version ``v`` (2; absent in version 1 logs), match id, game, seed,
+  rules, time control, bot names per seat, and ``forms``: the legal form each seat asked for at
+  ``hello`` (``full`` or ``compact``: what its requests' ``legal`` field held);
+* ``event``  - a game event with ``seen_by`` (the seats that saw it); version 1 logs also wrote
+  ``seq`` and ``hidden`` (true when not both seats saw it), which readers put back
+  (:func:`normalise`);
 * ``action`` - the action a seat answered (or the referee chose, ``auto``: true) for a decision;
-* ``incident`` - an error charged to a seat (timeout, illegal action, protocol error, ...);
+* ``incident`` - a charge against a seat (timeout, illegal action, protocol error, ...) with its
+  machine-readable ``code``, and what :func:`replay` needs to judge it again: the line the bot
+  sent (``raw``, ``raw_len``), a timeout's times (``ms``); see :class:`LogIncident`;
 * ``result`` - the final result.
 
 No wall-clock time or duration is written, so the same seed and the same bot actions
@@ -18,22 +23,31 @@ and no time in its header, so it too is byte-identical from run to run. Readers
 (:func:`read_bytes`, :func:`read_log`, :func:`verify_file`) recognise gzip by its magic bytes,
 whatever the name. The hash chain is over the uncompressed lines.
 
-Tamper evidence: every line is chained to the one before by the SHA-256 (hex) of the previous
-line's full hash followed by this line's bytes without its hash field (the first line chains
-from :data:`GENESIS`). Each line ends with ``"hash"``: the first :data:`HASH_CHARS` hex digits of
-its hash (logs written before this version hold all 64; readers accept both). Changing,
-inserting or deleting a line breaks the chain from there on and :func:`verify_chain` names the
-first line whose hash does not follow; the full last hash is stored with the result in the
-database, so even a rewritten chain is caught given that hash (``arena replay LOG --db
-arena.db``).
+Tamper evidence: lines are grouped in blocks (one decision's lines, gathered until a block holds
+:data:`HASH_EVERY` lines; the header and the result are blocks of their own). A block is chained
+to the one before by the SHA-256 (hex) of the previous block's full hash followed by its lines
+(the last without its hash field; the first block chains from :data:`GENESIS`), and its last line
+ends with ``"hash"``: the first :data:`HASH_CHARS` hex digits of that hash. Version 1 logs made
+every line a block (and the oldest held all 64 digits); readers accept all three. Changing,
+inserting or deleting a line breaks the chain from its block on and :func:`verify_chain` names
+that block's lines; the full last hash is stored with the result in the database, so even a
+rewritten chain is caught given that hash (``arena replay LOG --db arena.db``).
 
-Why a short hash on each line: a hash is random hex that nothing compresses, and the full 64
+Why short hashes, and one per block: a hash is random hex that nothing compresses. The full 64
 digits were two thirds of a compressed log (13.8 KB of an Écarté match of the sample bots, of
-which 7.6 KB hashes). The chain itself is unchanged (every full hash is recomputed from the
-lines, and the last one is compared with the database's); what a line stores is a check that
-finds the first altered line. 32 bits miss an accidental change once in 4 billion lines, and
-they cost nothing in protection against a forger: anyone who edits a line can recompute every
-hash after it, full or short, and only the last hash, kept apart in the database, catches that.
+which 7.6 KB hashes); 8 digits on every line were still a third of an instant bot's. The chain
+itself is unchanged (every full hash is recomputed from the lines, and the last one is compared
+with the database's); what a block stores is a check that finds the first altered block. 32 bits
+miss an accidental change once in 4 billion blocks, and they cost nothing in protection against a
+forger: anyone who edits a line can recompute every hash after it, full or short, and only the
+last hash, kept apart in the database, catches that.
+
+Size (version 2 against version 1, bytes per match, gzip level :data:`COMPRESS_LEVEL`): Écarté
+sample bots (greedy and random, 20 seeded matches) 1.9 KB (3.8 KB), instant bots (the first legal
+action; the longest matches) 5.2 KB, at most 6.8 KB (17.2 KB, at most 23.2 KB); Piquet 4.4-4.6 KB
+(11.6 KB). What made the difference: no ``seq`` (3 KB of an instant Écarté log) and ``hidden`` on
+event lines, a hash per block rather than per line, and level 6 rather than 3; writing a log still
+costs less CPU than before (docs/contests.md, "Disk per match").
 """
 
 from __future__ import annotations
@@ -62,10 +76,10 @@ this many bytes, at :meth:`MatchLog.flush` and at :meth:`MatchLog.close`: one wr
 instead of one per line (a line costs the compressor as much in calls as in bytes)."""
 
 COMPRESS_LEVEL = 6
-"""zlib level of ``.gz`` logs. Measured on 204 seeded Écarté matches of the sample bots (with
-the short hashes, :data:`HASH_CHARS`): level 3 gives 5.0 KB a match for the CPU of the full-hash
-logs at level 3 (13.8 KB); level 6 gives 4.4 KB for twice the compression CPU, 9 gives 4.1 KB
-for five times (docs/contests.md, "Disk per match")."""
+"""zlib level of ``.gz`` logs. Measured on 40 seeded Écarté matches of instant bots in the version
+2 format: level 3 gives 6.6 KB a match (8.7 KB the largest, over the 8 KB a match may take), level
+6 gives 5.2 KB (6.8 KB) for 0.4 ms more CPU per match, still less than version 1 logs took at
+level 3 (docs/contests.md, "Disk per match")."""
 
 LOG_VERSION = 2
 """The format written (the header's ``"v"``; a log without it is version 1). Version 2: event
