@@ -64,7 +64,7 @@ from typing import Any
 import msgspec
 
 from arena.games.base import IllegalAction, SeenBy, offer
-from protocol.messages import GameEvent, Rules
+from protocol.messages import GameEvent, Rules, TimeControl
 
 _encoder = msgspec.json.Encoder()
 _encode = _encoder.encode
@@ -504,18 +504,20 @@ class _Judge:
     """The charges of a version 2 log, judged again as :func:`replay` meets them (see there)."""
 
     def __init__(self, header: dict[str, Any], engine: Any) -> None:
-        cfg = header["config"]
+        from arena.match.limits import LIMITS
+
+        cfg = header["config"]  # a MatchConfig (arena.match.core), its defaults left out
         self.engine = engine
         self.strict = header.get("v", 1) >= 2
         forms = header.get("forms") or ["full", "full"]
         self.compact = [f == "compact" for f in forms]
-        self.on_timeout = cfg.get("on_timeout", "forfeit")
-        self.max_strikes = cfg.get("max_strikes", 3)
-        self.max_illegal = cfg.get("max_illegal", 0)
-        t = cfg.get("time", {})
-        self.move_ms = t.get("move_ms", 2000)
-        self.bank_ms = t.get("bank_ms", 0)
-        self.grace_ms = t.get("grace_ms", 50)
+        self.on_timeout = cfg.get("on_timeout", LIMITS.on_timeout)
+        self.max_strikes = cfg.get("max_strikes", LIMITS.max_strikes)
+        self.max_illegal = cfg.get("max_illegal", LIMITS.max_illegal)
+        t = msgspec.convert(cfg.get("time", {}), TimeControl)
+        self.move_ms = t.move_ms
+        self.bank_ms = t.bank_ms
+        self.grace_ms = t.grace_ms
         self.illegal = [0, 0]
         self.strikes = [0, 0]
         self.allowed = [self.move_ms + self.bank_ms + self.grace_ms] * 2
@@ -629,15 +631,16 @@ class _Judge:
 
     def _line(self, n: int, line: dict[str, Any]) -> None:
         """A line refused as no valid message must be refused as such by the framing again."""
-        from protocol.framing import DEFAULT_MAX_LINE, ProtocolError, decode_client
+        from arena.match.limits import Limits
+        from protocol.framing import ProtocolError, decode_client
 
         seat, code = line["seat"], line["code"]
         raw = raw_bytes(line)
         if raw is None:
             raise ReplayError(f"line {n}: seat {seat}'s line refused as {code} is not in the log")
         size = line.get("raw_len") or 0
-        if code == "line_too_long":
-            if size <= DEFAULT_MAX_LINE:
+        if code == "line_too_long":  # over the server's max_line_bytes, which is at least its lowest setting
+            if size <= _least_max_line(Limits):
                 raise ReplayError(f"line {n}: seat {seat}'s line of {size} bytes was refused as too long")
             self.rechecked += 1
             return
@@ -673,6 +676,14 @@ class _Judge:
         elif reason.startswith("forfeit"):
             raise ReplayError(f"the result says {reason} of seat {result['faulty']}, but no incident in the log "
                               "calls for it")
+
+
+def _least_max_line(limits: Any) -> int:
+    """The lowest ``max_line_bytes`` a server may be set to (:class:`arena.match.limits.Limits`)."""
+    import typing
+
+    hints = typing.get_type_hints(limits, include_extras=True)["max_line_bytes"]
+    return next(m.ge for m in getattr(hints, "__metadata__", ()) if getattr(m, "ge", None) is not None)
 
 
 def replay(lines: list[dict[str, Any]]) -> dict[str, Any]:
