@@ -329,10 +329,14 @@ def _play(path, script=None, game="ecarte", seed=3, compact=(True, False), confi
 
 
 def _illegal_once(at):
-    """A script: the ``at``-th request is answered by a card the seat does not hold (then legal play)."""
+    """A script: the first ``play`` request from the ``at``-th on is answered by a card the seat
+    does not hold (``illegal_action``: its message names the hand); legal answers otherwise."""
+    done = []
+
     def script(core, seat, n):
-        if n != at:
+        if n < at or done or core.engine.decision != "play":
             return None
+        done.append(n)
         held = set(core.engine.view(seat).hand)
         card = next(c for c in ("7c", "8c", "9c", "Tc", "Jc", "Qc", "Kc", "Ac", "7d") if c not in held)
         return b'{"type":"action", "id":%d, "action":"%s"}' % (core.pending[seat].rid, card.encode())
@@ -451,8 +455,9 @@ def test_a_raw_answer_is_shown_to_its_own_author_only(tmp_path):
 
     from arena.match.log import public_view, seat_view
 
-    _play(tmp_path / "m.jsonl.gz", _illegal_once(12), config=MatchConfig(max_illegal=1))
-    lines, _ = _lines(tmp_path / "m.jsonl.gz")
+    _play(tmp_path / "m.jsonl.gz", _illegal_once(12))  # the first illegal answer forfeits
+    lines, res = _lines(tmp_path / "m.jsonl.gz")
+    assert res["reason"] == "forfeit_illegal"
     inc = next(line for line in lines if line["type"] == "incident")
     me, other = inc["seat"], 1 - inc["seat"]
     mine = [line for line in seat_view(lines, me) if line["type"] == "incident"]
@@ -460,7 +465,8 @@ def test_a_raw_answer_is_shown_to_its_own_author_only(tmp_path):
     for view in (seat_view(lines, other), public_view(lines)):
         [theirs] = [line for line in view if line["type"] == "incident"]
         assert theirs == {"type": "incident", "seat": me, "code": inc["code"], "detail": ""}
-        assert inc["raw"] not in repr(view)
+        assert inc["raw"] not in repr(view) and inc["detail"] not in repr(view)
+        assert view[-1]["detail"] == f"{lines[0]['bots'][me]}: {inc['code']}" != res["detail"]
         assert not any(line["type"] == "event" and other not in line["seen_by"] for line in view if view is not lines)
     run = [sys.executable, "-m", "arena.cli", "replay", str(tmp_path / "m.jsonl.gz")]
     own = subprocess.run([*run, "--seat", str(me)], capture_output=True, text=True, timeout=60)

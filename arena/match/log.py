@@ -784,14 +784,22 @@ def _incident_for_others(line: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _result_for_others(line: dict[str, Any]) -> dict[str, Any]:
+    """The result line as anyone but its faulty seat may see it: the detail of a forfeit for an
+    illegal action (the rule's message names cards in the hand) cut to the bot's name and code."""
+    if line.get("reason") != "forfeit_illegal":
+        return line
+    return {**line, "detail": ": ".join(str(line.get("detail", "")).split(": ")[:2])}
+
+
 def public_view(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """What a spectator or a log consumer marked *public* may read of a match log.
 
     Keeps the header without its ``seed`` (the seed alone would reveal every card), the
     events both seats saw, incidents (seat and code; see :func:`_incident_for_others`) and the
-    result; drops hidden events (hands, exchanges' cards, the deck order) and ``action`` lines
-    (a discard names the cards thrown). The public therefore knows the same as, or less than,
-    either seat at every point.
+    result (a forfeit's detail without cards, :func:`_result_for_others`); drops hidden events
+    (hands, exchanges' cards, the deck order) and ``action`` lines (a discard names the cards
+    thrown). The public therefore knows the same as, or less than, either seat at every point.
     """
     out = []
     for line in lines:
@@ -804,7 +812,7 @@ def public_view(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
         elif kind == "incident":
             out.append(_incident_for_others(line))
         elif kind == "result":
-            out.append(line)
+            out.append(_result_for_others(line))
     return out
 
 
@@ -831,7 +839,7 @@ def seat_view(lines: list[dict[str, Any]], seat: int) -> list[dict[str, Any]]:
             elif kind == "incident":
                 out.append(_incident_for_others(line))
         elif kind == "result":
-            out.append(line)
+            out.append(line if line.get("faulty") == seat else _result_for_others(line))
     return out
 
 
