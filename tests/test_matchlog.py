@@ -363,7 +363,7 @@ def test_a_rejected_answer_is_kept_as_sent_and_judged_again(tmp_path):
     [inc] = [line for line in lines if line["type"] == "incident"]
     assert inc["code"] in ("illegal_action", "wrong_decision") and raw_bytes(inc).startswith(b'{"type":"action", "id":')
     assert inc["raw_len"] == len(raw_bytes(inc)) and "action" not in inc  # whole: the line itself is re-checked
-    assert res["rechecked"] == 1 and inc["offered"]  # rebuilt from the engine at that point
+    assert res["rechecked"] == 1 and inc["offered"] == inc["legal"]  # as sent, and as rebuilt by the replay
 
 
 def test_tampered_judgements_fail_replay_with_one_line(tmp_path):
@@ -397,6 +397,9 @@ def test_tampered_judgements_fail_replay_with_one_line(tmp_path):
     bad[i] = {"type": "action", "seat": bad[i]["seat"], "decision": lines[j]["decision"],
               "action": json.loads(bad[i]["raw"])["action"]}
     fails(bad, "rejected")
+    bad = copy.deepcopy(lines)  # the legal actions it was sent, altered
+    bad[i]["legal"] = bad[i]["legal"][:-1]
+    fails(bad, "as its legal actions, but the engine offers")
     bad = copy.deepcopy(lines)  # the refusal removed: the same seat is asked twice
     del bad[i]
     bad[-1]["reason"], bad[-1]["faulty"], bad[-1]["winner"] = "forfeit_illegal", 0, 1
@@ -490,3 +493,30 @@ def test_logs_of_instant_bots_stay_under_8_kb(tmp_path, game):
         sizes.append(os.path.getsize(path))
         assert _lines(path)[1]["reason"] != "aborted"
     assert max(sizes) < 8000, sizes
+
+
+@pytest.mark.parametrize("game,compact,kept", [("ecarte", (True, True), "legal"),
+                                               ("piquet", (False, False), "legal_sha"),
+                                               ("piquet", (True, True), "legal")])
+def test_a_refused_discard_keeps_what_its_request_offered(tmp_path, game, compact, kept):
+    """A discard naming a card not held: the incident keeps the request's ``legal`` as sent (the
+    compact description; a full Piquet list, 1,585 discards, by its digest) and the replay
+    rebuilds it from the engine and the seat's form in the header."""
+    done = []
+
+    def script(core, seat, n):
+        if done or core.engine.decision != "discard":
+            return None
+        done.append(n)
+        held = set(core.engine.view(seat).hand)
+        card = next(c for c in ("7c", "8c", "9c", "Tc", "Jc", "Qc", "Kc", "Ac", "7d", "8d") if c not in held)
+        return b'{"type":"action","id":%d,"action":["%s"]}' % (core.pending[seat].rid, card.encode())
+
+    _play(tmp_path / "m.jsonl.gz", script, game=game, compact=compact, config=MatchConfig(game=game, max_illegal=1))
+    lines, res = _lines(tmp_path / "m.jsonl.gz")
+    [inc] = [line for line in lines if line["type"] == "incident"]
+    assert kept in inc and res["rechecked"] == 1 and lines[0]["forms"] == ["compact" if c else "full" for c in compact]
+    if compact[0]:
+        assert inc["legal"] == inc["offered"] and set(inc["legal"]) == {"choose"}
+    else:
+        assert inc["offered"]["count"] == 1585 and len(inc["legal_sha"]) == 16

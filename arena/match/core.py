@@ -53,7 +53,7 @@ from arena.games import GAMES
 from arena.games.base import IllegalAction, Seen, offer
 from arena.match.clock import Clock
 from arena.match.limits import LIMITS, Limits
-from arena.match.log import LOG_VERSION, RAW_BYTES, LogAction, LogIncident, LogSeen, raw_fields
+from arena.match.log import LOG_VERSION, RAW_BYTES, LogAction, LogIncident, LogSeen, offered_fields, raw_fields
 from protocol.framing import ProtocolError, append_json, decode_client, encode, encode_into
 from protocol.messages import (
     ActionMsg,
@@ -410,7 +410,8 @@ class MatchCore:
             events = engine.apply(action)
         except IllegalAction as exc:
             out.illegal = (seat, exc.code)
-            out.log.append(LogIncident(seat, exc.code, str(exc), **_refused(action, raw, raw_len)))
+            out.log.append(LogIncident(seat, exc.code, str(exc), **_refused(action, raw, raw_len),
+                                       **offered_fields(offer(engine, self.compact[seat]))))
             self.illegal[seat] += 1
             over = self.illegal[seat] > self.limits.max_illegal
             out.sends.append((seat, encode(Error(code=exc.code, message=str(exc), id=rid, fatal=over))))  # type: ignore[arg-type]

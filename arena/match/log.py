@@ -142,6 +142,10 @@ class LogIncident(msgspec.Struct, tag_field="type", tag="incident", omit_default
       excluded), for a rejected answer and for a protocol fault caused by a line;
     * ``action``: the action as decoded, when the raw line was cut and the action encodes in at
       most :data:`RAW_BYTES` bytes (so a long line around a short action is still re-checked);
+    * ``legal``: what the refused answer's request offered (its ``legal`` field as sent: the
+      full list, or the compact description), or when that encodes in more than
+      :data:`RAW_BYTES` bytes (a Piquet discard's full list), ``legal_sha``: the first 16 hex
+      digits of the SHA-256 of its encoding;
     * ``ms``: ``[elapsed, allowed]`` of a timeout (milliseconds: how long the decision was
       charged, and the deadline it had: move time + bank left + grace).
     """
@@ -153,7 +157,18 @@ class LogIncident(msgspec.Struct, tag_field="type", tag="incident", omit_default
     raw_len: int | None = None
     raw_b64: str | None = None
     action: Any = msgspec.UNSET
+    legal: Any = msgspec.UNSET
+    legal_sha: str | None = None
     ms: list[int] | None = None
+
+
+def offered_fields(legal: Any) -> dict[str, Any]:
+    """The ``legal`` or ``legal_sha`` field of a refused answer's incident (:class:`LogIncident`)
+    for the ``legal`` field its request carried (a list, or a :class:`protocol.messages.Compact`)."""
+    encoded = _encode(legal)
+    if len(encoded) <= RAW_BYTES:
+        return {"legal": legal}
+    return {"legal_sha": _sha256(encoded).hexdigest()[:16]}
 
 
 def raw_fields(line: bytes | bytearray | memoryview) -> dict[str, Any]:
@@ -567,8 +582,10 @@ class _Judge:
         else:  # truncated, too_many_errors and the like: a protocol fault that nothing logged can re-check
             self.ended = (seat, "forfeit_protocol", n)
 
-    def _offered(self, seat: int) -> Any:
-        legal = msgspec.to_builtins(offer(self.engine, self.compact[seat]))
+    @staticmethod
+    def _offered(offered: Any) -> Any:
+        """What a rejection's ``offered`` shows of the legal actions (the first :data:`OFFERED_MAX`)."""
+        legal = msgspec.to_builtins(offered)
         if isinstance(legal, list) and len(legal) > OFFERED_MAX:
             return {"first": legal[:OFFERED_MAX], "count": len(legal)}
         return legal
@@ -579,7 +596,14 @@ class _Judge:
         from protocol.messages import ActionMsg
 
         seat, code = line["seat"], line["code"]
-        line["offered"] = self._offered(seat)
+        legal = offer(self.engine, self.compact[seat])
+        if "legal" in line or "legal_sha" in line:
+            sent = line["legal"] if "legal" in line else line["legal_sha"]
+            rebuilt = msgspec.to_builtins(legal) if "legal" in line else offered_fields(legal).get("legal_sha")
+            if sent != rebuilt:
+                raise ReplayError(f"line {n}: seat {seat} was sent {sent!r} as its legal actions, but the engine "
+                                  f"offers {rebuilt!r}")
+        line["offered"] = self._offered(legal)
         raw = raw_bytes(line)
         if "action" in line:
             action = line["action"]
@@ -771,7 +795,7 @@ PUBLIC_DETAIL = ("timeout", "disconnect", "not_connected", "too_many_errors")
 """Incident codes whose ``detail`` anyone may read (it names no card); the others' details
 (an illegal action's names the cards in the hand) are the seat's own."""
 
-_OWN_FIELDS = ("raw", "raw_len", "raw_b64", "action", "offered")
+_OWN_FIELDS = ("raw", "raw_len", "raw_b64", "action", "offered", "legal", "legal_sha")
 """An incident's fields only its own seat's author may see: what the bot sent, what it was offered."""
 
 
