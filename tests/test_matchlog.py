@@ -471,6 +471,11 @@ def test_a_raw_answer_is_shown_to_its_own_author_only(tmp_path):
         assert inc["raw"] not in repr(view) and inc["detail"] not in repr(view)
         assert view[-1]["detail"] == f"{lines[0]['bots'][me]}: {inc['code']}" != res["detail"]
         assert not any(line["type"] == "event" and other not in line["seen_by"] for line in view if view is not lines)
+    from arena.match.log import read_bytes
+    from arena.net.history import feed_from_log
+
+    feed = b"".join(feed_from_log(read_bytes(tmp_path / "m.jsonl.gz")))  # the web page's replay (public)
+    assert feed and inc["raw"].encode() not in feed and b"is not in the hand" not in feed
     run = [sys.executable, "-m", "arena.cli", "replay", str(tmp_path / "m.jsonl.gz")]
     own = subprocess.run([*run, "--seat", str(me)], capture_output=True, text=True, timeout=60)
     assert own.returncode == 0 and f"it sent ({inc['raw_len']} bytes): {inc['raw']}" in own.stdout, own.stdout
