@@ -485,19 +485,14 @@ def test_a_raw_answer_is_shown_to_its_own_author_only(tmp_path):
 
 
 @pytest.mark.parametrize("game", ["ecarte", "piquet"])
-def test_logs_of_instant_bots_stay_under_8_kb(tmp_path, game):
+def test_logs_of_instant_bots_stay_under_8_kb(game):
     """Bytes per match (a byte count) of the longest matches there are: instant bots (the first
-    legal action, compact form), ten seeds; each verifies. The previous format took 17 KB a match
-    in Écarté (23 KB the largest of 40) and 11.6 KB in Piquet."""
-    import os
+    legal action, compact form; arena.tools.log_size), ten seeds, each log verified. The previous
+    format took 17.7 KB a match in Écarté (23.3 KB the largest of 20) and 11.6 KB in Piquet."""
+    from arena.tools.log_size import measure
 
-    sizes = []
-    for seed in range(1, 11):
-        path = tmp_path / f"{seed}.jsonl.gz"
-        _play(path, game=game, seed=seed, compact=(True, True))
-        sizes.append(os.path.getsize(path))
-        assert _lines(path)[1]["reason"] != "aborted"
-    assert max(sizes) < 8000, sizes
+    got = measure(game, "instant", 10)
+    assert got["max"] < 8000, got
 
 
 @pytest.mark.parametrize("game,compact,kept", [("ecarte", (True, True), "legal"),

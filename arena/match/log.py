@@ -42,12 +42,13 @@ miss an accidental change once in 4 billion blocks, and they cost nothing in pro
 forger: anyone who edits a line can recompute every hash after it, full or short, and only the
 last hash, kept apart in the database, catches that.
 
-Size (version 2 against version 1, bytes per match, gzip level :data:`COMPRESS_LEVEL`): Écarté
-sample bots (greedy and random, 20 seeded matches) 1.9 KB (3.8 KB), instant bots (the first legal
-action; the longest matches) 5.2 KB, at most 6.8 KB (17.2 KB, at most 23.2 KB); Piquet 4.4-4.6 KB
-(11.6 KB). What made the difference: no ``seq`` (3 KB of an instant Écarté log) and ``hidden`` on
-event lines, a hash per block rather than per line, and level 6 rather than 3; writing a log still
-costs less CPU than before (docs/contests.md, "Disk per match").
+Size (version 2 against version 1, bytes per match, gzip level :data:`COMPRESS_LEVEL`; measured
+by :mod:`arena.tools.log_size` and a seeded tournament): Écarté sample bots (greedy and random)
+1.9 KB (3.8 KB), instant bots (the first legal action; the longest matches) 5.4 KB, at most 6.8 KB
+(17.7 KB, at most 23.3 KB); Piquet 4.4-4.6 KB (11.6 KB). What made the difference: no ``seq``
+(3 KB of an instant bot's Écarté log) and ``hidden`` on event lines, a hash per block rather than
+per line, and level 6 rather than 3; writing a log still costs less CPU than before
+(docs/contests.md, "Disk per match").
 """
 
 from __future__ import annotations
