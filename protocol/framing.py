@@ -143,6 +143,10 @@ def decode_server(line: bytes) -> ServerMessage:
     return msg
 
 
+REFUSED_KEEP = 512
+"""Bytes of a refused line a :class:`LineReader` keeps (:attr:`LineReader.refused`)."""
+
+
 class LineReader:
     """Split a byte stream into lines, never holding more than ``max_line + chunk`` bytes.
 
@@ -159,6 +163,9 @@ class LineReader:
         self.chunk = chunk
         self._buf = bytearray()
         self._scan = 0  # bytes of _buf already known to hold no newline
+        self.refused: tuple[bytes, int] = (b"", 0)
+        """The line this reader last refused (``line_too_long``, ``truncated``): its first
+        :data:`REFUSED_KEEP` bytes and the number of its bytes received, for the match log."""
 
     async def read_line(self) -> bytes | None:
         """Return the next line, ``None`` at end of stream; see the class docstring."""
@@ -186,12 +193,14 @@ class LineReader:
             del buf[: nl + 1]
             self._scan = 0
             if nl > self.max_line:
+                self.refused = (line[:REFUSED_KEEP], nl)
                 raise ProtocolError("line_too_long", f"line longer than {self.max_line} bytes", fatal=True)
             if line.endswith(b"\r"):
                 line = line[:-1]
             return line
         self._scan = len(buf)
         if self._scan > self.max_line:
+            self.refused = (bytes(buf[:REFUSED_KEEP]), len(buf))
             buf.clear()
             raise ProtocolError("line_too_long", f"line longer than {self.max_line} bytes", fatal=True)
         return None
@@ -209,5 +218,6 @@ class LineReader:
         """The stream ended: raises :class:`ProtocolError` ``truncated`` (fatal) if it ended
         inside a line."""
         if self._buf:
+            self.refused = (bytes(self._buf[:REFUSED_KEEP]), len(self._buf))
             self._buf.clear()
             raise ProtocolError("truncated", "connection closed inside a line", fatal=True)

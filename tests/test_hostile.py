@@ -417,6 +417,7 @@ async def test_hostile_bot(mode: str, tmp_path: Path, caplog: pytest.LogCaptureF
             assert all(i["seat"] == seat for i in incidents)
         assert log[-1]["type"] == "result" and log[-1]["reason"] == case.reason
         assert log[-1]["faulty"] == (seat if forfeit else None)
+        check_judgement_replayed(mode, row, seat, out.transcript)
         if mode == "late":
             check_late_answers_ignored(log, seat, sent, received)
 
@@ -465,6 +466,44 @@ async def test_hostile_bot(mode: str, tmp_path: Path, caplog: pytest.LogCaptureF
         assert sent_lines >= 1000, notes
     # (the event loop's lag is printed, not asserted: it measures the machine's load as much as the
     # server; that a flood never starves the loop is test_a_flood_of_blank_lines_does_not_starve_...)
+
+
+RAW_SHOWN = {"bad_utf8", "bad_json", "utf8_unknown", "array", "no_type", "unknown_type", "bad_message", "unknown_id",
+             "twice", "out_of_turn", "hello_twice", "not_held", "wrong_decision"}
+"""Modes whose charged line the log keeps whole (short): it is one the bot's transcript shows."""
+
+
+def check_judgement_replayed(mode: str, row: dict[str, Any], seat: int, transcript: Path) -> None:
+    """The log keeps what the bot sent when it was charged (the line as it sent it, or the first
+    RAW_BYTES bytes of a long one, with its length), and ``arena replay`` judges the charge
+    again (``rechecked``); the opponent's view of the log never holds it (issue 22 item 9)."""
+    from arena.match.log import RAW_BYTES, raw_bytes, seat_view, verify_file
+
+    lines, result = verify_file(row["log_path"], row["log_hash"])
+    charged = [line for line in lines if line["type"] == "incident"]
+    sent_lines = [text for prefix, _, text in (x.partition(" ") for x in transcript.read_text().splitlines())
+                  if prefix == ">"]
+    if mode in RAW_SHOWN:
+        first = charged[0]
+        assert first["raw"] in sent_lines and first["raw_len"] == len(raw_bytes(first)), (first, sent_lines)
+        assert result["rechecked"] >= 1
+    elif mode in ("huge", "deep_json"):
+        first = charged[0]
+        assert len(raw_bytes(first)) == RAW_BYTES and first["raw_len"] > 50_000, first
+        assert first["raw"].startswith('{"type":"action"') and result["rechecked"] >= 1
+    elif mode in ("flood_actions", "flood_junk"):  # its lines are not in the transcript one by one
+        assert charged[0]["raw"].startswith("junk" if mode == "flood_junk" else '{"type"') and result["rechecked"] >= 1
+    elif mode == "truncate":
+        assert charged[0]["raw"].startswith('{"type":"action","id":') and charged[0]["raw"].endswith('"act')
+    elif mode in ("sleep", "late"):
+        assert all(line["ms"][0] >= line["ms"][1] for line in charged) and result["rechecked"] == len(charged)
+    if mode == "bad_utf8":
+        assert raw_bytes(charged[0]).endswith(b'"\xff\xfe"}') and charged[0]["raw"].endswith('"\\xff\\xfe"}')
+    if mode == "not_held":
+        assert "offered" in charged[0]  # what the bot could have played, rebuilt by the replay
+    other = seat_view(lines, 1 - seat)
+    assert all("raw" not in line and "offered" not in line for line in other if line["type"] == "incident")
+    assert not any(line["type"] == "action" and line["seat"] == seat for line in other)
 
 
 def check_late_answers_ignored(log: list[dict], seat: int, sent: list[dict], received: list[dict]) -> None:

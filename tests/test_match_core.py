@@ -156,7 +156,8 @@ def test_E8_1_timeout_forfeits_with_a_fatal_error_naming_the_request():
     r = out.result
     assert (r.reason, r.winner, r.faulty) == ("forfeit_timeout", 1 - s, s)
     assert r.detail == f"{('alice', 'bob')[s]}: timeout: no answer to request {rid} within 120 ms"
-    assert logged(out)[-1] == {"type": "incident", "seat": s, "code": "timeout", "detail": err["message"]}
+    assert logged(out)[-1] == {"type": "incident", "seat": s, "code": "timeout", "detail": err["message"],
+                               "ms": [120, 120]}  # elapsed (the deadline passed), allowed
     assert core.timeout(s, rid) is NOTHING and core.answer(s, rid, "x", 5.0) is NOTHING  # over: inputs ignored
 
 

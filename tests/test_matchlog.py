@@ -4,6 +4,8 @@ reproduces every event line, and any altered line is caught."""
 from __future__ import annotations
 
 import copy
+import json
+import re
 
 import pytest
 
@@ -60,8 +62,10 @@ async def test_hash_chain_detects_edits_insertions_deletions_and_rewritten_chain
     raw = read_bytes(path)
     assert verify_chain(raw, row["log_hash"]) == row["log_hash"]
     lines = raw.splitlines(keepends=True)
-    with pytest.raises(ChainError, match="line 5"):
-        verify_chain(b"".join(lines[:4] + [lines[4].replace(b'"seq":', b'"seq": ')] + lines[5:]))
+    with pytest.raises(ChainError, match=r"lines? (\d+-)?\d+: hash does not chain") as caught:
+        verify_chain(b"".join(lines[:4] + [lines[4].replace(b'"event":', b'"event": ')] + lines[5:]))
+    first, last = map(int, re.search(r"lines? (\d+)(?:-(\d+))?:", str(caught.value)).groups(default="0"))
+    assert first <= 5 <= max(first, last)  # the block that holds the altered line 5 is named
     with pytest.raises(ChainError):
         verify_chain(b"".join(lines[:3] + lines[4:]))  # a line removed
     with pytest.raises(ChainError):
@@ -69,9 +73,10 @@ async def test_hash_chain_detects_edits_insertions_deletions_and_rewritten_chain
     # a forger who rewrites a line AND recomputes every hash after it keeps the chain intact,
     # but the last hash no longer matches the one committed to the database with the result
     forged, prev = [], GENESIS
-    for line in lines:
+    for line in lines:  # each line its own block, as version 1 logs were
         body = line.rstrip(b"\n")
-        body = body[: body.rindex(b',"hash":')] + b"}"
+        if b',"hash":' in body:
+            body = body[: body.rindex(b',"hash":')] + b"}"
         if b'"type":"result"' in body:
             body = body.replace(b'"detail":""', b'"detail":"forged"')
             assert b"forged" in body
@@ -177,35 +182,55 @@ def test_gathered_lines_make_the_same_file_whatever_the_piece_size(tmp_path, mon
     assert len(read_bytes(tmp_path / f"1{suffix}").splitlines()) == 400
 
 
-def test_lines_carry_short_hashes_and_logs_with_full_hashes_still_verify(tmp_path):
-    """Each line stores the first HASH_CHARS digits of its hash (the chain is over the full ones,
-    and the last full hash is what the database keeps); an altered line is named; a log written
-    by the previous version, full hashes on every line, reads and verifies as before."""
+def test_blocks_of_lines_share_a_short_hash_and_logs_with_a_hash_per_line_still_verify(tmp_path):
+    """A block of lines (at least HASH_EVERY, ended by a write_all call; the header and a single
+    write end one) stores the first HASH_CHARS digits of its hash on its last line: the SHA-256
+    of the previous block's full hash, its other lines with their newlines, and its last line
+    without the hash field. An altered line names its block; a log cut after lines no hash covers
+    says so; a log written by the previous versions, a full or short hash on every line, reads and
+    verifies as before."""
     import gzip
     import hashlib
 
-    from arena.match.log import GENESIS, HASH_CHARS, ChainError, MatchLog, read_bytes, verify_chain
+    from arena.match.log import GENESIS, HASH_CHARS, HASH_EVERY, ChainError, MatchLog, read_bytes, verify_chain
 
-    lines = [{"type": "incident", "seat": i % 2, "code": "timeout", "detail": f"no answer {i}"} for i in range(20)]
+    lines = [{"type": "incident", "seat": i % 2, "code": "timeout", "detail": f"no answer {i}"} for i in range(40)]
     with MatchLog(tmp_path / "new.jsonl.gz") as log:
-        log.write_all(lines)
+        log.write({"type": "match", "match_id": "m"})
+        for k in range(0, 40, 5):
+            log.write_all(lines[k:k + 5])
+        log.write({"type": "result"})
     raw = read_bytes(tmp_path / "new.jsonl.gz")
-    full, prev = [], GENESIS
-    for line in raw.splitlines():
+    got = raw.splitlines()
+    hashed = [n for n, line in enumerate(got, start=1) if b',"hash":"' in line]
+    assert HASH_EVERY == 16 and hashed == [1, 21, 41, 42]  # header, two blocks of 20 lines, the result
+    prev, block = GENESIS, b""
+    for n, line in enumerate(got, start=1):
+        if n not in hashed:
+            block += line + b"\n"
+            continue
         body = line[: line.rindex(b',"hash":')] + b"}"
-        prev = hashlib.sha256(prev.encode() + body).hexdigest()
+        prev = hashlib.sha256(prev.encode() + block + body).hexdigest()
         assert line.endswith(b',"hash":"' + prev[:HASH_CHARS].encode() + b'"}')
-        full.append(body[:-1] + b',"hash":"' + prev.encode() + b'"}\n')
+        block = b""
     assert verify_chain(raw, log.last_hash) == log.last_hash == prev and len(prev) == 64
-    old = tmp_path / "old.jsonl.gz"  # the previous version's format
+    altered = raw.splitlines(keepends=True)
+    altered[11] = altered[11].replace(b"no answer 10", b"no answer 12")
+    with pytest.raises(ChainError, match="lines 2-21: hash does not chain from line 1"):
+        verify_chain(b"".join(altered))
+    with pytest.raises(ChainError, match="lines 22-30 carry no hash"):
+        verify_chain(b"".join(raw.splitlines(keepends=True)[:30]))
+    # the previous versions' format: every line its own block, with its full (or short) hash
+    full, prev = [], GENESIS
+    for line in got:
+        body = line[: line.rindex(b',"hash":')] + b"}" if b',"hash":' in line else line
+        prev = hashlib.sha256(prev.encode() + body).hexdigest()
+        full.append(body[:-1] + b',"hash":"' + prev.encode() + b'"}\n')
+    old = tmp_path / "old.jsonl.gz"
     old.write_bytes(gzip.compress(b"".join(full)))
     assert verify_chain(read_bytes(old), prev) == prev
-    altered = raw.splitlines(keepends=True)
-    altered[11] = altered[11].replace(b"no answer 11", b"no answer 12")
-    with pytest.raises(ChainError, match="line 12: hash does not chain"):
-        verify_chain(b"".join(altered))
-    with pytest.raises(ChainError, match="line 3"):
-        verify_chain(b"".join(full[:2] + [full[2].replace(b'"seat":0', b'"seat":1')] + full[3:]))
+    with pytest.raises(ChainError, match="line 3: hash does not chain"):
+        verify_chain(b"".join(full[:2] + [full[2].replace(b'"seat":1', b'"seat":0')] + full[3:]))
 
 
 def test_a_copy_taken_before_the_close_is_completed_to_the_same_file(tmp_path):
@@ -257,3 +282,241 @@ def test_replay_names_a_truncated_random_empty_or_missing_log_as_such(tmp_path):
                               capture_output=True, text=True, timeout=60)
         assert proc.returncode == 1 and said in proc.stdout and "Traceback" not in proc.stdout + proc.stderr, \
             proc.stdout + proc.stderr
+
+
+# ----------------------------------------------------------------------------- every judgement replayable
+# (issue 22 item 9): the log keeps each seat's legal form, what a bot sent when it was charged and
+# a timeout's times; the replay judges every charge again. Matches are played on the core
+# (arena.match.core.MatchCore) with scripted answers: no sockets, no clock.
+
+
+def _first_legal(core, seat):
+    """What an instant bot answers: the first legal action (a compact discard: the first ``min`` cards)."""
+    engine = core.engine
+    choice = engine.choice() if core.compact[seat] else None
+    return list(choice.from_[: choice.min]) if choice is not None else engine.legal_actions()[0]
+
+
+def _play(path, script=None, game="ecarte", seed=3, compact=(True, False), config=None):
+    """Play a match on the core into a log at ``path``; ``script(core, seat, n)`` returns the raw
+    line a seat sends for its ``n``-th request (None: the first legal action, ``"timeout"``: no
+    answer). Returns the result."""
+    import msgspec
+
+    from arena.match.core import MatchCore, result_line
+    from arena.match.log import MatchLog
+
+    core = MatchCore("t1-m0001", seed, config or MatchConfig(game=game), ("alice", "bob"), compact)
+    with MatchLog(path) as log:
+        log.write_all(core.start().log)
+        out = core.begin()
+        log.write_all(out.log)
+        n = 0
+        while core.result is None:
+            seat, rid = out.asked
+            core.sent(seat, 0.0)
+            n += 1
+            raw = script(core, seat, n) if script else None
+            if raw == "timeout":
+                out = core.timeout(seat, rid)
+            else:
+                if raw is None:
+                    raw = msgspec.json.encode({"type": "action", "id": rid, "action": _first_legal(core, seat)})
+                out = core.answer(seat, rid, msgspec.json.decode(raw)["action"], 1.0, raw)
+            log.write_all(out.log)
+        log.write(result_line(core.result))
+    return core.result
+
+
+def _illegal_once(at):
+    """A script: the first ``play`` request from the ``at``-th on is answered by a card the seat
+    does not hold (``illegal_action``: its message names the hand); legal answers otherwise."""
+    done = []
+
+    def script(core, seat, n):
+        if n < at or done or core.engine.decision != "play":
+            return None
+        done.append(n)
+        held = set(core.engine.view(seat).hand)
+        card = next(c for c in ("7c", "8c", "9c", "Tc", "Jc", "Qc", "Kc", "Ac", "7d") if c not in held)
+        return b'{"type":"action", "id":%d, "action":"%s"}' % (core.pending[seat].rid, card.encode())
+    return script
+
+
+def _lines(path):
+    from arena.match.log import read_bytes, verify_bytes
+
+    return verify_bytes(read_bytes(path))
+
+
+def test_a_rejected_answer_is_kept_as_sent_and_judged_again(tmp_path):
+    """An illegal answer within the allowance: the log keeps the line byte for byte with its
+    length and code, the header each seat's form; the replay re-applies the answer to the engine
+    as it was, finds the same rule broken, and shows what the seat was offered."""
+    from arena.match.log import raw_bytes
+
+    cfg = MatchConfig(max_illegal=1)
+    result = _play(tmp_path / "m.jsonl.gz", _illegal_once(12), config=cfg)
+    assert result.reason == "target"
+    lines, res = _lines(tmp_path / "m.jsonl.gz")
+    assert lines[0]["v"] == 2 and lines[0]["forms"] == ["compact", "full"]
+    [inc] = [line for line in lines if line["type"] == "incident"]
+    assert inc["code"] in ("illegal_action", "wrong_decision") and raw_bytes(inc).startswith(b'{"type":"action", "id":')
+    assert inc["raw_len"] == len(raw_bytes(inc)) and "action" not in inc  # whole: the line itself is re-checked
+    assert res["rechecked"] == 1 and inc["offered"] == inc["legal"]  # as sent, and as rebuilt by the replay
+
+
+def test_tampered_judgements_fail_replay_with_one_line(tmp_path):
+    """An accepted answer turned into a rejection, a rejection turned into an accepted answer, a
+    rejected line edited into a legal one, a timeout's times made to fit, a forfeit without its
+    charge: each fails the replay with a one-line reason (the hash chain aside: a forger can
+    rewrite it, and only the database's last hash catches that)."""
+    import copy
+
+    from arena.match.log import ReplayError, replay
+
+    _play(tmp_path / "m.jsonl.gz", _illegal_once(12), config=MatchConfig(max_illegal=1))
+    lines, _ = _lines(tmp_path / "m.jsonl.gz")
+    i = next(n for n, line in enumerate(lines) if line["type"] == "incident")
+    j = next(n for n, line in enumerate(lines) if n > i and line["type"] == "action")  # the answer asked again
+
+    def fails(bad, said):
+        with pytest.raises(ReplayError, match=said) as caught:
+            replay(bad)
+        assert "\n" not in str(caught.value)
+
+    bad = copy.deepcopy(lines)  # the legal answer that followed, written as refused
+    raw = '{"type":"action","id":99,"action":' + json.dumps(bad[j]["action"]) + "}"
+    bad[j] = {"type": "incident", "seat": bad[j]["seat"], "code": "illegal_action", "detail": "x", "raw": raw,
+              "raw_len": len(raw)}
+    fails(bad, "the rules accept it")
+    bad = copy.deepcopy(lines)  # the refused line edited into the legal answer
+    bad[i]["raw"], bad[i]["raw_len"] = raw, len(raw)
+    fails(bad, "the rules accept it")
+    bad = copy.deepcopy(lines)  # the refusal written as an accepted action
+    bad[i] = {"type": "action", "seat": bad[i]["seat"], "decision": lines[j]["decision"],
+              "action": json.loads(bad[i]["raw"])["action"]}
+    fails(bad, "rejected")
+    bad = copy.deepcopy(lines)  # the legal actions it was sent, altered
+    bad[i]["legal"] = bad[i]["legal"][:-1]
+    fails(bad, "as its legal actions, but the engine offers")
+    bad = copy.deepcopy(lines)  # the refusal removed: the same seat is asked twice
+    del bad[i]
+    bad[-1]["reason"], bad[-1]["faulty"], bad[-1]["winner"] = "forfeit_illegal", 0, 1
+    fails(bad, "no incident in the log calls for it")
+
+    _play(tmp_path / "t.jsonl.gz", lambda core, seat, n: "timeout" if n == 5 else None,
+          config=MatchConfig(on_timeout="auto", max_strikes=1))
+    lines, res = _lines(tmp_path / "t.jsonl.gz")
+    k = next(n for n, line in enumerate(lines) if line["type"] == "incident")
+    assert lines[k]["code"] == "timeout" and lines[k]["ms"] == [2050, 2050] and res["rechecked"] == 1
+    assert lines[k + 1]["type"] == "action" and lines[k + 1]["auto"]
+    bad = copy.deepcopy(lines)
+    bad[k]["ms"] = [1900, 2050]
+    fails(bad, "not a timeout")
+    bad = copy.deepcopy(lines)
+    bad[k + 1]["auto"] = False  # the referee's move passed off as the bot's
+    fails(bad, "where the referee had to play")
+
+
+def test_logs_of_the_previous_format_still_replay(tmp_path):
+    """A version 1 log (a hash on every line, events with seq and hidden, no forms, incidents
+    without raw lines) verifies and replays as before."""
+    import hashlib
+
+    import msgspec
+
+    from arena.match.log import GENESIS, verify_bytes
+
+    _play(tmp_path / "m.jsonl.gz", _illegal_once(12), config=MatchConfig(max_illegal=1))
+    lines, _ = _lines(tmp_path / "m.jsonl.gz")
+    prev, out = GENESIS, []
+    for line in lines:
+        line = dict(line)
+        if line["type"] == "match":
+            line.pop("v"), line.pop("forms")
+        elif line["type"] == "event":
+            line = {"type": "event", "seq": line["seq"], "seen_by": line["seen_by"], "hidden": line["hidden"],
+                    "event": line["event"]}
+        elif line["type"] == "incident":
+            line = {k: line[k] for k in ("type", "seat", "code", "detail")}
+        elif line["type"] == "result":
+            line.pop("rechecked")
+        body = msgspec.json.encode(line)
+        prev = hashlib.sha256(prev.encode() + body).hexdigest()
+        out.append(body[:-1] + b',"hash":"' + prev[:8].encode() + b'"}\n')
+    old, res = verify_bytes(b"".join(out), prev)
+    assert res["reason"] == "target" and res["rechecked"] == 0 and len(old) == len(lines)
+
+
+def test_a_raw_answer_is_shown_to_its_own_author_only(tmp_path):
+    """The author of the seat that was charged sees what their bot sent and what it was offered
+    (``arena replay --seat``); the opponent's author and the public see the charge's code only,
+    never the line, the offered actions or a detail naming cards."""
+    import subprocess
+    import sys
+
+    from arena.match.log import public_view, seat_view
+
+    _play(tmp_path / "m.jsonl.gz", _illegal_once(12))  # the first illegal answer forfeits
+    lines, res = _lines(tmp_path / "m.jsonl.gz")
+    assert res["reason"] == "forfeit_illegal"
+    inc = next(line for line in lines if line["type"] == "incident")
+    me, other = inc["seat"], 1 - inc["seat"]
+    mine = [line for line in seat_view(lines, me) if line["type"] == "incident"]
+    assert mine == [inc]
+    for view in (seat_view(lines, other), public_view(lines)):
+        [theirs] = [line for line in view if line["type"] == "incident"]
+        assert theirs == {"type": "incident", "seat": me, "code": inc["code"], "detail": ""}
+        assert inc["raw"] not in repr(view) and inc["detail"] not in repr(view)
+        assert view[-1]["detail"] == f"{lines[0]['bots'][me]}: {inc['code']}" != res["detail"]
+        assert not any(line["type"] == "event" and other not in line["seen_by"] for line in view if view is not lines)
+    from arena.match.log import read_bytes
+    from arena.net.history import feed_from_log
+
+    feed = b"".join(feed_from_log(read_bytes(tmp_path / "m.jsonl.gz")))  # the web page's replay (public)
+    assert feed and inc["raw"].encode() not in feed and b"is not in the hand" not in feed
+    run = [sys.executable, "-m", "arena.cli", "replay", str(tmp_path / "m.jsonl.gz")]
+    own = subprocess.run([*run, "--seat", str(me)], capture_output=True, text=True, timeout=60)
+    assert own.returncode == 0 and f"it sent ({inc['raw_len']} bytes): {inc['raw']}" in own.stdout, own.stdout
+    assert "it was offered" in own.stdout and "1 charge judged again" in own.stdout
+    theirs = subprocess.run([*run, "--seat", str(other)], capture_output=True, text=True, timeout=60)
+    assert theirs.returncode == 0 and inc["raw"] not in theirs.stdout and "it sent" not in theirs.stdout
+
+
+@pytest.mark.parametrize("game", ["ecarte", "piquet"])
+def test_logs_of_instant_bots_stay_under_8_kb(game):
+    """Bytes per match (a byte count) of the longest matches there are: instant bots (the first
+    legal action, compact form; arena.tools.log_size), ten seeds, each log verified. The previous
+    format took 17.7 KB a match in Écarté (23.3 KB the largest of 20) and 11.6 KB in Piquet."""
+    from arena.tools.log_size import measure
+
+    got = measure(game, "instant", 10)
+    assert got["max"] < 8000, got
+
+
+@pytest.mark.parametrize("game,compact,kept", [("ecarte", (True, True), "legal"),
+                                               ("piquet", (False, False), "legal_sha"),
+                                               ("piquet", (True, True), "legal")])
+def test_a_refused_discard_keeps_what_its_request_offered(tmp_path, game, compact, kept):
+    """A discard naming a card not held: the incident keeps the request's ``legal`` as sent (the
+    compact description; a full Piquet list, 1,585 discards, by its digest) and the replay
+    rebuilds it from the engine and the seat's form in the header."""
+    done = []
+
+    def script(core, seat, n):
+        if done or core.engine.decision != "discard":
+            return None
+        done.append(n)
+        held = set(core.engine.view(seat).hand)
+        card = next(c for c in ("7c", "8c", "9c", "Tc", "Jc", "Qc", "Kc", "Ac", "7d", "8d") if c not in held)
+        return b'{"type":"action","id":%d,"action":["%s"]}' % (core.pending[seat].rid, card.encode())
+
+    _play(tmp_path / "m.jsonl.gz", script, game=game, compact=compact, config=MatchConfig(game=game, max_illegal=1))
+    lines, res = _lines(tmp_path / "m.jsonl.gz")
+    [inc] = [line for line in lines if line["type"] == "incident"]
+    assert kept in inc and res["rechecked"] == 1 and lines[0]["forms"] == ["compact" if c else "full" for c in compact]
+    if compact[0]:
+        assert inc["legal"] == inc["offered"] and set(inc["legal"]) == {"choose"}
+    else:
+        assert inc["offered"]["count"] == 1585 and len(inc["legal_sha"]) == 16

@@ -40,6 +40,9 @@ def add_commands(sub: Commands) -> None:
                     "(an SQLite file or a postgresql:// URL; default for a match key: arena.db); a log archived "
                     "since is then read from its bundle")
     rp.add_argument("--public", action="store_true", help="print only what a spectator may see")
+    rp.add_argument("--seat", type=int, choices=(0, 1),
+                    help="print only what the author of the bot in this seat may see: its cards, its actions, "
+                         "what it sent when it was charged, never the opponent's")
     rp.add_argument("--quiet", action="store_true", help="verify only, print the verdict")
     rp.set_defaults(run=cmd_replay)
     ac = sub.add_parser("archive", help="apply the retention: match logs older than it into one bundle per day, "
@@ -79,7 +82,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     """``arena replay``: exit 0 if the log verifies, 1 (with the reason) if not. The log is a file,
     a member of an archive bundle, or a match key looked up in the database (its file, its bundle
     or its worker's copy); with a database its last hash must be the recorded one."""
-    from arena.match.log import ChainError, ReplayError, decompress, describe, public_view, verify_bytes
+    from arena.match.log import ChainError, ReplayError, decompress, describe, public_view, seat_view, verify_bytes
 
     console = make_console()
 
@@ -120,12 +123,15 @@ def cmd_replay(args: argparse.Namespace) -> int:
         return failed(str(exc))
     if not args.quiet:
         names = lines[0].get("bots", ["seat 0", "seat 1"])
-        for line in public_view(lines) if args.public else lines:
+        shown = public_view(lines) if args.public else seat_view(lines, args.seat) if args.seat is not None else lines
+        for line in shown:
             console.print(describe(line, names), markup=False, highlight=False)
     chain = "hash chain intact" + (", last hash matches the database" if expected else "")
     source = f" (read from {where})" if where != args.log else ""
+    judged = result.get("rechecked", 0)
+    charges = f", {judged} charge{'s' if judged != 1 else ''} judged again" if judged else ""
     console.print(Text.assemble(("verified:", "green"), f" {len(lines)} lines{source}, {chain}, every event reproduced "
-                                f"by the rules engine, result {result['reason']}"))
+                                f"by the rules engine{charges}, result {result['reason']}"))
     return 0
 
 

@@ -41,6 +41,7 @@ number from :class:`arena.match.limits.Limits`:
 from __future__ import annotations
 
 import itertools
+import math
 import random
 from collections import deque
 from collections.abc import Callable
@@ -49,10 +50,10 @@ from typing import Any, Literal
 import msgspec
 
 from arena.games import GAMES
-from arena.games.base import BOTH, IllegalAction, Seen, offer
+from arena.games.base import IllegalAction, Seen, offer
 from arena.match.clock import Clock
 from arena.match.limits import LIMITS, Limits
-from arena.match.log import LogAction, LogEvent, LogIncident
+from arena.match.log import LOG_VERSION, RAW_BYTES, LogAction, LogIncident, LogSeen, offered_fields, raw_fields
 from protocol.framing import ProtocolError, append_json, decode_client, encode, encode_into
 from protocol.messages import (
     ActionMsg,
@@ -151,6 +152,20 @@ def unplayed(match_id: str, names: tuple[str, str],
     return result, incidents
 
 
+def _refused(action: Any, raw: bytes | None, raw_len: int | None) -> dict[str, Any]:
+    """The fields of an illegal answer's incident (:class:`arena.match.log.LogIncident`): the
+    line as the bot sent it (``raw``, cut), and the action as decoded when the line was cut (or
+    not given) and the action is short enough to keep."""
+    extra = {} if raw is None else raw_fields(raw)
+    if raw_len is not None and extra:
+        extra["raw_len"] = raw_len
+    if raw is None or extra["raw_len"] > len(raw[:RAW_BYTES]):
+        encoded = msgspec.json.encode(action)
+        if len(encoded) <= RAW_BYTES:
+            extra["action"] = action
+    return extra
+
+
 # ----------------------------------------------------------------------------- one connection
 
 
@@ -163,7 +178,8 @@ class ConnectionCore:
     :meth:`new_request_id`; :meth:`expect` marks one pending, :meth:`expire` gives it up.
     """
 
-    __slots__ = ("limits", "seated", "pending_id", "errors", "_next_id", "_expired", "_answered")
+    __slots__ = ("limits", "seated", "pending_id", "errors", "_next_id", "_expired", "_answered", "last_line",
+                 "last_len")
 
     def __init__(self, limits: Limits = LIMITS) -> None:
         self.limits = limits
@@ -174,6 +190,11 @@ class ConnectionCore:
         self._next_id = 0
         self._expired: deque[int] = deque(maxlen=256)
         self._answered: deque[int] = deque(maxlen=256)
+        self.last_line = b""
+        """The last line classified by :meth:`line` (or the first bytes of a line the framing
+        refused, :meth:`refused`): what the match log keeps of a rejected answer or a fault."""
+        self.last_len = 0
+        """The whole length of :attr:`last_line`'s line (bytes, newline excluded)."""
 
     def new_request_id(self) -> int:
         """A fresh request id, unique on this connection."""
@@ -200,6 +221,8 @@ class ConnectionCore:
         fault for the match the connection sits in (or None), ``close`` the reason to close the
         connection with (``too_many_errors``) or None.
         """
+        self.last_line = line
+        self.last_len = len(line)
         try:
             msg = decode_client(line)
         except ProtocolError as exc:
@@ -234,6 +257,12 @@ class ConnectionCore:
     def too_many(self) -> Error:
         """The closing ``too_many_errors`` error (after the error that reached the limit)."""
         return Error(code="too_many_errors", message=f"{self.errors} errors: closing", fatal=True)
+
+    def refused(self, head: bytes, size: int) -> None:
+        """The framing refused a line (``line_too_long``, ``truncated``): ``head`` its first bytes
+        kept, ``size`` the bytes of it received (see :attr:`last_line`)."""
+        self.last_line = head
+        self.last_len = size
 
     @staticmethod
     def broken(exc: ProtocolError) -> Error:
@@ -318,10 +347,9 @@ class MatchCore:
             request_ids = (itertools.count(1).__next__, itertools.count(1).__next__)
         self._ids = request_ids
         self._seq = [0, 0]
-        self._log_seq = 0
         self._outbox = (bytearray(), bytearray())
         self.pending: list[_Pending | None] = [None, None]
-        self._held: list[tuple[str, str, str] | None] = [None, None]
+        self._held: list[tuple[str, str, str, dict[str, Any]] | None] = [None, None]
         self.strikes = [0, 0]
         self.illegal = [0, 0]
         self.decisions = 0
@@ -334,8 +362,9 @@ class MatchCore:
         once they are written, :meth:`begin`."""
         out = Output()
         cfg = self.config
-        out.log.append({"type": "match", "match_id": self.match_id, "game": cfg.game, "seed": self.seed,
-                        "bots": list(self.names), "config": msgspec.to_builtins(cfg)})
+        out.log.append({"type": "match", "v": LOG_VERSION, "match_id": self.match_id, "game": cfg.game,
+                        "seed": self.seed, "bots": list(self.names), "config": msgspec.to_builtins(cfg),
+                        "forms": ["compact" if c else "full" for c in self.compact]})
         for s in (0, 1):
             out.sends.append((s, encode(MatchStart(
                 match_id=self.match_id, game=cfg.game, seat=s, opponent=self.names[1 - s], rules=cfg.rules,
@@ -361,9 +390,12 @@ class MatchCore:
         p.sent_ms = t_ms
         return t_ms + p.deadline_ms
 
-    def answer(self, seat: int, rid: int, action: Any, t_ms: float) -> Output:
+    def answer(self, seat: int, rid: int, action: Any, t_ms: float, raw: bytes | None = None,
+               raw_len: int | None = None) -> Output:
         """Seat ``seat`` answered request ``rid`` with ``action``; the answer reached us at
-        ``t_ms`` (the fair clock's arrival time). The action is checked against the rules."""
+        ``t_ms`` (the fair clock's arrival time). The action is checked against the rules.
+        ``raw``: the line the bot sent (``raw_len`` its whole length, if ``raw`` is only its
+        start), kept in the log's incident if the rules refuse the action."""
         p = self.pending[seat]
         if p is None or p.rid != rid or self.result is not None:
             return NOTHING
@@ -371,14 +403,15 @@ class MatchCore:
         out = Output()
         elapsed = 0.0 if p.sent_ms is None else max(0.0, t_ms - p.sent_ms)
         if not self.clocks[seat].charge(elapsed):
-            self._timed_out(out, seat, p)
+            self._timed_out(out, seat, p, elapsed)
             return out
         engine = self.engine
         try:
             events = engine.apply(action)
         except IllegalAction as exc:
             out.illegal = (seat, exc.code)
-            out.log.append(LogIncident(seat, exc.code, str(exc)))
+            out.log.append(LogIncident(seat, exc.code, str(exc), **_refused(action, raw, raw_len),
+                                       **offered_fields(offer(engine, self.compact[seat]))))
             self.illegal[seat] += 1
             over = self.illegal[seat] > self.limits.max_illegal
             out.sends.append((seat, encode(Error(code=exc.code, message=str(exc), id=rid, fatal=over))))  # type: ignore[arg-type]
@@ -403,20 +436,25 @@ class MatchCore:
         self.pending[seat] = None
         self.clocks[seat].charge(p.deadline_ms)
         out = Output()
-        self._timed_out(out, seat, p)
+        self._timed_out(out, seat, p, p.deadline_ms)
         return out
 
-    def fault(self, seat: int, code: str, detail: str) -> Output:
+    def fault(self, seat: int, code: str, detail: str, raw: bytes | None = None, raw_len: int | None = None) -> Output:
         """Seat ``seat`` committed protocol fault ``code`` (its error is already sent: see
-        :class:`ConnectionCore`): it forfeits (``forfeit_protocol``). See :meth:`_charge` for when."""
-        return self._charge(seat, ("forfeit_protocol", code, detail))
+        :class:`ConnectionCore`): it forfeits (``forfeit_protocol``). See :meth:`_charge` for when.
+        ``raw``: the line that caused it, if a line did (``raw_len``: its whole length, if
+        ``raw`` is only its start; see :attr:`ConnectionCore.last_line`), kept in the log."""
+        extra = {} if raw is None else raw_fields(raw)
+        if raw_len is not None and extra:
+            extra["raw_len"] = raw_len
+        return self._charge(seat, ("forfeit_protocol", code, detail, extra))
 
     def disconnected(self, seat: int, detail: str) -> Output:
         """Seat ``seat``'s connection closed or could not be written to (``detail`` says
         how): it forfeits (``forfeit_disconnect``). See :meth:`_charge` for when."""
-        return self._charge(seat, ("forfeit_disconnect", "disconnect", detail))
+        return self._charge(seat, ("forfeit_disconnect", "disconnect", detail, {}))
 
-    def _charge(self, seat: int, fault: tuple[str, str, str]) -> Output:
+    def _charge(self, seat: int, fault: tuple[str, str, str, dict[str, Any]]) -> Output:
         """A fault of ``seat`` forfeits at once if ``seat`` is asked (or nobody is); while only
         the other seat is asked it is held (the first one per seat) and charged before the next
         decision, or at the end of a match played out: the opponent's decision in progress is
@@ -458,12 +496,13 @@ class MatchCore:
 
     # -- the policy
 
-    def _timed_out(self, out: Output, seat: int, p: _Pending) -> None:
-        """§E8.1, docs/protocol.md §10.5: forfeit, or under ``auto`` a strike and the first legal action."""
+    def _timed_out(self, out: Output, seat: int, p: _Pending, elapsed: float) -> None:
+        """§E8.1, docs/protocol.md §10.5: forfeit, or under ``auto`` a strike and the first legal
+        action. ``elapsed``: what the decision took (ms; the deadline itself when it passed)."""
         limits = self.limits
         detail = f"no answer to request {p.rid} within {p.deadline_ms} ms{long_line_note(p.line_bytes, limits)}"
         out.timeout = seat
-        out.log.append(LogIncident(seat, "timeout", detail))
+        out.log.append(LogIncident(seat, "timeout", detail, ms=[math.ceil(elapsed), p.deadline_ms]))
         if limits.on_timeout == "auto" and self.strikes[seat] < limits.max_strikes:
             self.strikes[seat] += 1
             text = (f"{detail}; the referee played the first legal action "
@@ -477,9 +516,10 @@ class MatchCore:
         out.sends.append((seat, encode(Error(code="timeout", message=detail, id=p.rid, fatal=True))))
         self._forfeit(out, seat, "forfeit_timeout", "timeout", detail, incident=False)
 
-    def _forfeit(self, out: Output, seat: int, reason: str, code: str, detail: str, incident: bool) -> None:
+    def _forfeit(self, out: Output, seat: int, reason: str, code: str, detail: str,
+                 extra: dict[str, Any] | None = None, *, incident: bool) -> None:
         if incident:
-            out.log.append(LogIncident(seat, code, detail))
+            out.log.append(LogIncident(seat, code, detail, **(extra or {})))
         engine = self.engine
         self._end(out, MatchResult(match_id=self.match_id, winner=1 - seat, reason=reason, scores=engine.scores,
                                    manches=engine.manches, detail=f"{self.names[seat]}: {code}: {detail}",
@@ -497,16 +537,13 @@ class MatchCore:
         seq = self._seq
         outbox = self._outbox
         log = out.log
-        log_seq = self._log_seq
         for event, seen_by in events:
-            log_seq += 1
-            log.append(LogEvent(log_seq, list(seen_by), seen_by != BOTH, event))
+            log.append(LogSeen(list(seen_by), event))
             for s in seen_by:
                 n = seq[s] = seq[s] + 1
                 buf = outbox[s]
                 append_json(EventMsg(match_id=match_id, seq=n, event=event), buf, -1)
                 buf += b"\n"
-        self._log_seq = log_seq
         out.events.extend(events)
 
     def _ask(self, out: Output) -> None:

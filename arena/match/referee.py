@@ -201,17 +201,18 @@ class Referee:
         """:meth:`on_answer` without waiting, for the dispatcher's task
         (:meth:`arena.match.seat.Connection.on_readable`): None when done, else the rest, which
         the seat's reader task awaits."""
-        return self._apply_now(self.core.answer(conn.seat_no, rid, action, t * 1000))
+        return self._apply_now(self.core.answer(conn.seat_no, rid, action, t * 1000, conn.core.last_line))
 
     # -- the connections' handler (arena.match.seat.Handler)
 
     async def on_answer(self, conn: Connection, rid: int, action: Any, t: float) -> None:
         """Seat ``conn.seat_no`` answered request ``rid`` (arrived at ``t``, loop clock, s)."""
-        await self._apply(self.core.answer(conn.seat_no, rid, action, t * 1000))
+        await self._apply(self.core.answer(conn.seat_no, rid, action, t * 1000, conn.core.last_line))
 
     async def on_fault(self, conn: Connection, code: str, detail: str) -> None:
-        """A protocol fault of that seat (its error is already sent)."""
-        await self._apply(self.core.fault(conn.seat_no, code, detail))
+        """A protocol fault of that seat (its error is already sent), caused by the line the
+        connection classified last (kept in the log)."""
+        await self._apply(self.core.fault(conn.seat_no, code, detail, conn.core.last_line, conn.core.last_len))
 
     async def on_deadline(self, conn: Connection, rid: int) -> None:
         """That seat's request ``rid`` timed out."""

@@ -458,6 +458,7 @@ class Connection:
                     return
         except ProtocolError as exc:  # line_too_long, truncated: the stream cannot go on
             METRICS.protocol_errors.labels(exc.code).inc()
+            self.core.refused(*reader.refused)
             await self._tell(ConnectionCore.broken(exc))
             if self.handler is not None:
                 await self.handler.on_fault(self, exc.code, exc.message)

@@ -22,7 +22,7 @@ from typing import Any
 
 import msgspec
 
-from arena.match.log import LogEvent
+from arena.match.log import LogSeen
 from arena.match.referee import MatchConfig
 from arena.net.spectate import SpectatorHub, Subscriber
 from arena.store import pages
@@ -92,7 +92,7 @@ def feed_from_log(raw: bytes) -> list[bytes]:
     winner, reason, scores = None, "aborted", [0, 0]
     for line in lines[1:]:
         if line.startswith(b'{"type":"event"'):
-            ev = msgspec.json.decode(line, type=LogEvent)
+            ev = msgspec.json.decode(line, type=LogSeen)
             hub.event(mid, ev.event, tuple(ev.seen_by))
         elif line.startswith(b'{"type":"result"'):
             result = msgspec.json.decode(line)

@@ -54,7 +54,7 @@ from typing import Any
 import msgspec
 import trio
 
-from arena.match.log import LogAction, LogEvent, LogIncident, MatchLog
+from arena.match.log import LogAction, LogEvent, LogIncident, LogSeen, MatchLog, incident_for_others, result_for_others
 from arena.match.referee import MatchResult
 from arena.schedule.tournament import play_match
 from arena.store import test_matches as rows
@@ -166,15 +166,15 @@ class SeatLog(MatchLog):
         self.lines: list[dict[str, Any]] = []
         self.marks: list[int] = [position()] if position is not None else []
 
-    def write_all(self, objs: Any) -> None:
+    def write_all(self, objs: Any, seal: bool = False) -> None:
         objs = list(objs)
         for obj in objs:
             self._see(obj)
-        super().write_all(objs)
+        super().write_all(objs, seal=seal)
 
     def _see(self, obj: Any) -> None:
         seat = self.seat
-        if isinstance(obj, LogEvent):
+        if isinstance(obj, (LogSeen, LogEvent)):
             if seat in obj.seen_by:
                 self.lines.append(_plain(obj))
         elif isinstance(obj, LogAction):
@@ -186,13 +186,14 @@ class SeatLog(MatchLog):
                 self.lines.append(line)
         elif isinstance(obj, LogIncident):
             line = _plain(obj)
-            self.lines.append(line if obj.seat == seat else {"type": "incident", "seat": obj.seat, "code": obj.code,
+            self.lines.append(line if obj.seat == seat else {**incident_for_others(line),
                                                              "detail": OTHER_DETAIL})
         elif isinstance(obj, dict) and obj.get("type") == "match":
             self.lines.append({"type": "match", "match_id": obj.get("match_id"), "game": obj.get("game"),
                                "bots": obj.get("bots"), "seat": seat})
         elif isinstance(obj, dict) and obj.get("type") == "result":
-            self.lines.append(_plain(obj))
+            line = _plain(obj)
+            self.lines.append(line if line.get("faulty") == seat else result_for_others(line))
 
 
 def slices(data: bytes, start: int, marks: list[int], end: int) -> tuple[list[str], str]:
