@@ -201,6 +201,22 @@ def test_E8_1_an_illegal_action_forfeits_by_default_with_its_rule():
     assert logged(out)[0]["type"] == "incident" and logged(out)[0]["code"] == "illegal_action"
 
 
+def test_an_illegal_action_s_forfeit_names_the_rule_never_the_faulty_hand():
+    """The error to the faulty bot and its own incident name its hand; the result, which both bots
+    receive in ``match_end`` and the public history shows, names only the rule (hidden information)."""
+    core, out = begin()
+    out = to_play(core, out)
+    s, _ = out.asked
+    hand = request(out)["state"]["hand"]
+    out = answer_at(core, out, 1, illegal_card(core, request(out)))
+    assert any(card in sent_to(out, s)[0]["message"] for card in hand)
+    assert any(card in logged(out)[0]["detail"] for card in hand)
+    assert out.result.reason == "forfeit_illegal" and "§E" in out.result.detail
+    assert not any(card in out.result.detail for card in hand), out.result.detail
+    end = [m for seat, data in core.match_end() if seat == 1 - s for m in lines(data) if m["type"] == "match_end"]
+    assert end and not any(card in json.dumps(end) for card in hand)
+
+
 def test_E8_1_illegal_actions_within_the_allowance_are_asked_again_then_forfeit():
     core, out = begin(MatchConfig(max_illegal=2))
     out = to_play(core, out)

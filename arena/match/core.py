@@ -415,8 +415,10 @@ class MatchCore:
             self.illegal[seat] += 1
             over = self.illegal[seat] > self.limits.max_illegal
             out.sends.append((seat, encode(Error(code=exc.code, message=str(exc), id=rid, fatal=over))))  # type: ignore[arg-type]
-            if over:
-                self._forfeit(out, seat, "forfeit_illegal", exc.code, str(exc), incident=False)
+            if over:  # the result goes to both bots and the public: it names the rule, not the hand
+                allowed = self.limits.max_illegal
+                why = f"{allowed + 1} illegal answers, {allowed} allowed" + (f" ({exc.rule})" if exc.rule else "")
+                self._forfeit(out, seat, "forfeit_illegal", exc.code, why, incident=False)
             else:
                 self._ask(out)
             return out
