@@ -47,6 +47,7 @@ from arena.store.log_archive import (
     parse_ref,
     read_stored,
 )
+from arena.store import upgrade as db_upgrade
 from arena.store.postgres import is_url
 from arena.store.postgres import shown as shown_db
 from arena.store.sqlite import Store
@@ -322,6 +323,8 @@ def build_parser() -> argparse.ArgumentParser:
     sa.add_argument("--db", default="arena.db", help=DB_HELP)
     sl = ssub.add_parser("list", help="bankrolls and the house")
     sl.add_argument("--db", default="arena.db", help=DB_HELP)
+
+    db_upgrade.add_parser(sub, DB_HELP)
 
     sv = sub.add_parser("serve", help="run a long-lived contest server (TCP for bots and spectators, HTTP)")
     sv.add_argument("--config", required=True, help="contest TOML file (see docs/contest.example.toml)")
@@ -937,6 +940,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def _dispatch(args: argparse.Namespace) -> int:
+    if args.command == "db":
+        return db_upgrade.run(args)
     if args.command == "tournament":
         return cmd_tournament(args)
     if args.command == "watch":
