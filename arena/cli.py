@@ -37,6 +37,7 @@ from arena.schedule.formats import FORMATS
 from arena.schedule.formats.duplicate_deals import DEFAULT_DEALS
 from arena.schedule.launcher import command_problem, load_manifest, sandbox_problem
 from arena.schedule.tournament import TournamentConfig, TournamentReport, run_tournament
+from arena.store import upgrade as db_upgrade
 from arena.store.log_archive import (
     MAX_DAYS,
     ArchiveBusy,
@@ -47,7 +48,6 @@ from arena.store.log_archive import (
     parse_ref,
     read_stored,
 )
-from arena.store import upgrade as db_upgrade
 from arena.store.postgres import is_url
 from arena.store.postgres import shown as shown_db
 from arena.store.sqlite import Store

@@ -19,6 +19,7 @@ from arena.errors import DatabaseError
 from arena.net.auth import Authenticator, AuthLimits, RateLimiter, TokenBucket
 from arena.net.server import ArenaServer, ServerConfig
 from arena.store import sqlite as store_module
+from arena.store.schema import HEAD
 from arena.store.sqlite import (
     FAST,
     SLOW,
@@ -28,7 +29,6 @@ from arena.store.sqlite import (
     hash_token,
     looks_generated,
 )
-from arena.store.schema import HEAD
 from arena.store.upgrade import state, upgrade
 from tests.conftest import Client, connect_bot
 from tests.legacy_db import as_legacy

@@ -36,8 +36,8 @@ from arena.store.log_archive import (
 )
 from arena.store.queue import MatchQueue
 from arena.store.sqlite import Store
-from tests.legacy_db import sql
 from tests.conftest import ROOT
+from tests.legacy_db import sql
 
 ARENA = [sys.executable, "-m", "arena.cli"]
 NOW = 20_000 * DAY_S + 12 * 3600  # noon of a day of 2024, UTC: every run below is given this "now"

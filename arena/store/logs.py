@@ -21,7 +21,8 @@ m = matches.c
 _KEY = bindparam("key")
 PUT_LOG = replace(match_logs, ("match_key",), ("data",))
 LOG_COPY = select(match_logs.c.data).where(match_logs.c.match_key == _KEY)
-_COPIES = select(match_logs.c.match_key, m.tournament_id, m.log_path).join(matches, m.match_key == match_logs.c.match_key)
+_COPIES = select(match_logs.c.match_key, m.tournament_id, m.log_path).join(
+    matches, m.match_key == match_logs.c.match_key)
 COPIES = _COPIES.limit(bindparam("lim"))
 COPIES_OF = _COPIES.where(m.tournament_id == bindparam("tid")).limit(bindparam("lim"))
 MOVE_LOG = update(matches).where(m.match_key == _KEY, m.log_path == bindparam("old")).values(

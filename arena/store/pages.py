@@ -69,9 +69,11 @@ SQL: dict[str, Any] = {name: text(sql) for name, sql in {
     "ratings_state": "SELECT results, fitted_results, fitted_at, fit_ms FROM ladder_state WHERE game=:game",
     # the leaderboard by rank: ladder_by_elo (game, elo DESC, bot)
     "ladder_top": "SELECT bot, elo, ci95, games FROM ladder WHERE game=:game ORDER BY elo DESC, bot LIMIT :n",
-    "ladder_below": "SELECT bot, elo, ci95, games FROM ladder WHERE game=:game AND elo<=:elo AND (elo<:elo OR bot>:bot) "
+    "ladder_below": "SELECT bot, elo, ci95, games FROM ladder WHERE game=:game AND elo<=:elo AND "
+                    "(elo<:elo OR bot>:bot) "
                     "ORDER BY elo DESC, bot LIMIT :n",
-    "ladder_above": "SELECT bot, elo, ci95, games FROM ladder WHERE game=:game AND elo>=:elo AND (elo>:elo OR bot<:bot) "
+    "ladder_above": "SELECT bot, elo, ci95, games FROM ladder WHERE game=:game AND elo>=:elo AND "
+                    "(elo>:elo OR bot<:bot) "
                     "ORDER BY elo, bot DESC LIMIT :n",
     "ladder_rank": "SELECT COUNT(*) FROM ladder WHERE game=:game AND elo>=:elo AND (elo>:elo OR bot<:bot)",
     # the ranks of a page of search results, in one pass down the ladder to the lowest of them
@@ -84,7 +86,8 @@ SQL: dict[str, Any] = {name: text(sql) for name, sql in {
     "ladder_search": "SELECT bot, elo, ci95, games FROM ladder WHERE game=:game AND lower(bot)>=:lo AND lower(bot)<:hi "
                      "AND (lower(bot)>:key OR bot>:bot) ORDER BY lower(bot), bot LIMIT :n",
     "ladder_search_back": "SELECT bot, elo, ci95, games FROM ladder WHERE game=:game AND lower(bot)>=:lo AND "
-                          "lower(bot)<=:key AND (lower(bot)<:key OR bot<:bot) ORDER BY lower(bot) DESC, bot DESC LIMIT :n",
+                          "lower(bot)<=:key AND (lower(bot)<:key OR bot<:bot) ORDER BY lower(bot) DESC, bot DESC "
+                          "LIMIT :n",
     # games and points of the bots on a page, from the units each result keeps (arena.stats.ladder:
     # a match, or a duplicate pair's two; a's points, b has the rest): ladder_units_by_a/b cover
     # them, a few rows per opponent and outcome, however many matches were played

@@ -44,7 +44,8 @@ from sqlalchemy.schema import DDL
 from sqlalchemy.types import REAL
 
 Int = BigInteger().with_variant(Integer(), "sqlite")
-"""An integer column: ``INTEGER`` on SQLite (so that ``INTEGER PRIMARY KEY`` is the row id), ``BIGINT`` on PostgreSQL."""
+"""An integer column: ``INTEGER`` on SQLite (so that ``INTEGER PRIMARY KEY`` is the row id), ``BIGINT`` on
+PostgreSQL."""
 
 Real = Double().with_variant(REAL(), "sqlite")
 """A floating-point column: ``REAL`` on SQLite, ``DOUBLE PRECISION`` on PostgreSQL."""
