@@ -88,7 +88,7 @@ AUTHORS = select(authors.c.id, authors.c.name, authors.c.status, authors.c.creat
                  func.count(bot_owners.c.bot).label("bots")).outerjoin(
     bot_owners, bot_owners.c.author_id == authors.c.id).group_by(
     authors.c.id, authors.c.name, authors.c.status, authors.c.created_at).order_by(authors.c.name)
-SET_AUTHOR_STATUS = update(authors).where(authors.c.name == _NAME).values(status=bindparam("status"))
+SET_AUTHOR_STATUS = update(authors).where(authors.c.name == bindparam("who")).values(status=bindparam("status"))
 AUTHOR_BOTS = select(bot_owners.c.bot).where(bot_owners.c.author_id == bindparam("author"))
 DELETE_AUTHOR_UPLOADS = delete(uploads).where(uploads.c.author_id == bindparam("author"))
 DELETE_AUTHOR = delete(authors).where(authors.c.id == bindparam("author"))
@@ -336,7 +336,7 @@ class Accounts:
     def set_author_status(self, name: str, status: str) -> bool:
         """Set ``status`` (``active`` or ``suspended``); False if there is no such author."""
         with self._tx():
-            return self.run(SET_AUTHOR_STATUS, {"name": name, "status": status}).rowcount > 0
+            return self.run(SET_AUTHOR_STATUS, {"who": name, "status": status}).rowcount > 0
 
     def delete_author(self, name: str) -> list[str] | None:
         """Delete author ``name`` with their bots' registrations, submissions, uploads and
