@@ -13,10 +13,13 @@ from pathlib import Path
 
 import pytest
 import trio
+from sqlalchemy import text
 
+from arena.errors import DatabaseError
 from arena.net.auth import Authenticator, AuthLimits, RateLimiter, TokenBucket
 from arena.net.server import ArenaServer, ServerConfig
 from arena.store import sqlite as store_module
+from arena.store.schema import HEAD
 from arena.store.sqlite import (
     FAST,
     SLOW,
@@ -26,7 +29,9 @@ from arena.store.sqlite import (
     hash_token,
     looks_generated,
 )
+from arena.store.upgrade import state, upgrade
 from tests.conftest import Client, connect_bot
+from tests.legacy_db import as_legacy
 
 
 def stand_in(token: str, salt: bytes) -> bytes:
@@ -49,8 +54,10 @@ def auth_with(store: Store, **limits) -> Authenticator:
 def register_slow(store: Store, name: str, token: str, table: str = "bots") -> None:
     """A row under the slow scheme whose hash is :func:`stand_in`'s (scrypt's place in these tests)."""
     salt = b"s" * 16
-    store.db.execute(f"INSERT OR REPLACE INTO {table}(name, salt, token_hash, hash_scheme, created_at) "
-                     "VALUES (?,?,?,?,0)", (name, salt, stand_in(token, salt), SLOW))
+    store.run(text(f"DELETE FROM {table} WHERE name=:name"), {"name": name})
+    store.run(text(f"INSERT INTO {table}(name, salt, token_hash, hash_scheme, created_at) "
+                   "VALUES (:name, :salt, :digest, :scheme, 0)"),
+              {"name": name, "salt": salt, "digest": stand_in(token, salt), "scheme": SLOW})
 
 
 def spent(auth: Authenticator) -> float:
@@ -289,9 +296,12 @@ def schema8_database(target: str | Path, rows: dict[str, str]) -> None:
     for name, token in rows.items():
         store.add_bot(name, token)  # a chosen token: scrypt, as every token was then
     for table in ("bots", "spectators", "authors"):
-        store.db.execute(f"ALTER TABLE {table} DROP COLUMN hash_scheme")
-    store.db.execute("PRAGMA user_version=8")
+        store.run(text(f"ALTER TABLE {table} DROP COLUMN hash_scheme"))
+    as_legacy(store, 8)
     store.close()
+    with pytest.raises(DatabaseError, match="arena db upgrade --db"):  # refused until upgraded
+        Store(target)
+    upgrade(str(target))
 
 
 def test_a_schema8_database_keeps_its_tokens_valid_on_both_databases(db_target, monkeypatch):
@@ -300,7 +310,7 @@ def test_a_schema8_database_keeps_its_tokens_valid_on_both_databases(db_target, 
     schema8_database(db_target, {"old": token})
     store = Store(db_target)
     try:
-        assert store.db.execute("PRAGMA user_version").fetchone()[0] == store_module.SCHEMA_VERSION
+        assert state(store.connection) == ("current", HEAD)
         old = store.bot_secret("old")
         assert old.scheme == SLOW and store.check_token("old", token) and not store.check_token("old", token[:-1])
         new_token = store.add_bot("new")

@@ -15,7 +15,9 @@ import pytest
 
 from arena.errors import DATABASE, INTERRUPTED, UNAVAILABLE, USAGE, UserError
 from arena.schedule.contest import load_config
-from arena.store.sqlite import SCHEMA, SCHEMA_VERSION, Store
+from arena.store.schema import HEAD
+from arena.store.sqlite import SCHEMA_VERSION, Store
+from tests.legacy_db import LEGACY_SCHEMA as SCHEMA
 
 ROOT = Path(__file__).resolve().parent.parent
 BOTS = ROOT / "sample_bots"
@@ -91,11 +93,11 @@ def test_a_file_that_is_not_a_database(tmp_path: Path) -> None:
 def test_a_database_newer_than_the_code(tmp_path: Path) -> None:
     Store(tmp_path / "new.db").close()
     db = sqlite3.connect(tmp_path / "new.db")
-    db.execute(f"PRAGMA user_version={SCHEMA_VERSION + 1}")
+    db.execute("UPDATE alembic_version SET version_num='ffff'")  # a revision this arena does not know
     db.commit()
     db.close()
     one_line_error(arena("bots", "list", "--db", "new.db", cwd=tmp_path), DATABASE,
-                   f"schema version {SCHEMA_VERSION + 1}", "newer arena", "upgrade")
+                   "schema version ffff", "newer arena", "upgrade")
 
 
 def test_a_database_from_before_versions_is_upgraded(tmp_path: Path) -> None:
@@ -108,6 +110,12 @@ def test_a_database_from_before_versions_is_upgraded(tmp_path: Path) -> None:
     db.commit()
     assert db.execute("PRAGMA user_version").fetchone()[0] == 0
     db.close()
+    proc = arena("bots", "list", "--db", "old.db", cwd=tmp_path)  # refused, with the command that upgrades it
+    assert proc.returncode == 4 and proc.stderr.splitlines() == [
+        f"arena: error: old.db has schema version 0 (before Alembic), older than this arena's ({HEAD}): run "
+        "`arena db upgrade --db old.db` (back it up first)"], proc.stderr
+    proc = arena("db", "upgrade", "--db", "old.db", cwd=tmp_path)
+    assert proc.returncode == 0 and f"upgraded to revision {HEAD}" in proc.stdout, proc.stdout + proc.stderr
     proc = arena("bots", "list", "--db", "old.db", cwd=tmp_path)
     assert proc.returncode == 0 and "old" in proc.stdout, proc.stdout + proc.stderr
     store = Store(path)

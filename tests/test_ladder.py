@@ -8,12 +8,16 @@ from __future__ import annotations
 import random
 import statistics
 
+from sqlalchemy import text
+
 from arena.match.referee import MatchResult
 from arena.schedule.fitter import fit_ladder
 from arena.schedule.formats import Pairing
 from arena.stats.ladder import ladder_units, refit
 from arena.stats.studies import Fitted, Incremental, error_curve, order_dependence, placement_games
 from arena.store.sqlite import Store
+from arena.store.upgrade import upgrade
+from tests.legacy_db import as_legacy
 
 
 def test_a_newcomer_200_above_the_field_places_within_50_elo_in_10_games_median():
@@ -189,9 +193,10 @@ def test_the_units_kept_by_each_result_are_those_counted_over_every_match(db_tar
             assert store.ladder_units("ecarte") == store.ladder_unit_counts("ecarte")
     kept = store.ladder_units("ecarte")
     assert any(g == 2 for _, _, _, g in kept) and any(g == 1 for _, _, _, g in kept)
-    store.db.execute("DROP TABLE ladder_units")  # as a database of schema 5 was
-    store.db.execute("PRAGMA user_version=5")
+    store.run(text("DROP TABLE ladder_units"))  # as a database of schema 5 was
+    as_legacy(store, 5)
     store.close()
+    upgrade(db_target)
     store = Store(db_target)
     assert store.ladder_units("ecarte") == kept
     store.close()

@@ -37,6 +37,7 @@ from arena.store.log_archive import (
 from arena.store.queue import MatchQueue
 from arena.store.sqlite import Store
 from tests.conftest import ROOT
+from tests.legacy_db import sql
 
 ARENA = [sys.executable, "-m", "arena.cli"]
 NOW = 20_000 * DAY_S + 12 * 3600  # noon of a day of 2024, UTC: every run below is given this "now"
@@ -81,13 +82,13 @@ def season(store: Store, logs: Path, finished: list[float]) -> list[str]:
         last = self_play_log(path, row.match_key, row.seed)
         store.record_result(row.match_key, MatchResult(match_id=row.match_key, winner=0, reason="target",
                                                        scores=[5, 0], manches=[0, 0]), str(path), last)
-        store.db.execute("UPDATE matches SET finished_at=? WHERE match_key=?", (when, row.match_key))
+        sql(store, "UPDATE matches SET finished_at=:t WHERE match_key=:k", t=when, k=row.match_key)
         keys.append(row.match_key)
     return keys
 
 
 def paths(store: Store) -> dict[str, str]:
-    return dict(store.db.execute("SELECT match_key, log_path FROM matches ORDER BY id").fetchall())
+    return {r[0]: r[1] for r in sql(store, "SELECT match_key, log_path FROM matches ORDER BY id")}
 
 
 def verifies(store: Store, key: str) -> dict:
@@ -174,9 +175,9 @@ def test_retention_removes_only_what_is_older_than_the_cut_off(any_store, tmp_pa
         MatchQueue(store, clock=lambda when=when: when).push_events([(keys[0], b'{"type":"end"}')])
     # uploads: failed 31 and 29 days ago; one passed long ago stays whatever its age
     for status, age in (("failed", 31), ("failed", 29), ("passed", 90)):
-        store.db.execute("INSERT INTO uploads(bot, author_id, status, sha256, size, created_at, finished_at) "
-                         "VALUES ('annbot', 1, ?, 'x', 3, ?, ?)", (status, NOW - age * DAY_S, NOW - age * DAY_S))
-    uploads = [r[0] for r in store.db.execute("SELECT id FROM uploads ORDER BY id")]
+        sql(store, "INSERT INTO uploads(bot, author_id, status, sha256, size, created_at, finished_at) "
+            "VALUES ('annbot', 1, :s, 'x', 3, :t, :t)", s=status, t=NOW - age * DAY_S)
+    uploads = [r[0] for r in sql(store, "SELECT id FROM uploads ORDER BY id")]
     # test matches: done 31 and 29 days ago, aborted 40 days ago, one still queued from long ago
     tests = test_matches.add(store, 1, "annbot", "bobbot", "ecarte", [(0, 1), (1, 2), (0, 3), (1, 4)],
                              NOW - 60 * DAY_S, 50, 0)
@@ -195,8 +196,8 @@ def test_retention_removes_only_what_is_older_than_the_cut_off(any_store, tmp_pa
     assert [is_bundle_ref(p) for p in paths(store).values()] == [True, False, False]
     assert {p: p.exists() for p in outputs} == {p: age < 14 for p, age in outputs.items()}
     assert not (logs / "t1" / "workers" / "77").exists()  # the worker's folder, empty, went too
-    assert store.db.execute("SELECT COUNT(*) FROM match_events").fetchone()[0] == 2
-    assert [r[0] for r in store.db.execute("SELECT id FROM uploads ORDER BY id")] == uploads[1:]
+    assert sql(store, "SELECT COUNT(*) FROM match_events").scalar_one() == 2
+    assert [r[0] for r in sql(store, "SELECT id FROM uploads ORDER BY id")] == uploads[1:]
     assert all(verifies(store, k) for k in keys)
 
 
@@ -374,7 +375,7 @@ def test_a_worker_copy_is_deleted_once_the_front_has_the_log(tmp_path):
     assert sorted(r[0] for r in store.match_log_copies()) == [r.match_key for r in rows[1:]]
     (front / f"t{tid}").unlink()
     assert trio.run(keep_worker_logs, store, front) == 2
-    assert store.match_log_copies() == [] and store.db.execute("SELECT COUNT(*) FROM match_logs").fetchone()[0] == 0
+    assert store.match_log_copies() == [] and sql(store, "SELECT COUNT(*) FROM match_logs").scalar_one() == 0
     moved = paths(store)
     assert moved[rows[0].match_key] == str(worker_logs / f"t{tid}" / f"{rows[0].match_key}.jsonl.gz")
     for row in rows[1:]:
@@ -394,7 +395,7 @@ def test_logs_of_seeded_sample_bot_matches_stay_under_8_kb(tmp_path):
                          cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=300)
     assert out.returncode == 0, out.stderr
     store = Store(tmp_path / "a.db")
-    rows = store.db.execute("SELECT match_key, log_path, log_hash FROM matches WHERE status='done'").fetchall()
+    rows = sql(store, "SELECT match_key, log_path, log_hash FROM matches WHERE status='done'").all()
     assert len(rows) == 20
     sizes = [(tmp_path / r[1]).stat().st_size for r in rows]
     assert sum(sizes) / len(sizes) < 8000, sizes

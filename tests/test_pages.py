@@ -22,6 +22,7 @@ from arena.stats.rating import PROVISIONAL_CI95
 from arena.store import pages
 from arena.store.seed import season
 from arena.store.sqlite import Store
+from tests.legacy_db import sql
 from tests.test_authors import bearer, client, make_contest, register
 
 GAME = "ecarte"
@@ -38,14 +39,14 @@ def seeded(db_target: str) -> Store:
 
 def ranked(store: Store) -> list[tuple[str, float, Any]]:
     """The whole ladder, best first, by brute force: ``(bot, elo, ci95)``."""
-    rows = store.db.execute("SELECT bot, elo, ci95 FROM ladder WHERE game=?", (GAME,)).fetchall()
+    rows = sql(store, "SELECT bot, elo, ci95 FROM ladder WHERE game=:g", g=GAME).all()
     return sorted(((r[0], r[1], r[2]) for r in rows), key=lambda r: (-r[1], r[0]))
 
 
 def scores(store: Store) -> dict[str, tuple[int, float]]:
     """Games and points of every bot, by brute force over the finished matches."""
     out: dict[str, tuple[int, float]] = {}
-    for b0, b1, w in store.db.execute("SELECT bot0, bot1, winner_seat FROM matches WHERE status='done'"):
+    for b0, b1, w in sql(store, "SELECT bot0, bot1, winner_seat FROM matches WHERE status='done'"):
         for seat, bot in ((0, b0), (1, b1)):
             games, points = out.get(bot, (0, 0.0))
             out[bot] = (games + 1, points + (1.0 if w == seat else 0.5 if w is None else 0.0))
@@ -76,8 +77,8 @@ def test_the_leaderboard_pages_by_rating_in_both_directions(seeded: Store) -> No
     assert [r["bot"] for r in rows] == [t[0] for t in truth]  # each bot once, in order
     assert [r["rank"] for r in rows] == list(range(1, 131))
     assert all((r["games"], r["points"]) == truth_scores.get(r["bot"], (0, 0.0)) for r in rows)
-    assert sum(r["games"] for r in rows) == 2 * seeded.db.execute("SELECT COUNT(*) FROM matches WHERE status='done'"
-                                                                  ).fetchone()[0]
+    assert sum(r["games"] for r in rows) == 2 * sql(seeded, "SELECT COUNT(*) FROM matches WHERE status='done'"
+                                                                  ).scalar_one()
     assert all(r["provisional"] == (t[2] is None or t[2] > PROVISIONAL_CI95) for r, t in zip(rows, truth, strict=True))
     assert any(r["provisional"] for r in rows) and not all(r["provisional"] for r in rows)
     assert forward[0]["prev"] is None and forward[0]["bots"] == 130
@@ -108,12 +109,12 @@ def test_the_leaderboard_finds_a_prefix_of_the_name_in_any_case(seeded: Store) -
 
 
 def test_match_lists_page_by_id_in_both_directions(seeded: Store) -> None:
-    everything = [r[0] for r in seeded.db.execute(
-        "SELECT id FROM matches WHERE game=? AND status<>'pending' ORDER BY id DESC", (GAME,))]
+    everything = [r[0] for r in sql(
+        seeded, "SELECT id FROM matches WHERE game=:g AND status<>'pending' ORDER BY id DESC", g=GAME)]
     bot = "charlie00002"
-    of_bot = [r[0] for r in seeded.db.execute(
-        "SELECT id FROM matches WHERE status<>'pending' AND (bot0=? OR bot1=?) ORDER BY id DESC", (bot, bot))]
-    results = seeded.db.execute("SELECT COUNT(*) FROM matches WHERE status='done'").fetchone()[0]
+    of_bot = [r[0] for r in sql(
+        seeded, "SELECT id FROM matches WHERE status<>'pending' AND (bot0=:b OR bot1=:b) ORDER BY id DESC", b=bot)]
+    results = sql(seeded, "SELECT COUNT(*) FROM matches WHERE status='done'").scalar_one()
     for who, want, count in ((None, everything, results), (bot, of_bot, None)):
         def fetch(who: str | None = who, **kw: Any) -> dict[str, Any]:
             return finished_matches(seeded, GAME, who, per_page=7, **kw)
@@ -125,12 +126,12 @@ def test_match_lists_page_by_id_in_both_directions(seeded: Store) -> None:
         assert [p["matches"] for p in backward] == [p["matches"] for p in reversed(forward[:-1])]
         if count is not None:
             assert forward[0]["results"] == count
-    done_of_bot = seeded.db.execute("SELECT COUNT(*) FROM matches WHERE status='done' AND (bot0=? OR bot1=?)",
-                                    (bot, bot)).fetchone()[0]
+    done_of_bot = sql(seeded, "SELECT COUNT(*) FROM matches WHERE status='done' AND (bot0=:b OR bot1=:b)",
+                      b=bot).scalar_one()
     assert finished_matches(seeded, GAME, bot)["results"] == done_of_bot
-    faults = [r[0] for r in seeded.db.execute(
-        "SELECT id FROM matches WHERE status='done' AND ((bot0=? AND faulty_seat=0) OR (bot1=? AND faulty_seat=1)) "
-        "ORDER BY id DESC", (bot, bot))]
+    faults = [r[0] for r in sql(
+        seeded, "SELECT id FROM matches WHERE status='done' AND ((bot0=:b AND faulty_seat=0) OR (bot1=:b AND "
+        "faulty_seat=1)) ORDER BY id DESC", b=bot)]
     got = walk(lambda **kw: pages.fault_page(seeded, bot, limit=1, **kw), pages.fault_page(seeded, bot, limit=1),
                "next", "before")
     assert [r["id"] for p in got for r in p["rows"]] == faults
@@ -149,8 +150,8 @@ def test_how_old_the_ratings_are(tmp_path: Path) -> None:
     age = pages.ratings_age(store, GAME)
     assert (age["fitted_at"], age["lag_results"]) == (None, 0)
     assert pages.describe_age(age) == "ratings not fitted yet (0 results so far)"
-    store.db.execute("INSERT INTO ladder_state(game, results, fitted_results, fitted_at, fit_ms) VALUES (?,?,?,?,?)",
-                     (GAME, 140, 103, 1000.0, 850))
+    sql(store, "INSERT INTO ladder_state(game, results, fitted_results, fitted_at, fit_ms) VALUES (:g, 140, 103, "
+        "1000.0, 850)", g=GAME)
     age = pages.ratings_age(store, GAME, now=1012.4)
     assert (age["results"], age["lag_results"], age["age_s"], age["fit_ms"]) == (140, 37, 12.4, 850)
     assert pages.describe_age(age) == "ratings fitted 12 s ago, 37 results since"
@@ -238,12 +239,12 @@ def test_arena_bots_list_says_how_old_the_ratings_are_and_marks_provisional_ones
     db = tmp_path / "arena.db"
     store = Store(db)
     season(store, 40, 300)
-    store.db.execute("UPDATE ladder SET ci95=NULL WHERE bot='alpha00000'")  # not fitted yet
-    store.db.execute("UPDATE ladder SET ci95=? WHERE bot='bravo00001'", (PROVISIONAL_CI95 + 0.5,))  # too wide
-    store.db.execute("UPDATE ladder SET ci95=? WHERE bot='charlie00002'", (PROVISIONAL_CI95,))  # just narrow enough
+    sql(store, "UPDATE ladder SET ci95=NULL WHERE bot='alpha00000'")  # not fitted yet
+    sql(store, "UPDATE ladder SET ci95=:c WHERE bot='bravo00001'", c=PROVISIONAL_CI95 + 0.5)  # too wide
+    sql(store, "UPDATE ladder SET ci95=:c WHERE bot='charlie00002'", c=PROVISIONAL_CI95)  # just narrow enough
     provisional = {b for b, _, ci in ranked(store) if ci is None or ci > PROVISIONAL_CI95}
     assert {"alpha00000", "bravo00001"} <= provisional and "charlie00002" not in provisional
-    store.db.execute("UPDATE ladder_state SET fitted_at=?", (time.time() - 125,))
+    sql(store, "UPDATE ladder_state SET fitted_at=:t", t=time.time() - 125)
     store.close()
     out = subprocess.run([sys.executable, "-m", "arena.cli", "bots", "list", "--db", str(db)], capture_output=True,
                          text=True, timeout=60)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from sqlalchemy import text
 
 from arena.store.pages import PLAN_CASES, SQL
 from arena.store.seed import season
@@ -38,9 +39,18 @@ def aliases(sql: str, table: str) -> set[str]:
     return found
 
 
-def sqlite_scans(store: Store, sql: str, params: tuple) -> list[str]:
-    """The plan lines of ``sql`` that scan a growing table whole."""
-    plan = [row[3] for row in store.db.execute("EXPLAIN QUERY PLAN " + sql, params)]
+def inline(store: Store, statement, params: dict) -> str:
+    """``statement`` (a ``text()`` of pages.SQL, or a string with named binds) with ``params`` written
+    into it, as the store's backend reads it: what EXPLAIN is given."""
+    stmt = text(statement) if isinstance(statement, str) else statement
+    return str(stmt.bindparams(**params).compile(dialect=store.connection.engine.dialect,
+                                                 compile_kwargs={"literal_binds": True}))
+
+
+def sqlite_scans(store: Store, statement, params: dict) -> list[str]:
+    """The plan lines of ``statement`` that scan a growing table whole."""
+    sql = inline(store, statement, params)
+    plan = [row[3] for row in store.db.execute("EXPLAIN QUERY PLAN " + sql)]
     names = set().union(*(aliases(sql, t) for t in GROWING))
     return [line for line in plan if (m := re.match(r"SCAN (\w+)", line)) and m.group(1) in names] or \
         ([] if plan else ["(no plan)"])
@@ -56,22 +66,22 @@ def sqlite_store(tmp_path_factory: pytest.TempPathFactory) -> Store:
 
 def test_every_statement_of_the_pages_has_a_plan_case() -> None:
     assert {name for name, _, _ in PLAN_CASES} >= set(SQL)
-    assert all(sql.count("?") == len(params) for _, sql, params in PLAN_CASES)
+    assert all(set(stmt.compile().params) == set(params) for _, stmt, params in PLAN_CASES)
 
 
 def test_the_check_sees_a_full_scan_of_matches(sqlite_store: Store) -> None:
     """The check can fail: a statement without a usable index is caught, alias or not."""
-    assert sqlite_scans(sqlite_store, "SELECT COUNT(*) FROM matches WHERE reason=?", ("target",))
-    assert sqlite_scans(sqlite_store, "SELECT m.id FROM matches m WHERE m.detail=? LIMIT 5", ("x",))
+    assert sqlite_scans(sqlite_store, "SELECT COUNT(*) FROM matches WHERE reason=:r", {"r": "target"})
+    assert sqlite_scans(sqlite_store, "SELECT m.id FROM matches m WHERE m.detail=:d LIMIT 5", {"d": "x"})
     full_index_scan = "SELECT COUNT(*) FROM matches INDEXED BY matches_bot0_done"
-    assert sqlite_scans(sqlite_store, full_index_scan, ())
-    assert not sqlite_scans(sqlite_store, "SELECT id FROM matches WHERE match_key=?", ("t1-m00000001",))
+    assert sqlite_scans(sqlite_store, full_index_scan, {})
+    assert not sqlite_scans(sqlite_store, "SELECT id FROM matches WHERE match_key=:k", {"k": "t1-m00000001"})
 
 
 @pytest.mark.parametrize("name,sql,params", PLAN_CASES, ids=[c[0] for c in PLAN_CASES])
-def test_no_page_scans_matches_on_sqlite(sqlite_store: Store, name: str, sql: str, params: tuple) -> None:
+def test_no_page_scans_matches_on_sqlite(sqlite_store: Store, name: str, sql, params: dict) -> None:
     assert sqlite_scans(sqlite_store, sql, params) == [], name
-    sqlite_store.db.execute(sql, params).fetchall()  # and it runs
+    sqlite_store.run(sql, params).all()  # and it runs
 
 
 @pytest.fixture(scope="module")
@@ -84,17 +94,17 @@ def pg_store(pg_cluster) -> Store:
     pg_cluster.sql("DROP DATABASE plans WITH (FORCE)")
 
 
-def pg_plan(store: Store, sql: str, params: tuple) -> str:
-    return "\n".join(row[0] for row in store.db.execute("EXPLAIN " + sql, params))
+def pg_plan(store: Store, statement, params: dict) -> str:
+    return "\n".join(row[0] for row in store.db.execute("EXPLAIN " + inline(store, statement, params)))
 
 
 def test_the_check_sees_a_seq_scan_on_postgresql(pg_store: Store) -> None:
-    assert "Seq Scan on matches" in pg_plan(pg_store, "SELECT COUNT(*) FROM matches WHERE reason=?", ("target",))
-    assert "Seq Scan on matches" not in pg_plan(pg_store, "SELECT id FROM matches WHERE match_key=?", ("t1-m1",))
+    assert "Seq Scan on matches" in pg_plan(pg_store, "SELECT COUNT(*) FROM matches WHERE reason=:r", {"r": "target"})
+    assert "Seq Scan on matches" not in pg_plan(pg_store, "SELECT id FROM matches WHERE match_key=:k", {"k": "t1-m1"})
 
 
 @pytest.mark.parametrize("name,sql,params", PLAN_CASES, ids=[c[0] for c in PLAN_CASES])
-def test_no_page_scans_matches_on_postgresql(pg_store: Store, name: str, sql: str, params: tuple) -> None:
+def test_no_page_scans_matches_on_postgresql(pg_store: Store, name: str, sql, params: dict) -> None:
     plan = pg_plan(pg_store, sql, params)
     assert "Seq Scan on matches" not in plan, f"{name}:\n{plan}"
-    pg_store.db.execute(sql, params).fetchall()
+    pg_store.run(sql, params).all()

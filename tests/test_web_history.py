@@ -24,6 +24,7 @@ from arena.schedule.contest import Contest, ContestConfig
 from arena.schedule.formats import Pairing
 from arena.store.sqlite import Store
 from protocol.messages import TimeControl
+from tests.legacy_db import sql
 from tests.test_web import CHROMIUM, ROOT, cards_in, chromium, sync_api
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium browser (Debian: apt-get install chromium)")
@@ -189,7 +190,7 @@ async def test_history_replay_urls_and_narrow_screens(tmp_path: Path, monkeypatc
     for shot in SHOTS.values():
         assert shot.stat().st_size > 10_000
     for mid in ids:
-        row = store.db.execute("SELECT log_path FROM matches WHERE match_key=?", (mid,)).fetchone()
+        row = sql(store, "SELECT log_path FROM matches WHERE match_key=:k", k=mid).first()
         check_feed_against_log(replays[mid], read_log(row[0]))
     store.close()
 
@@ -219,7 +220,7 @@ def test_a_duplicate_twin_in_play_keeps_the_replay_closed_and_pages(db_target: s
     with pytest.raises(NotReplayable) as err:
         replay_feed(store, rows[0].match_key)  # pair over, but no log
     assert err.value.status == 404
-    store.db.execute("UPDATE matches SET status='aborted', reason='aborted' WHERE match_key=?", (rows[4].match_key,))
+    sql(store, "UPDATE matches SET status='aborted', reason='aborted' WHERE match_key=:k", k=rows[4].match_key)
     first = finished_matches(store, "ecarte", per_page=2)
     second = finished_matches(store, "ecarte", before=first["next"], per_page=2)
     keys = [r.match_key for r in rows]

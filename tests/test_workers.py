@@ -30,6 +30,7 @@ from arena.store.queue import MatchQueue
 from arena.store.sqlite import Store
 from protocol.messages import TimeControl
 from tests.conftest import ROOT, TRUST_ARGS, TRUST_BOTS, slow_bots
+from tests.legacy_db import sql
 
 ARENA = [sys.executable, "-m", "arena.cli"]
 
@@ -176,7 +177,7 @@ def test_a_killed_workers_match_is_replayed_by_another_from_the_same_seed_and_co
     assert (state, worker, attempts) == ("done", "second", 2)
     row = store.match_by_index(tid, 0)
     assert row["status"] == "done" and row["reason"] == "target"
-    assert store.db.execute("SELECT COUNT(*) FROM matches WHERE tournament_id=?", (tid,)).fetchone()[0] == 1
+    assert sql(store, "SELECT COUNT(*) FROM matches WHERE tournament_id=:t", t=tid).scalar_one() == 1
     lines, result = verify_file(row["log_path"], row["log_hash"])  # the whole match, from its first deal
     assert lines[0]["seed"] == store.match_row(key).seed and result["reason"] == "target"
     print(f"killed worker's match claimed again {claimed_s:.1f} s and committed {replayed_s:.1f} s after the kill "

@@ -715,8 +715,7 @@ class Worker:
 
 
 def _pair_key(store: Store, row: MatchRow) -> str | None:
-    found = store.db.execute("SELECT pair_key FROM matches WHERE match_key=?", (row.match_key,)).fetchone()
-    return None if found is None else found[0]
+    return store.match_pair_key(row.match_key)
 
 
 # ---------------------------------------------------------------------- the front side of a tournament

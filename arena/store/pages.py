@@ -14,8 +14,8 @@ or skips the history: every list pages **by key**, never with ``OFFSET``:
   ``ladder_units`` for a bot's games and points), never from ``COUNT(*)`` over ``matches``: a
   page of the leaderboard costs the same after a bot's 10th match as after its 10,000th.
 
-The indexes these statements need are made by :meth:`arena.store.sqlite.Store._migrate`
-(:data:`arena.store.sqlite.PAGE_INDEXES`); :data:`PLAN_CASES` lists every statement with example parameters, and
+The indexes these statements need are part of the schema (:mod:`arena.store.schema`);
+:data:`PLAN_CASES` lists every statement with example parameters, and
 tests/test_query_plans.py reads each one's query plan on SQLite and PostgreSQL and fails on a full
 scan of ``matches``.
 
@@ -33,6 +33,8 @@ import math
 import time
 from typing import Any
 
+from sqlalchemy import Text, bindparam, text
+
 from arena.stats.rating import PROVISIONAL_CI95
 
 LEADERBOARD_PAGE = 50
@@ -48,99 +50,110 @@ MATCH_COLUMNS = "id, match_key, tournament_id, bot0, bot1, winner, reason, score
 """What a match list shows of each match."""
 
 
-def _in(n: int) -> str:
-    """``?,?,...`` for an ``IN`` list of ``n`` values."""
-    return ",".join("?" * max(1, n))
+_BOTS = bindparam("bots", expanding=True, type_=Text())
+"""An ``IN`` list of bot names (SQLAlchemy expands it to one placeholder per name)."""
+
+_OLDER = "id<:edge ORDER BY id DESC LIMIT :n"
+_NEWER = "id>:edge ORDER BY id LIMIT :n"
 
 
-SQL: dict[str, str] = {
-    # how old the ratings are (one row per game; arena.store.sqlite, schema 8)
-    "ratings_state": "SELECT results, fitted_results, fitted_at, fit_ms FROM ladder_state WHERE game=?",
+def _bot_history(side: str) -> str:
+    return (f"SELECT {MATCH_COLUMNS} FROM (SELECT {MATCH_COLUMNS} FROM matches WHERE game=:game AND bot0=:bot "
+            f"AND status<>'pending' AND {side}) AS s0 UNION ALL "
+            f"SELECT {MATCH_COLUMNS} FROM (SELECT {MATCH_COLUMNS} FROM matches WHERE game=:game AND bot1=:bot "
+            f"AND status<>'pending' AND {side}) AS s1 ORDER BY id {'DESC ' if 'DESC' in side else ''}LIMIT :n")
+
+
+SQL: dict[str, Any] = {name: text(sql) for name, sql in {
+    # how old the ratings are (one row per game; arena.store.results)
+    "ratings_state": "SELECT results, fitted_results, fitted_at, fit_ms FROM ladder_state WHERE game=:game",
     # the leaderboard by rank: ladder_by_elo (game, elo DESC, bot)
-    "ladder_top": "SELECT bot, elo, ci95, games FROM ladder WHERE game=? ORDER BY elo DESC, bot LIMIT ?",
-    "ladder_below": "SELECT bot, elo, ci95, games FROM ladder WHERE game=? AND elo<=? AND (elo<? OR bot>?) "
-                    "ORDER BY elo DESC, bot LIMIT ?",
-    "ladder_above": "SELECT bot, elo, ci95, games FROM ladder WHERE game=? AND elo>=? AND (elo>? OR bot<?) "
-                    "ORDER BY elo, bot DESC LIMIT ?",
-    "ladder_rank": "SELECT COUNT(*) FROM ladder WHERE game=? AND elo>=? AND (elo>? OR bot<?)",
+    "ladder_top": "SELECT bot, elo, ci95, games FROM ladder WHERE game=:game ORDER BY elo DESC, bot LIMIT :n",
+    "ladder_below": "SELECT bot, elo, ci95, games FROM ladder WHERE game=:game AND elo<=:elo AND "
+                    "(elo<:elo OR bot>:bot) "
+                    "ORDER BY elo DESC, bot LIMIT :n",
+    "ladder_above": "SELECT bot, elo, ci95, games FROM ladder WHERE game=:game AND elo>=:elo AND "
+                    "(elo>:elo OR bot<:bot) "
+                    "ORDER BY elo, bot DESC LIMIT :n",
+    "ladder_rank": "SELECT COUNT(*) FROM ladder WHERE game=:game AND elo>=:elo AND (elo>:elo OR bot<:bot)",
     # the ranks of a page of search results, in one pass down the ladder to the lowest of them
     "ladder_ranks": "SELECT bot, r FROM (SELECT bot, ROW_NUMBER() OVER (ORDER BY elo DESC, bot) AS r FROM ladder "
-                    "WHERE game=? AND elo>=?) AS ranked WHERE bot IN ({})",
-    "ladder_size": "SELECT COUNT(*) FROM ladder WHERE game=?",
+                    "WHERE game=:game AND elo>=:elo) AS ranked WHERE bot IN :bots",
+    "ladder_size": "SELECT COUNT(*) FROM ladder WHERE game=:game",
     # one bot's rating: the primary key (game, bot)
-    "ladder_row": "SELECT bot, elo, ci95, games FROM ladder WHERE game=? AND bot=?",
+    "ladder_row": "SELECT bot, elo, ci95, games FROM ladder WHERE game=:game AND bot=:bot",
     # a prefix of the name, any case: ladder_by_name (game, lower(bot), bot)
-    "ladder_search": "SELECT bot, elo, ci95, games FROM ladder WHERE game=? AND lower(bot)>=? AND lower(bot)<? "
-                     "AND (lower(bot)>? OR bot>?) ORDER BY lower(bot), bot LIMIT ?",
-    "ladder_search_back": "SELECT bot, elo, ci95, games FROM ladder WHERE game=? AND lower(bot)>=? AND lower(bot)<=? "
-                          "AND (lower(bot)<? OR bot<?) ORDER BY lower(bot) DESC, bot DESC LIMIT ?",
+    "ladder_search": "SELECT bot, elo, ci95, games FROM ladder WHERE game=:game AND lower(bot)>=:lo AND lower(bot)<:hi "
+                     "AND (lower(bot)>:key OR bot>:bot) ORDER BY lower(bot), bot LIMIT :n",
+    "ladder_search_back": "SELECT bot, elo, ci95, games FROM ladder WHERE game=:game AND lower(bot)>=:lo AND "
+                          "lower(bot)<=:key AND (lower(bot)<:key OR bot<:bot) ORDER BY lower(bot) DESC, bot DESC "
+                          "LIMIT :n",
     # games and points of the bots on a page, from the units each result keeps (arena.stats.ladder:
     # a match, or a duplicate pair's two; a's points, b has the rest): ladder_units_by_a/b cover
     # them, a few rows per opponent and outcome, however many matches were played
-    "scores_as_a": "SELECT a, SUM(games*n), SUM(points*n) FROM ladder_units WHERE game=? AND a IN ({}) GROUP BY a",
-    "scores_as_b": "SELECT b, SUM(games*n), SUM((games-points)*n) FROM ladder_units WHERE game=? AND b IN ({}) "
+    "scores_as_a": "SELECT a, SUM(games*n), SUM(points*n) FROM ladder_units WHERE game=:game AND a IN :bots GROUP BY a",
+    "scores_as_b": "SELECT b, SUM(games*n), SUM((games-points)*n) FROM ladder_units WHERE game=:game AND b IN :bots "
                    "GROUP BY b",
     # a game's finished matches: matches_done (game, id) WHERE status<>'pending'
-    "history_older": f"SELECT {MATCH_COLUMNS} FROM matches WHERE game=? AND status<>'pending' AND id<? "
-                     "ORDER BY id DESC LIMIT ?",
-    "history_newer": f"SELECT {MATCH_COLUMNS} FROM matches WHERE game=? AND status<>'pending' AND id>? "
-                     "ORDER BY id LIMIT ?",
+    "history_older": f"SELECT {MATCH_COLUMNS} FROM matches WHERE game=:game AND status<>'pending' AND {_OLDER}",
+    "history_newer": f"SELECT {MATCH_COLUMNS} FROM matches WHERE game=:game AND status<>'pending' AND {_NEWER}",
     # one bot's: its matches in either seat, each side by matches_bot0/1_done (game, botN, id)
     # WHERE status<>'pending', merged
-    "bot_history_older": f"SELECT {MATCH_COLUMNS} FROM (SELECT {MATCH_COLUMNS} FROM matches WHERE game=? AND bot0=? "
-                         "AND status<>'pending' AND id<? ORDER BY id DESC LIMIT ?) AS s0 UNION ALL "
-                         f"SELECT {MATCH_COLUMNS} FROM (SELECT {MATCH_COLUMNS} FROM matches WHERE game=? AND bot1=? "
-                         "AND status<>'pending' AND id<? ORDER BY id DESC LIMIT ?) AS s1 ORDER BY id DESC LIMIT ?",
-    "bot_history_newer": f"SELECT {MATCH_COLUMNS} FROM (SELECT {MATCH_COLUMNS} FROM matches WHERE game=? AND bot0=? "
-                         "AND status<>'pending' AND id>? ORDER BY id LIMIT ?) AS s0 UNION ALL "
-                         f"SELECT {MATCH_COLUMNS} FROM (SELECT {MATCH_COLUMNS} FROM matches WHERE game=? AND bot1=? "
-                         "AND status<>'pending' AND id>? ORDER BY id LIMIT ?) AS s1 ORDER BY id LIMIT ?",
+    "bot_history_older": _bot_history(_OLDER),
+    "bot_history_newer": _bot_history(_NEWER),
     # results (not aborted) so far: the counters each result keeps
-    "bot_results": "SELECT COALESCE(SUM(n), 0) FROM pair_counts WHERE game=? AND a=?",
+    "bot_results": "SELECT COALESCE(SUM(n), 0) FROM pair_counts WHERE game=:game AND a=:bot",
     # which of a page's matches have their log stored in the database: the primary key
-    "stored_logs": "SELECT match_key FROM match_logs WHERE match_key IN ({})",
+    "stored_logs": "SELECT match_key FROM match_logs WHERE match_key IN :keys",
     # the matches a bot lost by its own fault: matches_faults0/1 (botN, id) WHERE faulty_seat=N
     "faults_older": "SELECT id, match_key, reason, detail, finished_at FROM (SELECT id, match_key, reason, detail, "
-                    "finished_at FROM matches WHERE bot0=? AND faulty_seat=0 AND status='done' AND id<? "
-                    "ORDER BY id DESC LIMIT ?) AS f0 UNION ALL SELECT id, match_key, reason, detail, finished_at "
-                    "FROM (SELECT id, match_key, reason, detail, finished_at FROM matches WHERE bot1=? AND "
-                    "faulty_seat=1 AND status='done' AND id<? ORDER BY id DESC LIMIT ?) AS f1 ORDER BY id DESC LIMIT ?",
+                    "finished_at FROM matches WHERE bot0=:bot AND faulty_seat=0 AND status='done' AND " + _OLDER
+                    + ") AS f0 UNION ALL SELECT id, match_key, reason, detail, finished_at "
+                    "FROM (SELECT id, match_key, reason, detail, finished_at FROM matches WHERE bot1=:bot AND "
+                    "faulty_seat=1 AND status='done' AND " + _OLDER + ") AS f1 ORDER BY id DESC LIMIT :n",
     # a replay: the match by its key (unique), its duplicate twin by matches_by_pair
-    "replay_match": "SELECT status, pair_key, log_path, tournament_id FROM matches WHERE match_key=?",
-    "twin_pending": "SELECT COUNT(*) FROM matches WHERE tournament_id=? AND pair_key=? AND status='pending'",
+    "replay_match": "SELECT status, pair_key, log_path, tournament_id FROM matches WHERE match_key=:key",
+    "twin_pending": "SELECT COUNT(*) FROM matches WHERE tournament_id=:tid AND pair_key=:pair AND status='pending'",
     # `arena bots list`: every registered bot once, its rating by the ladder's primary key
     "bots_list": "SELECT b.name, s.name IS NOT NULL, l.elo, l.ci95, COALESCE(l.games, 0) FROM bots b "
-                 "LEFT JOIN submissions s ON s.name=b.name LEFT JOIN ladder l ON l.game=? AND l.bot=b.name "
+                 "LEFT JOIN submissions s ON s.name=b.name LEFT JOIN ladder l ON l.game=:game AND l.bot=b.name "
                  "ORDER BY b.name",
     "bot_status": "SELECT name, state, failures, next_launch, last_output, connected, updated_at FROM bot_status",
-}
-"""Every statement of this module by name (``{}``: an ``IN`` list, filled by :func:`_in`)."""
+}.items()}
+"""Every statement of this module by name: ``text()`` with named binds (standard SQL, the same on
+both backends), built once; ``:bots`` and ``:keys`` are expanding ``IN`` lists."""
+for _name in ("ladder_ranks", "scores_as_a", "scores_as_b"):
+    SQL[_name] = SQL[_name].bindparams(_BOTS)
+SQL["stored_logs"] = SQL["stored_logs"].bindparams(bindparam("keys", expanding=True, type_=Text()))
 
-PLAN_CASES: list[tuple[str, str, tuple]] = [
-    ("ratings_state", SQL["ratings_state"], ("ecarte",)),
-    ("ladder_top", SQL["ladder_top"], ("ecarte", 50)),
-    ("ladder_below", SQL["ladder_below"], ("ecarte", 1500.0, 1500.0, "bot00042", 50)),
-    ("ladder_above", SQL["ladder_above"], ("ecarte", 1500.0, 1500.0, "bot00042", 50)),
-    ("ladder_rank", SQL["ladder_rank"], ("ecarte", 1500.0, 1500.0, "bot00042")),
-    ("ladder_ranks", SQL["ladder_ranks"].format(_in(3)), ("ecarte", 1400.0, "bot00001", "bot00002", "bot00003")),
-    ("ladder_size", SQL["ladder_size"], ("ecarte",)),
-    ("ladder_row", SQL["ladder_row"], ("ecarte", "bot00042")),
-    ("ladder_search", SQL["ladder_search"], ("ecarte", "bot0004", "bot0005", "", "", 50)),
-    ("ladder_search_back", SQL["ladder_search_back"], ("ecarte", "bot0004", "bot00045", "bot00045", "bot00045", 50)),
-    ("scores_as_a", SQL["scores_as_a"].format(_in(3)), ("ecarte", "bot00001", "bot00002", "bot00003")),
-    ("scores_as_b", SQL["scores_as_b"].format(_in(3)), ("ecarte", "bot00001", "bot00002", "bot00003")),
-    ("history_older", SQL["history_older"], ("ecarte", NO_ID, 21)),
-    ("history_older_deep", SQL["history_older"], ("ecarte", 1000, 21)),
-    ("history_newer", SQL["history_newer"], ("ecarte", 1000, 21)),
-    ("bot_history_older", SQL["bot_history_older"], ("ecarte", "bot00042", NO_ID, 21) * 2 + (21,)),
-    ("bot_history_newer", SQL["bot_history_newer"], ("ecarte", "bot00042", 1000, 21) * 2 + (21,)),
-    ("bot_results", SQL["bot_results"], ("ecarte", "bot00042")),
-    ("stored_logs", SQL["stored_logs"].format(_in(3)), ("t1-m1", "t1-m2", "t1-m3")),
-    ("faults_older", SQL["faults_older"], ("bot00042", NO_ID, 11, "bot00042", NO_ID, 11, 11)),
-    ("replay_match", SQL["replay_match"], ("t1-m1",)),
-    ("twin_pending", SQL["twin_pending"], (1, "p1")),
-    ("bots_list", SQL["bots_list"], ("ecarte",)),
-    ("bot_status", SQL["bot_status"], ()),
+_THREE = ["bot00001", "bot00002", "bot00003"]
+PLAN_CASES: list[tuple[str, Any, dict[str, Any]]] = [
+    ("ratings_state", SQL["ratings_state"], {"game": "ecarte"}),
+    ("ladder_top", SQL["ladder_top"], {"game": "ecarte", "n": 50}),
+    ("ladder_below", SQL["ladder_below"], {"game": "ecarte", "elo": 1500.0, "bot": "bot00042", "n": 50}),
+    ("ladder_above", SQL["ladder_above"], {"game": "ecarte", "elo": 1500.0, "bot": "bot00042", "n": 50}),
+    ("ladder_rank", SQL["ladder_rank"], {"game": "ecarte", "elo": 1500.0, "bot": "bot00042"}),
+    ("ladder_ranks", SQL["ladder_ranks"], {"game": "ecarte", "elo": 1400.0, "bots": _THREE}),
+    ("ladder_size", SQL["ladder_size"], {"game": "ecarte"}),
+    ("ladder_row", SQL["ladder_row"], {"game": "ecarte", "bot": "bot00042"}),
+    ("ladder_search", SQL["ladder_search"], {"game": "ecarte", "lo": "bot0004", "hi": "bot0005", "key": "",
+                                             "bot": "", "n": 50}),
+    ("ladder_search_back", SQL["ladder_search_back"], {"game": "ecarte", "lo": "bot0004", "key": "bot00045",
+                                                       "bot": "bot00045", "n": 50}),
+    ("scores_as_a", SQL["scores_as_a"], {"game": "ecarte", "bots": _THREE}),
+    ("scores_as_b", SQL["scores_as_b"], {"game": "ecarte", "bots": _THREE}),
+    ("history_older", SQL["history_older"], {"game": "ecarte", "edge": NO_ID, "n": 21}),
+    ("history_older_deep", SQL["history_older"], {"game": "ecarte", "edge": 1000, "n": 21}),
+    ("history_newer", SQL["history_newer"], {"game": "ecarte", "edge": 1000, "n": 21}),
+    ("bot_history_older", SQL["bot_history_older"], {"game": "ecarte", "bot": "bot00042", "edge": NO_ID, "n": 21}),
+    ("bot_history_newer", SQL["bot_history_newer"], {"game": "ecarte", "bot": "bot00042", "edge": 1000, "n": 21}),
+    ("bot_results", SQL["bot_results"], {"game": "ecarte", "bot": "bot00042"}),
+    ("stored_logs", SQL["stored_logs"], {"keys": ["t1-m1", "t1-m2", "t1-m3"]}),
+    ("faults_older", SQL["faults_older"], {"bot": "bot00042", "edge": NO_ID, "n": 11}),
+    ("replay_match", SQL["replay_match"], {"key": "t1-m1"}),
+    ("twin_pending", SQL["twin_pending"], {"tid": 1, "pair": "p1"}),
+    ("bots_list", SQL["bots_list"], {"game": "ecarte"}),
+    ("bot_status", SQL["bot_status"], {}),
 ]
 """``(name, statement, example parameters)`` of every statement above, for the query-plan test
 (tests/test_query_plans.py reads this list: add the scheduler's statements beside these)."""
@@ -165,7 +178,7 @@ def ratings_age(store: Any, game: str, now: float | None = None) -> dict[str, An
     before the first fit), "age_s" (seconds since, None before the first fit), "fit_ms" (how
     long that fit took), "provisional_ci95" (the width, Elo points, above which a rating is
     provisional)}``. One primary-key read."""
-    row = store.db.execute(SQL["ratings_state"], (game,)).fetchone()
+    row = store.run(SQL["ratings_state"], {"game": game}).first()
     results, fitted, at, fit_ms = (row[0], row[1], row[2], row[3]) if row else (0, 0, None, None)
     now = time.time() if now is None else now
     return {"results": results, "fitted_results": fitted, "lag_results": max(0, results - fitted),
@@ -196,7 +209,7 @@ def bot_ratings(store: Any, game: str, bots: list[str]) -> dict[str, dict[str, A
     if unknown), "provisional", "games" (at the last fit)}}``, one primary-key read each."""
     out = {}
     for bot in bots:
-        row = store.db.execute(SQL["ladder_row"], (game, bot)).fetchone()
+        row = store.run(SQL["ladder_row"], {"game": game, "bot": bot}).first()
         if row is not None:
             out[bot] = _rating_row(row)
     return out
@@ -205,7 +218,7 @@ def bot_ratings(store: Any, game: str, bots: list[str]) -> dict[str, dict[str, A
 def rank_of(store: Any, game: str, elo: float, bot: str) -> int:
     """The rank (from 1) of a ladder row: 1 + the rows before it by ``elo`` descending, then
     name. Reads the index entries above it."""
-    return 1 + store.db.execute(SQL["ladder_rank"], (game, elo, elo, bot)).fetchone()[0]
+    return 1 + store.run(SQL["ladder_rank"], {"game": game, "elo": elo, "bot": bot}).scalar_one()
 
 
 def _scores(store: Any, game: str, bots: list[str]) -> dict[str, tuple[int, float]]:
@@ -215,7 +228,7 @@ def _scores(store: Any, game: str, bots: list[str]) -> dict[str, tuple[int, floa
     if not bots:
         return out
     for key in ("scores_as_a", "scores_as_b"):
-        for bot, games, points in store.db.execute(SQL[key].format(_in(len(bots))), (game, *bots)):
+        for bot, games, points in store.run(SQL[key], {"game": game, "bots": list(bots)}):
             had = out[bot]
             out[bot] = (had[0] + int(games or 0), had[1] + float(points or 0.0))
     return out
@@ -275,34 +288,36 @@ def leaderboard_page(store: Any, game: str, *, after: str | None = None, before:
     table nor a bot's matches. Raises :class:`BadCursor` for a ``limit`` out of 1-:data:`MAX_PAGE`, or a
     prefix or cursor that no name could be (:func:`check_text`)."""
     n = _limit(limit, LEADERBOARD_PAGE)
-    db = store.db
+    run = store.run
     q = check_text(q.strip() if q else None, "q")
     after, before = check_text(after, "after"), check_text(before, "before")
     cursor_name = before if before is not None else after
-    cursor = db.execute(SQL["ladder_row"], (game, cursor_name)).fetchone() if cursor_name else None
+    cursor = run(SQL["ladder_row"], {"game": game, "bot": cursor_name}).first() if cursor_name else None
     backwards = cursor is not None and before is not None
     if q:
         lo, hi = _prefix_bounds(q)
         if backwards:
             key = _ascii_lower(cursor[0])
-            rows = db.execute(SQL["ladder_search_back"], (game, lo, key, key, cursor[0], n + 1)).fetchall()
+            rows = run(SQL["ladder_search_back"], {"game": game, "lo": lo, "key": key, "bot": cursor[0],
+                                                    "n": n + 1}).all()
         else:
             key, name = (_ascii_lower(cursor[0]), cursor[0]) if cursor is not None else ("", "")
-            rows = db.execute(SQL["ladder_search"], (game, max(lo, key), hi, key, name, n + 1)).fetchall()
+            rows = run(SQL["ladder_search"], {"game": game, "lo": max(lo, key), "hi": hi, "key": key, "bot": name,
+                                               "n": n + 1}).all()
     elif cursor is None:
-        rows = db.execute(SQL["ladder_top"], (game, n + 1)).fetchall()
+        rows = run(SQL["ladder_top"], {"game": game, "n": n + 1}).all()
     else:
         e = cursor[1]
         key = "ladder_above" if backwards else "ladder_below"
-        rows = db.execute(SQL[key], (game, e, e, cursor[0], n + 1)).fetchall()
+        rows = run(SQL[key], {"game": game, "elo": e, "bot": cursor[0], "n": n + 1}).all()
     more = len(rows) > n
     rows = rows[:n]
     if backwards:
         rows.reverse()
     out = [_rating_row(r) for r in rows]
     if q and out:
-        ranks = dict(db.execute(SQL["ladder_ranks"].format(_in(len(out))),
-                                (game, min(r["elo"] for r in out), *(r["bot"] for r in out))).fetchall())
+        ranks = {r[0]: r[1] for r in run(SQL["ladder_ranks"], {"game": game, "elo": min(r["elo"] for r in out),
+                                                                "bots": [r["bot"] for r in out]})}
         for row in out:
             row["rank"] = ranks[row["bot"]]
     elif out:
@@ -320,7 +335,7 @@ def leaderboard_page(store: Any, game: str, *, after: str | None = None, before:
     if not q and out and out[0]["rank"] == 1:
         prev = None
     return {"rows": [{"rank": r.pop("rank"), **r} for r in out], "next": nxt, "prev": prev, "q": q,
-            "bots": db.execute(SQL["ladder_size"], (game,)).fetchone()[0]}
+            "bots": run(SQL["ladder_size"], {"game": game}).scalar_one()}
 
 
 # ------------------------------------------------------------------------------ match lists
@@ -351,24 +366,24 @@ def history_page(store: Any, game: str, *, bot: str | None = None, before: int |
     bot, so far: aborted matches are listed but not counted)}``. Raises :class:`BadCursor` for
     a ``limit`` out of range or a ``bot`` no name could be (:func:`check_text`)."""
     n = _limit(limit, HISTORY_PAGE)
-    db = store.db
+    run = store.run
     bot = check_text(bot, "bot")
     newer = after is not None and before is None
     edge = after if newer else (NO_ID if before is None else before)
     if bot:
         key = "bot_history_newer" if newer else "bot_history_older"
-        rows = db.execute(SQL[key], (game, bot, edge, n + 1) * 2 + (n + 1,)).fetchall()
+        rows = run(SQL[key], {"game": game, "bot": bot, "edge": edge, "n": n + 1}).all()
         seen: set[int] = set()
         rows = [r for r in rows if not (r[0] in seen or seen.add(r[0]))]  # a bot against itself: once
     else:
-        rows = db.execute(SQL["history_newer" if newer else "history_older"], (game, edge, n + 1)).fetchall()
+        rows = run(SQL["history_newer" if newer else "history_older"], {"game": game, "edge": edge, "n": n + 1}).all()
     more = len(rows) > n
-    rows = [dict(r) for r in rows[:n]]
+    rows = [dict(r._mapping) for r in rows[:n]]
     if newer:
         rows.reverse()
     if rows:
         keys = [r["match_key"] for r in rows]
-        stored = {r[0] for r in db.execute(SQL["stored_logs"].format(_in(len(keys))), keys)}
+        stored = {r[0] for r in run(SQL["stored_logs"], {"keys": keys})}
         for r in rows:
             r["stored_log"] = r["match_key"] in stored
     if newer:
@@ -378,13 +393,13 @@ def history_page(store: Any, game: str, *, bot: str | None = None, before: int |
         nxt = rows[-1]["id"] if more and rows else None
         prev = rows[0]["id"] if rows and before is not None else None
     if prev is not None:  # is anything newer there? one index probe
-        probe = (db.execute(SQL["bot_history_newer"], (game, bot, prev, 1) * 2 + (1,)) if bot
-                 else db.execute(SQL["history_newer"], (game, prev, 1))).fetchone()
+        probe = (run(SQL["bot_history_newer"], {"game": game, "bot": bot, "edge": prev, "n": 1}) if bot
+                 else run(SQL["history_newer"], {"game": game, "edge": prev, "n": 1})).first()
         prev = prev if probe is not None else None
     if bot:
-        results = db.execute(SQL["bot_results"], (game, bot)).fetchone()[0]
+        results = int(run(SQL["bot_results"], {"game": game, "bot": bot}).scalar_one())
     else:
-        state = db.execute(SQL["ratings_state"], (game,)).fetchone()
+        state = run(SQL["ratings_state"], {"game": game}).first()
         results = state[0] if state else 0
     return {"rows": rows, "next": nxt, "prev": prev, "results": results}
 
@@ -394,21 +409,22 @@ def fault_page(store: Any, bot: str, *, before: int | None = None, limit: int = 
     newest first, older than match id ``before``: ``{"rows": [{id, match_key, reason, detail,
     finished_at}], "next" (the ``before`` of the next page, or None)}``."""
     edge = NO_ID if before is None else before
-    rows = store.db.execute(SQL["faults_older"], (bot, edge, limit + 1, bot, edge, limit + 1, limit + 1)).fetchall()
+    rows = store.run(SQL["faults_older"], {"bot": bot, "edge": edge, "n": limit + 1}).all()
     more = len(rows) > limit
-    rows = [dict(r) for r in rows[:limit]]
+    rows = [dict(r._mapping) for r in rows[:limit]]
     return {"rows": rows, "next": rows[-1]["id"] if more and rows else None}
 
 
 def replay_row(store: Any, match_key: str) -> Any:
     """``(status, pair_key, log_path, tournament_id)`` of match ``match_key`` (a row indexable by
     those names), or None."""
-    return store.db.execute(SQL["replay_match"], (match_key,)).fetchone()
+    row = store.run(SQL["replay_match"], {"key": match_key}).first()
+    return None if row is None else row._mapping
 
 
 def twin_pending(store: Any, tournament_id: int, pair_key: str) -> bool:
     """True while a match of duplicate pair ``pair_key`` of the tournament is still pending."""
-    return store.db.execute(SQL["twin_pending"], (tournament_id, pair_key)).fetchone()[0] > 0
+    return store.run(SQL["twin_pending"], {"tid": tournament_id, "pair": pair_key}).scalar_one() > 0
 
 
 # ------------------------------------------------------------------------------ arena bots list
@@ -419,7 +435,7 @@ def bots_listing(store: Any, game: str) -> list[dict[str, Any]]:
     remote), "elo" (None: not rated), "ci95" (None: unknown), "provisional", "games" (at the last
     fit)}``. One pass over ``bots`` (the list has them all), each rating by primary key."""
     out = []
-    for name, submitted, elo, ci95, games in store.db.execute(SQL["bots_list"], (game,)):
+    for name, submitted, elo, ci95, games in store.run(SQL["bots_list"], {"game": game}):
         out.append({"bot": name, "kind": "submitted" if submitted else "remote", "elo": elo,
                     "ci95": None if ci95 is None or not math.isfinite(ci95) else ci95,
                     "provisional": elo is not None and is_provisional(ci95), "games": games})
@@ -429,4 +445,4 @@ def bots_listing(store: Any, game: str) -> list[dict[str, Any]]:
 def bot_status(store: Any) -> dict[str, dict[str, Any]]:
     """The contest server's last published view of its bots (:meth:`Store.save_bot_status`), by
     name: ``{state, failures, next_launch, last_output, connected, updated_at}``."""
-    return {r[0]: dict(r) for r in store.db.execute(SQL["bot_status"])}
+    return {r[0]: dict(r._mapping) for r in store.run(SQL["bot_status"])}

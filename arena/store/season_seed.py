@@ -48,9 +48,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from sqlalchemy import func, select, update
 
-from arena.store import sqlite as sqlite_store
+from arena.store.schema import matches as match_table
+from arena.store.schema import tournaments
 from arena.store.sqlite import Store
+from arena.store.tokens import FAST
 
 FORMAT = 1
 """Version of what :func:`make_season` generates: a cached seed of another version is made again."""
@@ -298,7 +301,7 @@ def seed_store(store: Store, spec: SeasonSpec, progress: Callable[[str], None] =
     """Fill ``store`` (an SQLite or PostgreSQL :class:`Store` with no match yet) with the season
     of ``spec`` (module docstring). ``progress`` gets a line per step. Raises ``ValueError`` if
     the store already holds matches."""
-    if store.db.execute("SELECT COUNT(*) FROM matches").fetchone()[0]:
+    if store.run(select(func.count()).select_from(match_table)).scalar_one():
         raise ValueError(f"{store.path} already holds matches: seed an empty store")
     report = SeedReport()
     clock = time.perf_counter()
@@ -313,13 +316,10 @@ def seed_store(store: Store, spec: SeasonSpec, progress: Callable[[str], None] =
     loader = _PgLoader(store) if store.dialect == "postgresql" else _SqliteLoader(store)
     tid = store.create_tournament(spec.game, "ladder", spec.seed, {"name": "bench-season (seeded history)",
                                                                    "game": spec.game, "pairing": "rating"}, [], [])
-    store.db.execute("UPDATE tournaments SET created_at=? WHERE id=?", (season.started_at, tid))
+    store.run(update(tournaments).where(tournaments.c.id == tid).values(created_at=season.started_at))
     loader.begin()
-    columns = ("name", "salt", "token_hash", "created_at")
-    scheme = None
-    if "hash_scheme" in {r[1] for r in store.db.execute("PRAGMA table_info(bots)")}:  # schema 9: token schemes
-        columns, scheme = (*columns, "hash_scheme"), sqlite_store.FAST
-    report.rows["bots"] = loader.load("bots", columns, bot_rows(season, scheme))
+    columns = ("name", "salt", "token_hash", "created_at", "hash_scheme")
+    report.rows["bots"] = loader.load("bots", columns, bot_rows(season, FAST))
     lap("bots")
     indexes = loader.drop_indexes("matches")
     done = 0
@@ -349,7 +349,8 @@ def seed_store(store: Store, spec: SeasonSpec, progress: Callable[[str], None] =
 
 
 class _SqliteLoader:
-    """Bulk inserts into an SQLite store (module docstring)."""
+    """Bulk inserts into an SQLite store (module docstring): raw driver calls on the store's own
+    connection (``store.db``), as :func:`arena.store.seed.season` does; millions of rows."""
 
     def __init__(self, store: Store) -> None:
         self.db = store.db
@@ -387,7 +388,7 @@ class _PgLoader:
     """``COPY`` into a PostgreSQL store (module docstring), on the store's own connection."""
 
     def __init__(self, store: Store) -> None:
-        self.conn = store.db.conn  # psycopg, autocommit
+        self.conn = store.db  # psycopg, autocommit
 
     def begin(self) -> None:
         self.conn.execute("SET maintenance_work_mem = '256MB'")

@@ -18,6 +18,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from sqlalchemy import delete, func, insert, select, text
+
+from arena.store.schema import ladder_state, tournaments
+
 WORDS = ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet", "kilo", "lima",
          "Mike", "november", "Oscar", "papa")
 """First parts of the seeded bots' names (two in capitals: a search by name ignores case)."""
@@ -30,6 +34,9 @@ SEASON_S = 30 * 86400
 """The seeded matches finish evenly over this many seconds, up to now."""
 
 
+_COUNT_TOURNAMENTS = select(func.count()).select_from(tournaments)
+
+
 def bot_names(n: int) -> list[str]:
     """``n`` distinct valid bot names: ``alpha00000``, ``bravo00001``, ..."""
     return [f"{WORDS[i % len(WORDS)]}{i:05d}" for i in range(n)]
@@ -37,7 +44,7 @@ def bot_names(n: int) -> list[str]:
 
 def is_empty(store: Any) -> bool:
     """True if ``store`` has no tournament yet (nothing to overwrite)."""
-    return store.db.execute("SELECT COUNT(*) FROM tournaments").fetchone()[0] == 0
+    return store.run(_COUNT_TOURNAMENTS).scalar_one() == 0
 
 
 class _Matches:
@@ -92,11 +99,13 @@ class _Matches:
 
 
 def _insert(store: Any, table: str, columns: tuple[str, ...], rows: list[tuple]) -> None:
-    """Bulk-insert ``rows`` into ``table`` inside the open transaction."""
+    """Bulk-insert ``rows`` into ``table`` inside the open transaction: the driver's own bulk path
+    (``COPY`` on PostgreSQL, ``executemany`` on SQLite) on the store's connection (``store.db``),
+    the one place the store runs SQL past SQLAlchemy: a season is millions of rows."""
     if not rows:
         return
     if store.dialect == "postgresql":
-        with store.db.conn.cursor() as cur, cur.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
+        with store.db.cursor() as cur, cur.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
             for row in rows:
                 copy.write_row(row)
         return
@@ -120,8 +129,8 @@ def season(store: Any, bots: int = 10_000, matches: int = 1_000_000, *, game: st
     with store.transaction():
         _insert(store, "bots", ("name", "salt", "token_hash", "created_at"),
                 [(n, os.urandom(16), os.urandom(32), made.t0) for n in names])
-        store.db.execute("INSERT INTO tournaments(id, game, format, seed, config, bots, created_at, status) "
-                         "VALUES (1, ?, 'ladder', ?, '{}', '[]', ?, 'finished')", (game, rng_seed, made.t0))
+        store.run(insert(tournaments), {"id": 1, "game": game, "format": "ladder", "seed": rng_seed, "config": "{}",
+                                        "bots": "[]", "created_at": made.t0, "status": "finished"})
         for lo in range(0, matches, chunk):
             _insert(store, "matches", MATCH_COLUMNS, made.rows(lo, min(matches, lo + chunk)))
             if progress is not None:
@@ -135,11 +144,11 @@ def season(store: Any, bots: int = 10_000, matches: int = 1_000_000, *, game: st
         _insert(store, "pair_counts", ("game", "a", "b", "n"), [(game, a, b, n) for (a, b), n in made.pairs.items()])
         _insert(store, "ladder_units", ("game", "a", "b", "points", "games", "n"),
                 [(game, a, b, s, 1, n) for (a, b, s), n in made.units.items()])
-        store.db.execute("DELETE FROM ladder_state WHERE game=?", (game,))
-        store.db.execute("INSERT INTO ladder_state(game, results, fitted_results, fitted_at, fit_ms) "
-                         "VALUES (?,?,?,?,?)", (game, made.done, max(0, made.done - 37), now - 12.3, 850))
+        store.run(delete(ladder_state).where(ladder_state.c.game == game))
+        store.run(insert(ladder_state), {"game": game, "results": made.done, "fitted_results": max(0, made.done - 37),
+                                         "fitted_at": now - 12.3, "fit_ms": 850})
     if store.dialect == "postgresql":  # ids were given: the identity columns go on after them
         for table in ("tournaments", "matches"):
-            store.db.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), (SELECT MAX(id) FROM {table}))")
-        store.db.execute("ANALYZE")
+            store.run(text(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), (SELECT MAX(id) FROM {table}))"))
+        store.run(text("ANALYZE"))
     return {"bots": bots, "matches": matches, "results": made.done, "seconds": time.perf_counter() - start}

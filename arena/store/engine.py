@@ -1,0 +1,251 @@
+"""The store's connection: one SQLAlchemy engine and connection per :class:`arena.store.sqlite.Store`.
+
+:func:`connect` makes it for a ``--db`` value: an SQLite file (``":memory:"`` for tests) or a
+``postgresql://`` URL, which SQLAlchemy opens with psycopg 3 (``postgresql+psycopg://``; users keep
+writing ``postgresql://``). Every statement of the store goes through :meth:`Connection.run`.
+
+Transactions (:meth:`Connection.transaction`) work as the store always had them:
+
+* statements outside a transaction commit by themselves (the engine runs in SQLAlchemy's
+  ``AUTOCOMMIT`` isolation: on SQLite that is the pysqlite recipe of SQLAlchemy's documentation,
+  the driver's own ``BEGIN`` turned off, ``isolation_level=None``, so that we say when a
+  transaction starts and how);
+* a writer transaction starts with ``BEGIN IMMEDIATE`` on SQLite (the write lock is taken at once:
+  a select-then-update inside it is atomic, and a second writer waits up to the busy timeout rather
+  than failing later on a stale snapshot); on PostgreSQL with ``BEGIN`` and
+  ``pg_advisory_xact_lock(`` :data:`WRITER_LOCK` ``)``: write transactions of every process run one
+  at a time, as on SQLite, so code that re-reads under that lock (the wager desk, archive versions,
+  the ladder's counts) keeps its meaning. ``writer=False`` on PostgreSQL is a plain ``BEGIN`` (the
+  queue's claim: it takes its own row locks, ``FOR UPDATE SKIP LOCKED``);
+* nested uses join the outermost, which commits or rolls back all.
+
+SQLite's pragmas (WAL, ``synchronous=NORMAL``, foreign keys, a 5 s busy timeout) are set on each
+new driver connection by an engine ``connect`` event; PostgreSQL's session settings (lock timeout,
+connect timeout, TCP keepalives) are connection arguments.
+
+Errors: the driver's own exception is raised, not SQLAlchemy's wrapper (``sqlite3.Error`` on
+SQLite, what :mod:`arena.store.health` and the callers catch), except that any
+``psycopg.OperationalError`` (connection lost, server stopping, disk full, a lock wait over
+:data:`LOCK_TIMEOUT_S`) is :class:`arena.store.postgres.DatabaseLost`, an ``OSError``: a storage
+fault, paused and retried. After a lost connection the next statement reconnects; a statement
+outside a transaction that finds its connection dead is tried once more on a new one (such
+statements are reads or idempotent upserts); a transaction cut by the loss is retried whole by its
+caller.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import DBAPIError
+
+from arena.store.postgres import DatabaseLost, password_of, redact
+
+WRITER_LOCK = 0x61726E61  # "arna"
+"""The advisory lock key that stands for SQLite's single writer lock on PostgreSQL."""
+
+LOCK_TIMEOUT_S = 10
+"""Longest wait for a lock on PostgreSQL (the writer lock or a row) before the statement fails as a
+storage fault and is retried (SQLite's busy timeout is :data:`BUSY_TIMEOUT_S`)."""
+
+BUSY_TIMEOUT_S = 5.0
+"""SQLite: how long a writer waits for another's lock before ``database is locked``."""
+
+CONNECT_TIMEOUT_S = 10
+"""Longest wait for a connection to a PostgreSQL server."""
+
+_LOCK = sa.text("SELECT pg_advisory_xact_lock(:key)").bindparams(key=WRITER_LOCK)
+
+
+def sqlalchemy_url(target: str) -> str:
+    """The SQLAlchemy URL of a ``postgresql://`` (or ``postgres://``) URL: the psycopg 3 driver."""
+    scheme, rest = target.split("://", 1)
+    return f"postgresql+psycopg://{rest}" if scheme in ("postgresql", "postgres") else target
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    """Each new SQLite connection: no implicit ``BEGIN`` from the driver (the store says when), WAL,
+    ``synchronous=NORMAL`` (durable at each checkpoint, safe with WAL), foreign keys checked."""
+    dbapi_connection.isolation_level = None
+    for pragma in ("journal_mode=WAL", "synchronous=NORMAL", "foreign_keys=ON"):
+        dbapi_connection.execute(f"PRAGMA {pragma}")
+
+
+def make_engine(target: str) -> Engine:
+    """An engine for ``target``: a ``postgresql://`` URL or an SQLite path (``":memory:"``). Opens no
+    connection yet. :class:`arena.errors.DatabaseError` comes later, from :func:`connect`."""
+    if target.startswith(("postgresql://", "postgres://")):
+        given = target.split("?", 1)[1] if "?" in target else ""
+        args = {k: v for k, v in (("connect_timeout", CONNECT_TIMEOUT_S), ("keepalives_idle", 10),
+                                  ("keepalives_interval", 5), ("keepalives_count", 3)) if f"{k}=" not in given}
+        args["options"] = f"-c lock_timeout={LOCK_TIMEOUT_S * 1000}"
+        return sa.create_engine(sqlalchemy_url(target), isolation_level="AUTOCOMMIT", connect_args=args,
+                                pool_size=1, max_overflow=0, pool_reset_on_return=None)
+    engine = sa.create_engine("sqlite+pysqlite:///" + target, isolation_level="AUTOCOMMIT",
+                              connect_args={"timeout": BUSY_TIMEOUT_S}, pool_reset_on_return=None)
+    event.listen(engine, "connect", _sqlite_pragmas)
+    return engine
+
+
+class Connection:
+    """The store's one connection to its database (see the module docstring). ``dialect`` is
+    ``"sqlite"`` or ``"postgresql"``; ``shown`` is the target without a password."""
+
+    def __init__(self, target: str) -> None:
+        self.target = target
+        self.shown = redact(target) if target.startswith(("postgresql://", "postgres://")) else target
+        self.password = password_of(target) if self.shown != target or "password" in target else None
+        self.conn: Any = None
+        self.engine = make_engine(target)
+        self.dialect = self.engine.dialect.name
+        self.depth = 0
+        """How many :meth:`transaction` blocks are open (0: statements commit by themselves)."""
+        self._begin = "BEGIN IMMEDIATE" if self.dialect == "sqlite" else "BEGIN"
+        self.conn = self._wrap(self.engine.connect)
+
+    # ------------------------------------------------------------------ statements
+
+    def run(self, statement: Any, params: Any = None) -> sa.CursorResult:
+        """Run ``statement`` (a Core construct or ``text()`` with named binds; ``params`` a dict, or
+        a list of dicts for many rows) and return its result. Raises the driver's error, or
+        :class:`~arena.store.postgres.DatabaseLost` for a storage fault on PostgreSQL."""
+        try:
+            return self.conn.execute(statement, params)
+        except DBAPIError as exc:
+            if self.depth or not exc.connection_invalidated:
+                self._raise(exc)
+            self._reset()  # found dead outside a transaction (the server restarted): once more
+        return self._wrap(lambda: self.conn.execute(statement, params))
+
+    def _wrap(self, call: Any) -> Any:
+        try:
+            return call()
+        except DBAPIError as exc:
+            self._raise(exc)
+
+    def _raise(self, exc: DBAPIError) -> None:
+        """Raise the driver's error behind ``exc`` (see the module docstring)."""
+        orig = exc.orig
+        if exc.connection_invalidated:
+            self._reset()
+        if self.dialect == "postgresql":
+            import psycopg
+
+            if isinstance(orig, psycopg.OperationalError) or exc.connection_invalidated:
+                text = " ".join(str(orig).split())
+                if self.password:
+                    text = text.replace(self.password, "***")
+                raise DatabaseLost(f"PostgreSQL at {self.shown}: {text}") from None
+        if isinstance(orig, BaseException):
+            raise orig from None
+        raise exc
+
+    def _reset(self) -> None:
+        """After a lost connection: forget its transaction, so that the next statement reconnects."""
+        self.depth = 0
+        if self.conn is None:
+            return
+        try:
+            self.conn.rollback()
+        except DBAPIError:
+            pass
+
+    # ------------------------------------------------------------------ transactions
+
+    @property
+    def in_transaction(self) -> bool:
+        """True inside :meth:`transaction`."""
+        return self.depth > 0
+
+    def transaction(self, writer: bool = True) -> Transaction:
+        """A context manager: one transaction (see the module docstring); nested ones join it."""
+        return Transaction(self, writer)
+
+    def _start(self, writer: bool) -> None:
+        begin = self._begin if writer or self.dialect == "sqlite" else "BEGIN"
+        if self.dialect == "postgresql" and self.conn.invalidated:
+            self._reset()
+        self._wrap(lambda: self.conn.exec_driver_sql(begin))
+        self.depth = 1
+        if writer and self.dialect == "postgresql":
+            try:
+                self._wrap(lambda: self.conn.execute(_LOCK))
+            except BaseException:
+                self._end(rollback=True)
+                raise
+
+    def _end(self, rollback: bool) -> None:
+        self.depth = 0
+        if self.conn.invalidated:  # lost: the server dropped the transaction
+            self._reset()
+            if rollback:
+                return
+            raise DatabaseLost(f"PostgreSQL at {self.shown}: the connection was lost before the commit")
+        try:
+            self._wrap(lambda: self.conn.exec_driver_sql("ROLLBACK" if rollback else "COMMIT"))
+        except DatabaseLost:
+            if not rollback:
+                raise
+
+    # ------------------------------------------------------------------ the driver
+
+    @property
+    def dbapi(self) -> Any:
+        """The driver's connection under this one (``sqlite3.Connection`` or ``psycopg.Connection``),
+        in the same transaction: for bulk loads (``COPY``, ``executemany``) and tests only."""
+        return self.conn.connection.dbapi_connection
+
+    def close(self) -> None:
+        """Close the connection and the engine."""
+        try:
+            self.conn.close()
+        finally:
+            self.engine.dispose()
+
+
+class Transaction:
+    """``with`` block of :meth:`Connection.transaction`: begins (unless one is open: it joins),
+    commits at the end, rolls back on an exception."""
+
+    def __init__(self, connection: Connection, writer: bool) -> None:
+        self.connection = connection
+        self.writer = writer
+        self.joined = False
+
+    def __enter__(self) -> None:
+        self.joined = self.connection.depth > 0
+        if self.joined:
+            self.connection.depth += 1
+        else:
+            self.connection._start(self.writer)
+
+    def __exit__(self, exc_type: object, *rest: object) -> None:
+        if self.joined:
+            self.connection.depth = max(1, self.connection.depth - 1)
+        else:
+            self.connection._end(rollback=exc_type is not None)
+
+
+def connect(target: str | Path) -> Connection:
+    """The :class:`Connection` of ``target``, connected: see :class:`Connection`. Raises
+    :class:`arena.errors.DatabaseError` when psycopg is missing or the server cannot be reached
+    (one line, no password); ``sqlite3.DatabaseError`` for a file that is not a database."""
+    from arena.errors import DatabaseError
+
+    target = str(target)
+    if target.startswith(("postgresql://", "postgres://")):
+        try:
+            import psycopg  # noqa: F401
+        except ImportError:
+            raise DatabaseError(f"{redact(target)} needs psycopg 3: pip install 'ecarte-arena[postgres]'") from None
+        try:
+            return Connection(target)
+        except DatabaseLost as exc:
+            raise DatabaseError(f"cannot connect to {redact(target)}: {str(exc).split(': ', 1)[-1]}; start "
+                                "PostgreSQL or fix --db") from None
+    return Connection(target)
+
