@@ -34,10 +34,10 @@ async def study(n: int, seconds: float, use_admission: bool, bot: Path = C_BOT) 
     charged: list[float] = []
     answer = core.MatchCore.answer
 
-    def recording(self: core.MatchCore, seat: int, rid: int, action: object, t_ms: float) -> core.Output:
-        out = answer(self, seat, rid, action, t_ms)
-        if out.elapsed_ms is not None:
-            charged.append(out.elapsed_ms)
+    def recording(self: core.MatchCore, seat: int, rid: int, action: object, t_ns: int) -> core.Output:
+        out = answer(self, seat, rid, action, t_ns)
+        if out.elapsed_ns is not None:
+            charged.append(out.elapsed_ns / 1e6)  # ms
         return out
 
     core.MatchCore.answer = recording  # type: ignore[method-assign]
