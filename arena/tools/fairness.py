@@ -20,8 +20,8 @@ from pathlib import Path
 import trio
 
 from arena.match import core
-from arena.match.log import MatchLog
-from arena.match.referee import MatchConfig, Referee
+from arena.match.core import MatchConfig
+from arena.match.runner import MatchRunner, MatchSpec
 from arena.net.server import ArenaServer, ServerConfig
 from arena.schedule.admission import admit
 from arena.store.sqlite import SCRYPT, Store
@@ -68,7 +68,8 @@ async def study(n: int, seconds: float, use_admission: bool, bot: Path = C_BOT) 
                     if use_admission:
                         await admit()
                     a, b = server.bots[names[2 * i]], server.bots[names[2 * i + 1]]
-                    r = await Referee(f"m{i}-{k}", 1000 * i + k, MatchConfig(), (a, b), MatchLog(None)).run()
+                    r = await MatchRunner(MatchSpec(f"m{i}-{k}", 1000 * i + k, MatchConfig(), (a.name, b.name)),
+                                          (a, b)).run()
                     k += 1
                     ends["matches"] += 1
                     key = "timeouts" if r.reason == "forfeit_timeout" else ("other" if r.reason != "target" else "")
