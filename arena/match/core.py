@@ -13,15 +13,18 @@ state machines that a driver (:mod:`arena.match.referee`, :mod:`arena.match.seat
   :meth:`~MatchCore.start`, "seat s answered request r with this action at time t"
   (:meth:`~MatchCore.answer`), "seat s's deadline passed" (:meth:`~MatchCore.timeout`), "seat s
   committed a protocol fault" (:meth:`~MatchCore.fault`), "seat s is gone"
-  (:meth:`~MatchCore.disconnected`) and "stop" (:meth:`~MatchCore.abort`); each call returns an
-  :class:`Output`: the bytes to write to each seat (encoded once, in order), the lines for the
-  match log, the engine events for spectators, the seat now asked (whose deadline the driver
-  arms once the request is written: :meth:`~MatchCore.sent`) and, once over, the
-  :class:`MatchResult`. :func:`unplayed` is the result of a match a bot was absent from.
+  (:meth:`~MatchCore.disconnected`), "stop" (:meth:`~MatchCore.abort`, :meth:`~MatchCore.cancelled`),
+  "the log cannot be opened or written" (:meth:`~MatchCore.log_failed`) and "a bot is absent"
+  (:meth:`~MatchCore.absent`); each call returns an :class:`Output`: the bytes to write to each
+  seat (encoded once, in order), the lines for the match log, the engine events for spectators,
+  the seat now asked (whose deadline the driver arms once the request is written:
+  :meth:`~MatchCore.sent`) and, once over, the :class:`MatchResult`. The core alone decides a
+  result: its drivers (:mod:`arena.match.referee`, :mod:`arena.match.runner`) only carry it out.
 
-Times are milliseconds on whatever monotonic clock the driver uses; the core only subtracts
-them. What the driver passes as "sent" and "answered" times is the fair clock's business
-(:mod:`arena.match.fairclock`, docs/protocol.md §10.4).
+Times the driver passes are integer nanoseconds on whatever monotonic clock it uses (the one
+unit from the socket to the core: ``t_ns``, ``deadline_ns``); the core only subtracts them, and
+its clocks count in the wire's milliseconds. What the driver passes as "sent" and "answered"
+times is the fair clock's business (:mod:`arena.match.fairclock`, docs/protocol.md §10.4).
 
 The policy (ecarte.md §E8.1, piquet.md §P9; docs/protocol.md §10.5, §10.6, §11, §12), every
 number from :class:`arena.match.limits.Limits`:
@@ -590,5 +593,5 @@ class MatchCore:
         out.asked = (s, rid)
 
 
-__all__ = ["NOTHING", "ConnectionCore", "MatchConfig", "MatchCore", "MatchResult", "Output", "long_line_note",
-           "result_line", "unplayed"]
+__all__ = ["NOTHING", "Answer", "ConnectionCore", "Fault", "MatchConfig", "MatchCore", "MatchResult", "Output",
+           "Refusal", "Verdict", "long_line_note", "result_line", "unplayed"]

@@ -1,4 +1,6 @@
-"""The referee: the trio driver of one match's core (:class:`arena.match.core.MatchCore`).
+"""The referee: the trio driver of one match's core (:class:`arena.match.core.MatchCore`), for two
+connected seats. Drivers play matches through :class:`arena.match.runner.MatchRunner`, which
+uses it (and handles absent seats, the log's file and cancellation).
 
 The core decides everything (the rules, the fault policy of ecarte.md §E8.1, what each seat is
 sent); the referee only carries it out. It seats both connections
