@@ -109,6 +109,14 @@ class FleetLimits(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     stops its bots) gets this long before SIGKILL. Default 5,000."""
     process_poll_ms: Annotated[int, Meta(gt=0)] = 50
     """How often a child process (a local worker) is looked at while it runs or stops. Default 50."""
+    respawn_ms: Annotated[int, Meta(ge=0)] = 1_000
+    """A contest's local worker that exited is started again after this long. Default 1,000."""
+    watch_ms: Annotated[int, Meta(gt=0)] = 1_000
+    """How often a contest looks at its launched bots (a dead copy relaunched, the states
+    published for ``arena bots list``). Default 1,000."""
+    flush_ms: Annotated[int, Meta(ge=0)] = 50
+    """At shutdown, time the spectators' writers get to send their ``goodbye`` before the bots
+    are told. Default 50."""
 
 
 FLEET = FleetLimits()

@@ -189,4 +189,13 @@ class MatchRunner:
                                 r.scores if r else [0, 0])
 
 
-__all__ = ["LogRef", "MatchRunner", "MatchSpec", "NoSink", "ResultSink", "Spectators"]
+def aborted(match_id: str, detail: str) -> MatchResult:
+    """The result of a match stopped before a runner of this process could play it to its end
+    (queued for a worker when the server shut down, or cut by a bug): ``aborted`` with
+    ``detail``, as the core decides it (:meth:`arena.match.core.MatchCore.abort`)."""
+    out = MatchCore(match_id, 0, MatchConfig(), ("", "")).abort(detail)
+    assert out.result is not None
+    return out.result
+
+
+__all__ = ["LogRef", "MatchRunner", "MatchSpec", "NoSink", "ResultSink", "Spectators", "aborted"]

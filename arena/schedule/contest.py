@@ -45,6 +45,7 @@ import trio
 from arena.bounds import check_contest_numbers
 from arena.match.limits import FLEET, LIMITS
 from arena.match.referee import MatchConfig, MatchResult
+from arena.match.runner import aborted
 from arena.metrics import METRICS
 from arena.names import is_valid_name
 from arena.net.server import ArenaServer, ServerConfig
@@ -344,9 +345,8 @@ class Contest:
                 try:
                     self.queue.cancel(match_key)
                     if self.store.match_row(match_key).status == "pending":
-                        self.store.record_result(match_key, MatchResult(
-                            match_id=match_key, winner=None, reason="aborted", scores=[0, 0], manches=[0, 0],
-                            detail="server shut down during the match"), None)
+                        self.store.record_result(match_key, aborted(match_key, "server shut down during the match"),
+                                                 None)
                 except STORAGE_ERRORS:  # left pending: the next start marks it aborted
                     pass
             raise
@@ -385,7 +385,7 @@ class Contest:
                 self.worker_procs.remove(proc)
                 log.warning("worker %s exited with status %s; starting it again", wid, proc.returncode)
                 self.queue.release(wid)
-                await trio.sleep(1.0)
+                await trio.sleep(self.fleet.limits.respawn_ms / 1000)
 
         async with trio.open_nursery() as nursery:
             for n in range(cfg.workers):
@@ -396,9 +396,7 @@ class Contest:
         def abort() -> None:
             self.queue.cancel(match_key)
             if self.store.match_row(match_key).status == "pending":
-                self.store.record_result(match_key, MatchResult(match_id=match_key, winner=None, reason="aborted",
-                                                                scores=[0, 0], manches=[0, 0],
-                                                                detail="internal error (see the server's log)"), None)
+                self.store.record_result(match_key, aborted(match_key, "internal error (see the server's log)"), None)
 
         await self.health.commit("database", abort)
 
@@ -500,7 +498,7 @@ class Contest:
                         {n for n, c in self.server.bots.items() if not c.closed.is_set()})
             except STORAGE_ERRORS as exc:
                 self.health.fail("database", exc)
-            with trio.move_on_after(1.0):
+            with trio.move_on_after(self.fleet.limits.watch_ms / 1000):
                 await self.stopping.wait()
             try:
                 rows = self.store.submissions()
@@ -588,7 +586,7 @@ class Contest:
     async def _goodbye(self) -> None:
         self.hub.announce(Goodbye(reason="server shutting down"))
         with trio.CancelScope(shield=True):
-            await trio.sleep(0.05)  # let spectator writers flush the goodbye
+            await trio.sleep(self.fleet.limits.flush_ms / 1000)  # let spectator writers flush the goodbye
             await self.fleet.stop_all("server shutting down")
             self.supervisor.stopped()
             try:
