@@ -13,7 +13,17 @@ from typing import Any
 import msgspec
 import pytest
 
-from arena.match.core import NOTHING, ConnectionCore, MatchConfig, MatchCore, Output, result_line, unplayed
+from arena.match.core import (
+    NOTHING,
+    Answer,
+    ConnectionCore,
+    MatchConfig,
+    MatchCore,
+    Output,
+    Refusal,
+    result_line,
+    unplayed,
+)
 from arena.match.limits import LIMITS, Limits
 from protocol.framing import ProtocolError
 from protocol.messages import TimeControl
@@ -58,10 +68,11 @@ def first_legal(req: dict[str, Any]) -> Any:
 
 def answer_at(core: MatchCore, out: Output, elapsed_ms: float, action: Any = None) -> Output:
     """The asked seat answers ``action`` (default: its first legal action), ``elapsed_ms`` after
-    its request was sent (sent at t = 1000)."""
+    its request was sent (sent at t = 1 s; times in ns)."""
     seat, rid = out.asked  # type: ignore[misc]
-    core.sent(seat, 1000.0)
-    return core.answer(seat, rid, first_legal(request(out)) if action is None else action, 1000.0 + elapsed_ms)
+    core.sent(seat, 1_000_000_000)
+    return core.answer(seat, rid, first_legal(request(out)) if action is None else action,
+                       1_000_000_000 + int(elapsed_ms * 1_000_000))
 
 
 def play_out(core: MatchCore, out: Output, elapsed_ms: float = 1.0) -> Output:
@@ -148,7 +159,7 @@ def test_E8_1_bank_time_over_move_comes_off_the_bank_and_grace_is_never_usable()
 def test_E8_1_timeout_forfeits_with_a_fatal_error_naming_the_request():
     core, out = begin(MatchConfig(time=TimeControl(move_ms=100, grace_ms=20)))
     s, rid = out.asked
-    assert core.sent(s, 0.0) == 120.0  # the deadline: move + bank + grace
+    assert core.sent(s, 0) == 120_000_000  # the deadline: move + bank + grace (ns)
     out = core.timeout(s, rid)
     err = sent_to(out, s)[-1]
     assert err == {"type": "error", "code": "timeout", "id": rid, "fatal": True,
@@ -158,7 +169,7 @@ def test_E8_1_timeout_forfeits_with_a_fatal_error_naming_the_request():
     assert r.detail == f"{('alice', 'bob')[s]}: timeout: no answer to request {rid} within 120 ms"
     assert logged(out)[-1] == {"type": "incident", "seat": s, "code": "timeout", "detail": err["message"],
                                "ms": [120, 120]}  # elapsed (the deadline passed), allowed
-    assert core.timeout(s, rid) is NOTHING and core.answer(s, rid, "x", 5.0) is NOTHING  # over: inputs ignored
+    assert core.timeout(s, rid) is NOTHING and core.answer(s, rid, "x", 5_000_000) is NOTHING  # over: inputs ignored
 
 
 def test_E8_1_auto_plays_the_first_legal_action_until_max_strikes_then_forfeits():
@@ -326,6 +337,34 @@ def test_an_abort_has_no_winner_and_force_overrides_a_result_not_yet_committed()
     assert core.abort("server shut down during the match", force=True).result.reason == "aborted"
 
 
+def test_an_absent_bot_is_an_input_of_the_core_which_writes_the_whole_log():
+    core = MatchCore("m1", 5, MatchConfig(), ("alice", "bob"))
+    out = core.absent([1])
+    assert out.sends == [] and core.result is out.result
+    assert (out.result.winner, out.result.reason, out.result.faulty) == (0, "forfeit_disconnect", 1)
+    kinds = [line["type"] for line in logged(out)]
+    assert kinds == ["match", "incident"] and logged(out)[1]["code"] == "not_connected"
+    out = MatchCore("m1", 5, MatchConfig(), ("alice", "bob")).absent([0, 1])
+    assert out.result.reason == "aborted" and len(logged(out)) == 3
+
+
+def test_a_log_that_fails_aborts_even_a_match_over_and_an_abort_stays_as_it_is():
+    err = OSError(28, "No space left on device")
+    core = MatchCore("m1", 5, MatchConfig(), ("alice", "bob"))
+    out = core.log_failed(err, opened=False)
+    assert out.result.reason == "aborted" and out.result.detail.startswith("match log could not be opened")
+    assert (out.result.scores, out.result.decisions, out.result.deals) == ([0, 0], 0, 0)
+    core, out = begin()
+    out = play_out(core, out)
+    decisions = out.result.decisions
+    failed = core.log_failed(err).result
+    assert failed.reason == "aborted" and failed.winner is None and failed.decisions == decisions
+    assert failed.detail == f"match log could not be written: {err}" and core.result is failed
+    assert core.log_failed(err) is NOTHING  # already aborted
+    core, out = begin()
+    assert core.cancelled().result.detail == "server shut down during the match"
+
+
 def test_a_bad_time_control_or_game_is_refused():
     with pytest.raises(ValueError):
         MatchCore("m", 1, MatchConfig(time=TimeControl(move_ms=0)), ("a", "b"))
@@ -348,31 +387,32 @@ def test_piquet_follows_the_same_policy():
 def test_connection_lines_classified_in_and_out_of_a_match():
     c = ConnectionCore()
     assert c.line(b"   ") is None
-    kind, err, fault, close = c.line(b"{not json")
-    assert (kind, err.code, err.fatal, fault[0], close) == ("error", "bad_json", False, "bad_json", None)
+    v = c.line(b"{not json")
+    assert isinstance(v, Refusal)
+    assert (v.error.code, v.error.fatal, v.fault.code, v.close) == ("bad_json", False, "bad_json", None)
     c.seated = True
     rid = c.new_request_id()
     c.expect(rid)
-    assert c.line(b'{"type":"action","id":%d,"action":"play"}' % (rid + 5))[1].code == "unknown_request"
-    assert c.line(b'{"type":"action","id":%d,"action":"7c"}' % rid) == ("answer", rid, "7c")
-    _, err, fault, _ = c.line(b'{"type":"action","id":%d,"action":"7c"}' % rid)
-    assert (err.code, err.fatal, fault[0]) == ("duplicate_answer", True, "duplicate_answer")
-    assert c.line(b'{"type":"action","id":999,"action":"7c"}')[1].code == "not_your_turn"
+    assert c.line(b'{"type":"action","id":%d,"action":"play"}' % (rid + 5)).error.code == "unknown_request"
+    assert c.line(b'{"type":"action","id":%d,"action":"7c"}' % rid) == Answer(rid, "7c")
+    v = c.line(b'{"type":"action","id":%d,"action":"7c"}' % rid)
+    assert (v.error.code, v.error.fatal, v.fault.code) == ("duplicate_answer", True, "duplicate_answer")
+    assert c.line(b'{"type":"action","id":999,"action":"7c"}').error.code == "not_your_turn"
     rid2 = c.new_request_id()
     c.expect(rid2)
     c.expire()
-    _, err, fault, _ = c.line(b'{"type":"action","id":%d,"action":"7c"}' % rid2)
-    assert (err.code, err.fatal, fault) == ("late_answer", False, None)  # harmless, never counted
-    assert c.line(b'{"type":"hello","name":"x","token":"t","protocol":1}')[1].code == "unexpected_hello"
-    _, err, fault, _ = c.line(b'{"type":"list"}')
-    assert (err.code, fault) == ("wrong_role", None)
+    v = c.line(b'{"type":"action","id":%d,"action":"7c"}' % rid2)
+    assert (v.error.code, v.error.fatal, v.fault) == ("late_answer", False, None)  # harmless, never counted
+    assert c.line(b'{"type":"hello","name":"x","token":"t","protocol":1}').error.code == "unexpected_hello"
+    v = c.line(b'{"type":"list"}')
+    assert (v.error.code, v.fault) == ("wrong_role", None)
     assert c.errors == 5  # bad_json, unknown_request, duplicate_answer, not_your_turn, unexpected_hello
 
 
 def test_the_error_budget_closes_the_connection_at_its_limit():
     c = ConnectionCore(msgspec.structs.replace(LIMITS, max_errors=3))
     verdicts = [c.line(b"junk") for _ in range(3)]
-    assert [v[3] for v in verdicts] == [None, None, "too_many_errors"]
+    assert [v.close for v in verdicts] == [None, None, "too_many_errors"]
     assert c.too_many().code == "too_many_errors" and c.too_many().fatal
 
 

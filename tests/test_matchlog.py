@@ -314,7 +314,7 @@ def _play(path, script=None, game="ecarte", seed=3, compact=(True, False), confi
         n = 0
         while core.result is None:
             seat, rid = out.asked
-            core.sent(seat, 0.0)
+            core.sent(seat, 0)
             n += 1
             raw = script(core, seat, n) if script else None
             if raw == "timeout":
@@ -322,7 +322,7 @@ def _play(path, script=None, game="ecarte", seed=3, compact=(True, False), confi
             else:
                 if raw is None:
                     raw = msgspec.json.encode({"type": "action", "id": rid, "action": _first_legal(core, seat)})
-                out = core.answer(seat, rid, msgspec.json.decode(raw)["action"], 1.0, raw)
+                out = core.answer(seat, rid, msgspec.json.decode(raw)["action"], 1_000_000, raw)
             log.write_all(out.log)
         log.write(result_line(core.result))
     return core.result

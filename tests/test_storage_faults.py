@@ -279,11 +279,11 @@ async def test_a_result_the_database_refuses_is_retried_until_committed(tmp_path
 
 
 async def test_an_unexpected_error_in_one_match_ends_that_match_only(tmp_path, monkeypatch):
-    import arena.schedule.contest
+    import arena.schedule.fleet
 
     store = Store(tmp_path / "arena.db")
     contest = _contest(tmp_path, store)
-    real = arena.schedule.contest.play_match
+    real = arena.schedule.fleet.Fleet.play
     calls = {"n": 0}
 
     async def flaky(*args, **kw):
@@ -292,7 +292,7 @@ async def test_an_unexpected_error_in_one_match_ends_that_match_only(tmp_path, m
             raise RuntimeError("a bug")
         return await real(*args, **kw)
 
-    monkeypatch.setattr(arena.schedule.contest, "play_match", flaky)
+    monkeypatch.setattr(arena.schedule.fleet.Fleet, "play", flaky)
     db = tmp_path / "arena.db"
     async with trio.open_nursery() as nursery:
         await nursery.start(contest.run)

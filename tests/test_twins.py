@@ -26,6 +26,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 import arena.schedule.contest  # noqa: E402
+import arena.schedule.fleet  # noqa: E402
 from arena.match.log import read_log  # noqa: E402
 from arena.match.referee import MatchConfig  # noqa: E402
 from arena.net.server import ServerConfig  # noqa: E402
@@ -157,13 +158,13 @@ async def contest_units(tmp_path: Path, monkeypatch, duplicate_remote: bool) -> 
     """Run a contest of two submitted bots and one remote bot for 12 matches; return each
     match as (bot0, bot1, seed, pair key, copies) in order."""
     played: list[tuple] = []
-    real = arena.schedule.contest.play_match
+    real = arena.schedule.fleet.Fleet.play
 
-    async def spy(store, server, row, *args, copies=(0, 0), **kw):
+    async def spy(fleet, row, *args, copies=(0, 0), **kw):
         played.append((row.bot0, row.bot1, row.seed, kw.get("pair"), copies))
-        return await real(store, server, row, *args, copies=copies, **kw)
+        return await real(fleet, row, *args, copies=copies, **kw)
 
-    monkeypatch.setattr(arena.schedule.contest, "play_match", spy)
+    monkeypatch.setattr(arena.schedule.fleet.Fleet, "play", spy)
     store = Store(tmp_path / "arena.db")
     store.submit_bot("greedy", str(ROOT / "sample_bots" / "greedy.toml"))
     store.submit_bot("random", str(ROOT / "sample_bots" / "random.toml"))

@@ -13,15 +13,18 @@ state machines that a driver (:mod:`arena.match.referee`, :mod:`arena.match.seat
   :meth:`~MatchCore.start`, "seat s answered request r with this action at time t"
   (:meth:`~MatchCore.answer`), "seat s's deadline passed" (:meth:`~MatchCore.timeout`), "seat s
   committed a protocol fault" (:meth:`~MatchCore.fault`), "seat s is gone"
-  (:meth:`~MatchCore.disconnected`) and "stop" (:meth:`~MatchCore.abort`); each call returns an
-  :class:`Output`: the bytes to write to each seat (encoded once, in order), the lines for the
-  match log, the engine events for spectators, the seat now asked (whose deadline the driver
-  arms once the request is written: :meth:`~MatchCore.sent`) and, once over, the
-  :class:`MatchResult`. :func:`unplayed` is the result of a match a bot was absent from.
+  (:meth:`~MatchCore.disconnected`), "stop" (:meth:`~MatchCore.abort`, :meth:`~MatchCore.cancelled`),
+  "the log cannot be opened or written" (:meth:`~MatchCore.log_failed`) and "a bot is absent"
+  (:meth:`~MatchCore.absent`); each call returns an :class:`Output`: the bytes to write to each
+  seat (encoded once, in order), the lines for the match log, the engine events for spectators,
+  the seat now asked (whose deadline the driver arms once the request is written:
+  :meth:`~MatchCore.sent`) and, once over, the :class:`MatchResult`. The core alone decides a
+  result: its drivers (:mod:`arena.match.referee`, :mod:`arena.match.runner`) only carry it out.
 
-Times are milliseconds on whatever monotonic clock the driver uses; the core only subtracts
-them. What the driver passes as "sent" and "answered" times is the fair clock's business
-(:mod:`arena.match.fairclock`, docs/protocol.md §10.4).
+Times the driver passes are integer nanoseconds on whatever monotonic clock it uses (the one
+unit from the socket to the core: ``t_ns``, ``deadline_ns``); the core only subtracts them, and
+its clocks count in the wire's milliseconds. What the driver passes as "sent" and "answered"
+times is the fair clock's business (:mod:`arena.match.fairclock`, docs/protocol.md §10.4).
 
 The policy (ecarte.md §E8.1, piquet.md §P9; docs/protocol.md §10.5, §10.6, §11, §12), every
 number from :class:`arena.match.limits.Limits`:
@@ -169,6 +172,35 @@ def _refused(action: Any, raw: bytes | None, raw_len: int | None) -> dict[str, A
 # ----------------------------------------------------------------------------- one connection
 
 
+class Fault(msgspec.Struct, frozen=True, gc=False):
+    """A protocol fault of a seated connection (docs/protocol.md §11): its ``code`` and a
+    readable ``detail``; in a match, fatal (``forfeit_protocol``)."""
+
+    code: str
+    detail: str
+
+
+class Answer(msgspec.Struct, frozen=True, gc=False):
+    """A line that answers the pending request ``rid`` with ``action``."""
+
+    rid: int
+    action: Any
+
+
+class Refusal(msgspec.Struct, frozen=True, gc=False):
+    """A line that earns an error: ``error`` to send back; ``fault`` the protocol fault it is
+    for the match the connection sits in (None: harmless, e.g. ``late_answer``); ``close`` the
+    reason to close the connection with (``too_many_errors``) or None."""
+
+    error: Error
+    fault: Fault | None = None
+    close: str | None = None
+
+
+Verdict = Answer | Refusal
+"""What a line a bot sent is (:meth:`ConnectionCore.line`)."""
+
+
 class ConnectionCore:
     """One bot connection's protocol state (docs/protocol.md §10.1, §10.2, §11), without I/O.
 
@@ -212,15 +244,10 @@ class ConnectionCore:
             self._expired.append(self.pending_id)
             self.pending_id = None
 
-    def line(self, line: bytes) -> tuple[Any, ...] | None:
-        """What a line the bot sent (without its newline) is.
-
-        Returns None for a blank line (ignored); ``("answer", id, action)`` for the answer to
-        the pending request; else ``("error", error, fault, close)``: ``error`` the
-        :class:`~protocol.messages.Error` to send back, ``fault`` a ``(code, detail)`` protocol
-        fault for the match the connection sits in (or None), ``close`` the reason to close the
-        connection with (``too_many_errors``) or None.
-        """
+    def line(self, line: bytes) -> Verdict | None:
+        """What a line the bot sent (without its newline) is: None for a blank line (ignored),
+        an :class:`Answer` to the pending request, else a :class:`Refusal`. The line is kept in
+        :attr:`last_line` (and its length in :attr:`last_len`) for the log of a refused answer."""
         self.last_line = line
         self.last_len = len(line)
         try:
@@ -234,10 +261,10 @@ class ConnectionCore:
             if rid == self.pending_id and self.seated:
                 self.pending_id = None
                 self._answered.append(rid)
-                return ("answer", rid, msg.action)
+                return Answer(rid, msg.action)
             if rid in self._expired:
                 text = f"request {rid} is no longer pending (it timed out or its match ended); answer ignored"
-                return ("error", Error(code="late_answer", message=text, id=rid), None, None)
+                return Refusal(Error(code="late_answer", message=text, id=rid))
             if rid in self._answered:
                 return self._protocol_fault("duplicate_answer", f"request {rid} was already answered", rid)
             if self.seated and self.pending_id is None:
@@ -247,12 +274,13 @@ class ConnectionCore:
             return self._protocol_fault("unexpected_hello", "hello is only valid as the first line")
         # list / subscribe / unsubscribe / bet: spectator messages, harmless from a bot
         text = f"{type(msg).__name__} is for spectators; this connection is a bot"
-        return ("error", Error(code="wrong_role", message=text), None, None)
+        return Refusal(Error(code="wrong_role", message=text))
 
-    def _protocol_fault(self, code: str, message: str, rid: int | None = None) -> tuple[Any, ...]:
+    def _protocol_fault(self, code: str, message: str, rid: int | None = None) -> Refusal:
         self.errors += 1
         close = "too_many_errors" if self.errors >= self.limits.max_errors else None
-        return ("error", Error(code=code, message=message, id=rid, fatal=self.seated), (code, message), close)  # type: ignore[arg-type]
+        return Refusal(Error(code=code, message=message, id=rid, fatal=self.seated),  # type: ignore[arg-type]
+                       Fault(code, message), close)
 
     def too_many(self) -> Error:
         """The closing ``too_many_errors`` error (after the error that reached the limit)."""
@@ -273,29 +301,26 @@ class ConnectionCore:
 # ----------------------------------------------------------------------------- one match
 
 
-class Output:
+class Output(msgspec.Struct, gc=False):
     """What one input to :class:`MatchCore` produced, in order.
 
     ``sends``: ``(seat, bytes)`` writes; ``log``: objects for
     :meth:`arena.match.log.MatchLog.write`; ``events``: engine events with the seats that saw
     them (for spectators); ``asked``: ``(seat, request id)`` of the request among ``sends`` whose
     deadline the driver arms once written (:meth:`MatchCore.sent`), else None; ``result``: set
-    when the match is over. For metrics: ``elapsed_ms`` of an accepted answer of seat
+    when the match is over. For metrics: ``elapsed_ns`` of an accepted answer of seat
     ``decided``, ``timeout`` the seat that timed out, ``illegal`` ``(seat, code)`` of an illegal
     action."""
 
-    __slots__ = ("sends", "log", "events", "asked", "result", "elapsed_ms", "decided", "timeout", "illegal")
-
-    def __init__(self) -> None:
-        self.sends: list[tuple[int, bytes]] = []
-        self.log: list[Any] = []
-        self.events: list[Seen] = []
-        self.asked: tuple[int, int] | None = None
-        self.result: MatchResult | None = None
-        self.elapsed_ms: float | None = None
-        self.decided = 0
-        self.timeout: int | None = None
-        self.illegal: tuple[int, str] | None = None
+    sends: list[tuple[int, bytes]] = msgspec.field(default_factory=list)
+    log: list[Any] = msgspec.field(default_factory=list)
+    events: list[Seen] = msgspec.field(default_factory=list)
+    asked: tuple[int, int] | None = None
+    result: MatchResult | None = None
+    elapsed_ns: int | None = None
+    decided: int = 0
+    timeout: int | None = None
+    illegal: tuple[int, str] | None = None
 
 
 NOTHING = Output()
@@ -304,14 +329,15 @@ modify it."""
 
 
 class _Pending:
-    __slots__ = ("rid", "decision", "line_bytes", "deadline_ms", "sent_ms")
+    __slots__ = ("rid", "decision", "line_bytes", "deadline_ms", "sent_ns")
 
     def __init__(self, rid: int, decision: str, line_bytes: int, deadline_ms: int) -> None:
         self.rid = rid
         self.decision = decision
         self.line_bytes = line_bytes
         self.deadline_ms = deadline_ms
-        self.sent_ms: float | None = None
+        """How long the seat may take (ms, the wire's unit: move + bank + grace)."""
+        self.sent_ns: int | None = None
 
 
 class MatchCore:
@@ -381,19 +407,20 @@ class MatchCore:
         self._ask(out)
         return out
 
-    def sent(self, seat: int, t_ms: float) -> float:
-        """The request to ``seat`` was handed to the transport at ``t_ms``: its clock starts.
-        Returns the deadline (ms, same clock) after which the driver reports :meth:`timeout`."""
+    def sent(self, seat: int, t_ns: int) -> int | None:
+        """The request to ``seat`` was handed to the transport at ``t_ns``: its clock starts.
+        Returns the deadline (ns, same clock) after which the driver reports :meth:`timeout`
+        (None: nothing is asked of ``seat``)."""
         p = self.pending[seat]
         if p is None:
-            return float("inf")
-        p.sent_ms = t_ms
-        return t_ms + p.deadline_ms
+            return None
+        p.sent_ns = t_ns
+        return t_ns + p.deadline_ms * 1_000_000
 
-    def answer(self, seat: int, rid: int, action: Any, t_ms: float, raw: bytes | None = None,
+    def answer(self, seat: int, rid: int, action: Any, t_ns: int, raw: bytes | None = None,
                raw_len: int | None = None) -> Output:
         """Seat ``seat`` answered request ``rid`` with ``action``; the answer reached us at
-        ``t_ms`` (the fair clock's arrival time). The action is checked against the rules.
+        ``t_ns`` (the fair clock's arrival time, ns). The action is checked against the rules.
         ``raw``: the line the bot sent (``raw_len`` its whole length, if ``raw`` is only its
         start), kept in the log's incident if the rules refuse the action."""
         p = self.pending[seat]
@@ -401,7 +428,8 @@ class MatchCore:
             return NOTHING
         self.pending[seat] = None
         out = Output()
-        elapsed = 0.0 if p.sent_ms is None else max(0.0, t_ms - p.sent_ms)
+        elapsed_ns = 0 if p.sent_ns is None else max(0, t_ns - p.sent_ns)
+        elapsed = elapsed_ns / 1_000_000
         if not self.clocks[seat].charge(elapsed):
             self._timed_out(out, seat, p, elapsed)
             return out
@@ -423,7 +451,7 @@ class MatchCore:
                 self._ask(out)
             return out
         self.decisions += 1
-        out.elapsed_ms = elapsed
+        out.elapsed_ns = elapsed_ns
         out.decided = seat
         out.log.append(LogAction(seat, p.decision, action))
         self._emit(out, events)
@@ -480,6 +508,33 @@ class MatchCore:
         out = Output()
         self._end(out, MatchResult(match_id=self.match_id, winner=None, reason="aborted", scores=self.engine.scores,
                                    manches=self.engine.manches, detail=detail))
+        return out
+
+    def cancelled(self) -> Output:
+        """The driver was cancelled (the server shuts down) before the result was committed:
+        ``aborted``, also if the match was already over (:meth:`abort` with ``force``)."""
+        return self.abort("server shut down during the match", force=True)
+
+    def log_failed(self, error: OSError, opened: bool = True) -> Output:
+        """The match log could not be opened (``opened`` False: nothing is played) or written:
+        the match is ``aborted`` with the error in its detail, also one already over whose
+        result is not yet committed (a result without its log would be unverifiable); an
+        abort stays as it is. ``duration_ms`` is the driver's to set."""
+        if not opened:
+            return self.abort(f"match log could not be opened: {error}")
+        if self.result is not None and self.result.reason == "aborted":
+            return NOTHING
+        return self.abort(f"match log could not be written: {error}", force=True)
+
+    def absent(self, seats: list[int]) -> Output:
+        """The match is not played: the seats ``seats`` (one or both) were not connected when it
+        was due (:func:`unplayed`): its whole log (header, an incident per absent seat) and
+        its result, nothing to send."""
+        out = self.start()
+        out.sends = []
+        result, incidents = unplayed(self.match_id, self.names, seats)
+        out.log.extend(LogIncident(seat, code, detail) for seat, code, detail in incidents)
+        self._end(out, result)
         return out
 
     def match_end(self) -> list[tuple[int, bytes]]:
@@ -579,5 +634,5 @@ class MatchCore:
         out.asked = (s, rid)
 
 
-__all__ = ["NOTHING", "ConnectionCore", "MatchConfig", "MatchCore", "MatchResult", "Output", "long_line_note",
-           "result_line", "unplayed"]
+__all__ = ["NOTHING", "Answer", "ConnectionCore", "Fault", "MatchConfig", "MatchCore", "MatchResult", "Output",
+           "Refusal", "Verdict", "long_line_note", "result_line", "unplayed"]

@@ -83,4 +83,44 @@ LIMITS = Limits()
 """The defaults, for structs that point at a number rather than repeat it."""
 
 
-__all__ = ["LIMITS", "Limits"]
+class FleetLimits(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """The time-outs of a fleet of launched bots (:mod:`arena.schedule.fleet`): launching,
+    connecting, saying goodbye and stopping, for the tournament, the worker and the contest
+    alike (defaults: :data:`FLEET`). Milliseconds, like :class:`Limits`."""
+
+    connect_ms: Annotated[int, Meta(gt=0)] = 20_000
+    """A launched copy must say ``hello`` within this time, else it did not start. Default 20,000
+    (a tournament's ``connect_timeout_s`` and a worker's setup override it)."""
+    hello_poll_ms: Annotated[int, Meta(gt=0)] = 100
+    """While waiting for a launched copy's ``hello``: how often to look whether its process exited. Default 100."""
+    goodbye_ms: Annotated[int, Meta(gt=0)] = 1_000
+    """Time the ``goodbye`` line to one bot may take (docs/protocol.md §6.2); a bot that does not
+    read it is closed anyway. Default 1,000."""
+    stop_ms: Annotated[int, Meta(gt=0)] = 3_000
+    """After goodbye, the time all the fleet's processes get to exit (then SIGKILL). Default 3,000."""
+    exit_grace_ms: Annotated[int, Meta(ge=0)] = 1_000
+    """One process: time to exit on its own after goodbye before SIGTERM (docs/protocol.md §5). Default 1,000."""
+    term_grace_ms: Annotated[int, Meta(ge=0)] = 1_000
+    """One process: time to exit after SIGTERM before SIGKILL. Default 1,000."""
+    reap_ms: Annotated[int, Meta(ge=0)] = 2_000
+    """One process: time to wait for it to be gone after SIGKILL. Default 2,000."""
+    worker_stop_ms: Annotated[int, Meta(gt=0)] = 5_000
+    """A local worker process (``arena worker``) told to stop (SIGTERM: it releases its match and
+    stops its bots) gets this long before SIGKILL. Default 5,000."""
+    process_poll_ms: Annotated[int, Meta(gt=0)] = 50
+    """How often a child process (a local worker) is looked at while it runs or stops. Default 50."""
+    respawn_ms: Annotated[int, Meta(ge=0)] = 1_000
+    """A contest's local worker that exited is started again after this long. Default 1,000."""
+    watch_ms: Annotated[int, Meta(gt=0)] = 1_000
+    """How often a contest looks at its launched bots (a dead copy relaunched, the states
+    published for ``arena bots list``). Default 1,000."""
+    flush_ms: Annotated[int, Meta(ge=0)] = 50
+    """At shutdown, time the spectators' writers get to send their ``goodbye`` before the bots
+    are told. Default 50."""
+
+
+FLEET = FleetLimits()
+"""The fleet's defaults."""
+
+
+__all__ = ["FLEET", "LIMITS", "FleetLimits", "Limits"]

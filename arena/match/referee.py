@@ -1,4 +1,6 @@
-"""The referee: the trio driver of one match's core (:class:`arena.match.core.MatchCore`).
+"""The referee: the trio driver of one match's core (:class:`arena.match.core.MatchCore`), for two
+connected seats. Drivers play matches through :class:`arena.match.runner.MatchRunner`, which
+uses it (and handles absent seats, the log's file and cancellation).
 
 The core decides everything (the rules, the fault policy of ecarte.md §E8.1, what each seat is
 sent); the referee only carries it out. It seats both connections
@@ -110,11 +112,11 @@ class Referee:
         result.duration_ms = int((time.monotonic() - t_start) * 1000)
         self.log.write(result_line(result))
         self.log.flush()  # a storage fault must show before the result is committed
-        if self.log.error is not None and result.reason != "aborted":
-            result = MatchResult(match_id=self.match_id, winner=None, reason="aborted", scores=result.scores,
-                                 manches=result.manches, detail=f"match log could not be written: {self.log.error}",
-                                 decisions=result.decisions, deals=result.deals, duration_ms=result.duration_ms)
-            core.result = result
+        if self.log.error is not None:  # the core decides: a result without its log is aborted
+            failed = core.log_failed(self.log.error).result
+            if failed is not None:
+                failed.duration_ms = result.duration_ms
+                result = failed
         await self.record(result)
         self.result = result
         for seat, data in core.match_end():
@@ -143,14 +145,14 @@ class Referee:
         if out.events and self.on_event is not None:
             for event, seen_by in out.events:
                 self.on_event(self.match_id, event, seen_by)
-        if out.elapsed_ms is not None:
-            self._tally.add(out.elapsed_ms / 1000)
+        if out.elapsed_ns is not None:
+            self._tally.add(out.elapsed_ns / 1e9)
         if out.timeout is not None:
             METRICS.timeouts.labels(self.conns[out.timeout].name).inc()
         if out.illegal is not None:
             METRICS.illegal.labels(self.conns[out.illegal[0]].name, out.illegal[1]).inc()
         if log.error is not None and core.result is None:
-            return self._apply(core.abort(f"match log could not be written: {log.error}"))
+            return self._apply(core.log_failed(log.error))
         return self._write_now(out, 0)
 
     def _write_now(self, out: Output, start: int) -> Coroutine[Any, Any, None] | None:
@@ -168,8 +170,7 @@ class Referee:
             if i == last and out.asked is not None:
                 rid = out.asked[1]
                 conn.core.expect(rid)
-                now = self._now()
-                conn.arm(core.sent(seat, now * 1000) / 1000, rid)
+                conn.arm(core.sent(seat, int(self._now() * 1e9)), rid)
             rest = conn.send_now(data)
             if rest is not None:
                 return self._write_rest(out, i, rest)
@@ -197,17 +198,17 @@ class Referee:
         a, b = self.conns
         return a.writable_now() and b.writable_now()
 
-    def answer_now(self, conn: Connection, rid: int, action: Any, t: float) -> Coroutine[Any, Any, None] | None:
+    def answer_now(self, conn: Connection, rid: int, action: Any, t_ns: int) -> Coroutine[Any, Any, None] | None:
         """:meth:`on_answer` without waiting, for the dispatcher's task
         (:meth:`arena.match.seat.Connection.on_readable`): None when done, else the rest, which
         the seat's reader task awaits."""
-        return self._apply_now(self.core.answer(conn.seat_no, rid, action, t * 1000, conn.core.last_line))
+        return self._apply_now(self.core.answer(conn.seat_no, rid, action, t_ns, conn.core.last_line))
 
     # -- the connections' handler (arena.match.seat.Handler)
 
-    async def on_answer(self, conn: Connection, rid: int, action: Any, t: float) -> None:
-        """Seat ``conn.seat_no`` answered request ``rid`` (arrived at ``t``, loop clock, s)."""
-        await self._apply(self.core.answer(conn.seat_no, rid, action, t * 1000, conn.core.last_line))
+    async def on_answer(self, conn: Connection, rid: int, action: Any, t_ns: int) -> None:
+        """Seat ``conn.seat_no`` answered request ``rid`` (arrived at ``t_ns``, loop clock, ns)."""
+        await self._apply(self.core.answer(conn.seat_no, rid, action, t_ns, conn.core.last_line))
 
     async def on_fault(self, conn: Connection, code: str, detail: str) -> None:
         """A protocol fault of that seat (its error is already sent), caused by the line the

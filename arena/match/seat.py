@@ -41,7 +41,7 @@ import trio
 
 from arena.match import fairclock
 from arena.match.clock import Clock
-from arena.match.core import ConnectionCore
+from arena.match.core import Answer, ConnectionCore, Verdict
 from arena.match.dispatch import Dispatcher
 from arena.match.limits import LIMITS
 from arena.metrics import METRICS
@@ -77,10 +77,11 @@ rest of an answer's handling to await (see :meth:`Connection.on_readable`)."""
 
 
 class Handler(Protocol):
-    """What a connection seated in a match (or a chouette auction) tells it. ``t`` is the
-    answer's arrival time on the fair clock (``trio.current_time()`` seconds)."""
+    """What a connection seated in a match (or a chouette auction) tells it. ``t_ns`` is the
+    answer's arrival time on the fair clock (the loop's clock, ``trio.current_time()``, in
+    integer nanoseconds: the one unit from the socket to the core)."""
 
-    async def on_answer(self, conn: Connection, rid: int, action: Any, t: float) -> None: ...
+    async def on_answer(self, conn: Connection, rid: int, action: Any, t_ns: int) -> None: ...
     async def on_fault(self, conn: Connection, code: str, detail: str) -> None: ...
     async def on_deadline(self, conn: Connection, rid: int) -> None: ...
     async def on_closed(self, conn: Connection, reason: str) -> None: ...
@@ -94,7 +95,7 @@ class InstantHandler(Handler, Protocol):
         """Whether every seat can be written at once (no write of theirs is waiting)."""
         ...
 
-    def answer_now(self, conn: Connection, rid: int, action: Any, t: float) -> Any:
+    def answer_now(self, conn: Connection, rid: int, action: Any, t_ns: int) -> Any:
         """:meth:`Handler.on_answer` without waiting: returns None when it is all done, else an
         awaitable that finishes it (writes the socket did not take at once)."""
         ...
@@ -140,12 +141,12 @@ class Connection:
         self._raw = _raw_socket(stream)
         self._stamps = self._raw is not None and fairclock.enable_stamps(self._raw)
         self._scope: trio.CancelScope | None = None
-        self._deadline = INF
+        self._deadline_s = INF  # the reader's cancel scope's deadline (loop clock, s: trio's unit)
         self._armed: int | None = None
         self._turn: trio.Semaphore | None = None  # the locked path's turn (whoever holds it writes)
         self._slow = 0  # writes waiting on the locked path: the direct path must wait its turn
         self.dispatcher: Dispatcher | None = None  # set by the server: readers park there
-        self._arrived = 0.0
+        self._arrived_ns = 0  # the last read's arrival (fair clock, ns)
         self._waited = True  # the last read waited for its data (else a flood may be under way)
         self._full = False  # the last read filled its buffer: more is probably waiting
         self._now = trio.current_time  # the loop clock's own method once the reader runs
@@ -180,12 +181,13 @@ class Connection:
             self.handler = None
             self.core.seated = False
         self.core.expire()
-        self.arm(INF, None)
+        self.arm(None, None)
 
-    def arm(self, deadline: float, rid: int | None) -> None:
-        """The reader reports request ``rid`` as timed out at ``deadline`` (loop clock, seconds;
-        ``INF``: none) unless it is answered first."""
-        self._deadline = deadline
+    def arm(self, deadline_ns: int | None, rid: int | None) -> None:
+        """The reader reports request ``rid`` as timed out at ``deadline_ns`` (loop clock, ns;
+        None: none) unless it is answered first."""
+        deadline = INF if deadline_ns is None else deadline_ns / 1e9
+        self._deadline_s = deadline
         self._armed = rid
         scope = self._scope
         if scope is not None and (deadline < scope.deadline or rid is None):
@@ -307,14 +309,14 @@ class Connection:
     # -- reading
 
     async def _receive(self, streak: int) -> bytes:
-        """The next bytes (b"" at the end); sets ``_arrived`` (fair clock). ``streak``: reads in
+        """The next bytes (b"" at the end); sets ``_arrived_ns`` (fair clock). ``streak``: reads in
         a row that found data waiting: past one, yield first, so a flood cannot hold the loop."""
         if streak:
             await trio.lowlevel.checkpoint()
         raw = self._raw
         if raw is None:
             data = await self.stream.receive_some(self.reader.chunk)
-            self._arrived = min(fairclock.watch().woke, self._now())
+            self._arrived_ns = int(min(fairclock.watch().woke, self._now()) * 1e9)
             self._waited = True
             return data
         dispatcher = self.dispatcher
@@ -329,7 +331,7 @@ class Connection:
                 await trio.lowlevel.wait_readable(raw)
 
     def _read_once(self, raw: socket.socket) -> bytes:
-        """One read of the socket (b"" at the end or on an error); sets ``_arrived``, ``_full``
+        """One read of the socket (b"" at the end or on an error); sets ``_arrived_ns``, ``_full``
         and ``_waited``. ``BlockingIOError`` if nothing is there."""
         try:
             if self._stamps:
@@ -342,7 +344,7 @@ class Connection:
             return b""
         now = self._now()
         t = fairclock.arrival(anc, now) if anc else None
-        self._arrived = min(fairclock.watch().woke, now) if t is None else t
+        self._arrived_ns = int((min(fairclock.watch().woke, now) if t is None else t) * 1e9)
         self._full = len(data) == self.reader.chunk  # more may be waiting: read before waiting
         self._waited = not self._full
         return data
@@ -388,10 +390,10 @@ class Connection:
                 verdict = self.core.line(line)
                 if verdict is None:
                     return
-                if verdict[0] == "answer":
+                if type(verdict) is Answer:
                     self._armed = None  # the scope's deadline stays: a stale one that fires is ignored
                     dispatcher.answered += 1
-                    rest = answer_now(self, verdict[1], verdict[2], self._arrived)
+                    rest = answer_now(self, verdict.rid, verdict.action, self._arrived_ns)
                     if rest is not None:
                         dispatcher.wake(self, outcome.Value((_FINISH, rest)))
                     return
@@ -414,7 +416,7 @@ class Connection:
             if not data:
                 break
             now = trio.current_time()
-            self._arrived = (fairclock.arrival(anc, now) if anc else None) or now
+            self._arrived_ns = int(((fairclock.arrival(anc, now) if anc else None) or now) * 1e9)
             self.reader.feed(data)
             got = True
         return got
@@ -426,7 +428,7 @@ class Connection:
         self._now = trio.lowlevel.current_clock().current_time  # trio.current_time, two calls shorter
         try:
             while True:
-                with trio.CancelScope(deadline=self._deadline) as scope:
+                with trio.CancelScope(deadline=self._deadline_s) as scope:
                     self._scope = scope
                     streak = 0
                     while True:
@@ -520,9 +522,9 @@ class Connection:
                     return True
         rid = self._armed
         if rid is None:
-            self._deadline = INF  # a stale deadline (its request was answered)
-        elif self._deadline <= trio.current_time():  # else an earlier, stale one fired: wait on
-            self.arm(INF, None)
+            self._deadline_s = INF  # a stale deadline (its request was answered)
+        elif self._deadline_s <= trio.current_time():  # else an earlier, stale one fired: wait on
+            self.arm(None, None)
             if self.core.pending_id == rid:
                 self.core.expire()
                 if self.handler is not None:
@@ -536,20 +538,21 @@ class Connection:
             return False
         return await self._verdict(verdict)
 
-    async def _verdict(self, verdict: tuple[Any, ...]) -> bool:
+    async def _verdict(self, verdict: Verdict) -> bool:
         """Act on a line's verdict (:meth:`arena.match.core.ConnectionCore.line`); True if the
         connection is to close."""
-        if verdict[0] == "answer":
+        if type(verdict) is Answer:
             self._armed = None  # the scope's deadline stays: a stale one that fires is ignored
             if self.handler is not None:
-                await self.handler.on_answer(self, verdict[1], verdict[2], self._arrived)
+                await self.handler.on_answer(self, verdict.rid, verdict.action, self._arrived_ns)
             return False
-        _, error, fault, close = verdict
+        assert not isinstance(verdict, Answer)
+        error, fault, close = verdict.error, verdict.fault, verdict.close
         if fault is not None:
-            METRICS.protocol_errors.labels(fault[0]).inc()
+            METRICS.protocol_errors.labels(fault.code).inc()
         await self._tell(error)
         if fault is not None and self.handler is not None:
-            await self.handler.on_fault(self, *fault)
+            await self.handler.on_fault(self, fault.code, fault.detail)
         if close is not None:
             await self._tell(self.core.too_many())
             if self.handler is not None:
@@ -566,7 +569,7 @@ class _Asker:
         self.done = trio.Event()
         self.answer: tuple[int, Any] | None = None
 
-    async def on_answer(self, conn: Connection, rid: int, action: Any, t: float) -> None:
+    async def on_answer(self, conn: Connection, rid: int, action: Any, t_ns: int) -> None:
         self.answer = (rid, action)
         self.done.set()
 
@@ -592,7 +595,7 @@ async def ask_once(conn: Connection, match_id: str, decision: str, legal: list[A
         data = encode(Request(id=rid, match_id=match_id, decision=decision, legal=legal, state=state,  # type: ignore[arg-type]
                               time_ms=clock.time_ms, bank_ms=clock.bank_ms))
         conn.core.expect(rid)
-        conn.arm(trio.current_time() + clock.deadline_ms / 1000, rid)
+        conn.arm(int(trio.current_time() * 1e9) + clock.deadline_ms * 1_000_000, rid)
         try:
             await conn.send_bytes(data)
         except SendFailed:

@@ -43,21 +43,22 @@ import msgspec
 import trio
 
 from arena.bounds import check_contest_numbers
-from arena.match.limits import LIMITS
+from arena.match.limits import FLEET, LIMITS
 from arena.match.referee import MatchConfig, MatchResult
+from arena.match.runner import aborted
 from arena.metrics import METRICS
 from arena.names import is_valid_name
 from arena.net.server import ArenaServer, ServerConfig
 from arena.net.spectate import SpectatorHub
-from arena.schedule.copies import PAIR_COPIES, bot_log, launch_copy, secrets_of
+from arena.schedule.copies import PAIR_COPIES, bot_log, secrets_of
 from arena.schedule.fitter import FitReport, FitWatch, LadderFitter, spawn, stop_process
+from arena.schedule.fleet import Fleet, StoreSink, wait_child
 from arena.schedule.formats import Pairing, derive_seed
 from arena.schedule.formats.ladder import LadderPairing
 from arena.schedule.gate import DoctorGate, UploadConfig
 from arena.schedule.launcher import BotProcess, Limits, SandboxError, load_manifest
 from arena.schedule.on_demand import AuthorsConfig, OnDemand
 from arena.schedule.supervisor import Supervisor, publish
-from arena.schedule.tournament import play_match
 from arena.store.health import STORAGE_ERRORS, StorageHealth
 from arena.store.log_archive import Retention, keep_retention
 from arena.store.queue import MatchQueue
@@ -66,6 +67,9 @@ from arena.wagers.desk import BettingDesk
 from protocol.messages import Goodbye, Rules, TimeControl
 
 log = logging.getLogger("arena.schedule.contest")
+
+CONTEST_FLEET = msgspec.structs.replace(FLEET, stop_ms=5_000)
+"""A contest server's launched bots get longer to stop at shutdown than a tournament's."""
 
 
 class ContestConfig(msgspec.Struct, forbid_unknown_fields=True):
@@ -195,7 +199,9 @@ class Contest:
         self.running = 0
         self.matches_started = 0
         self.stopping = trio.Event()
-        self.procs: dict[tuple[str, int], BotProcess] = {}
+        self.fleet = Fleet(self.server, CONTEST_FLEET)
+        """The submitted bots' copies (launch, connect, goodbye, stop: :mod:`arena.schedule.fleet`)."""
+        self.procs: dict[tuple[str, int], BotProcess] = self.fleet.procs
         self.launched: set[str] = set()  # names of the submitted bots, launched as copies
         self.copies = PAIR_COPIES if config.duplicate else 1
         self.supervisor = Supervisor()
@@ -305,9 +311,9 @@ class Contest:
                     if cfg.workers > 0 and {x, y} <= self.launched:  # a worker plays it (arena.schedule.worker)
                         result = await self._play_queued(row.match_key)
                     else:
-                        result = await play_match(self.store, self.server, row, cfg.match_config(), logs,
-                                                  hub=self.hub, pair=pair, abort_on_cancel=True, health=self.health,
-                                                  copies=copies)
+                        sink = StoreSink(row, self.store.record_result, self.health)
+                        result = await self.fleet.play(row, cfg.match_config(), logs, sink, hub=self.hub, pair=pair,
+                                                       copies=copies, on_cancel="abort")
                 except Exception:  # a bug in one match ends that match, never the server
                     log.exception("match %s failed", row.match_key)
                     await self._abort_if_pending(row.match_key)
@@ -344,9 +350,8 @@ class Contest:
                 try:
                     self.queue.cancel(match_key)
                     if self.store.match_row(match_key).status == "pending":
-                        self.store.record_result(match_key, MatchResult(
-                            match_id=match_key, winner=None, reason="aborted", scores=[0, 0], manches=[0, 0],
-                            detail="server shut down during the match"), None)
+                        self.store.record_result(match_key, aborted(match_key, "server shut down during the match"),
+                                                 None)
                 except STORAGE_ERRORS:  # left pending: the next start marks it aborted
                     pass
             raise
@@ -381,22 +386,11 @@ class Contest:
                                         env={**os.environ, **env},
                                         preexec_fn=_die_with_parent)  # main thread: see arena.schedule.worker
                 self.worker_procs.append(proc)
-                try:
-                    while proc.poll() is None:
-                        await trio.sleep(0.2)
-                finally:
-                    if proc.poll() is None:
-                        with trio.CancelScope(shield=True):
-                            proc.terminate()  # the worker releases its match and stops its bots
-                            with trio.move_on_after(5):
-                                while proc.poll() is None:
-                                    await trio.sleep(0.05)
-                            if proc.poll() is None:
-                                proc.kill()
+                await wait_child(proc)  # cancelled: told to stop (it releases its match, stops its bots)
                 self.worker_procs.remove(proc)
                 log.warning("worker %s exited with status %s; starting it again", wid, proc.returncode)
                 self.queue.release(wid)
-                await trio.sleep(1.0)
+                await trio.sleep(self.fleet.limits.respawn_ms / 1000)
 
         async with trio.open_nursery() as nursery:
             for n in range(cfg.workers):
@@ -407,9 +401,7 @@ class Contest:
         def abort() -> None:
             self.queue.cancel(match_key)
             if self.store.match_row(match_key).status == "pending":
-                self.store.record_result(match_key, MatchResult(match_id=match_key, winner=None, reason="aborted",
-                                                                scores=[0, 0], manches=[0, 0],
-                                                                detail="internal error (see the server's log)"), None)
+                self.store.record_result(match_key, aborted(match_key, "internal error (see the server's log)"), None)
 
         await self.health.commit("database", abort)
 
@@ -504,8 +496,8 @@ class Contest:
                         self.health.fail("database", exc)
                         continue
                     try:
-                        self.procs[key] = await launch_copy(
-                            nursery, self.server, m, copy, env, log, self.config.limits,
+                        await self.fleet.launch(
+                            nursery, m, copy, env, log, self.config.limits,
                             bool(sandbox) or self.config.sandbox or not self.config.trust_bots, hide, others)
                         self.supervisor.launched(name)
                         self._log_start[key] = log.stat().st_size  # this launch's output starts here
@@ -517,7 +509,7 @@ class Contest:
                         {n for n, c in self.server.bots.items() if not c.closed.is_set()})
             except STORAGE_ERRORS as exc:
                 self.health.fail("database", exc)
-            with trio.move_on_after(1.0):
+            with trio.move_on_after(self.fleet.limits.watch_ms / 1000):
                 await self.stopping.wait()
             try:
                 rows = self.store.submissions()
@@ -579,7 +571,7 @@ class Contest:
                     with trio.move_on_after(cfg.shutdown_grace_s):
                         while self.running:
                             await self._changed.wait()
-                    matches.cancel_scope.cancel()  # still running: recorded as aborted by play_match
+                    matches.cancel_scope.cancel()  # still running: recorded as aborted (on_cancel)
                 workers.cancel()  # each local worker is told to stop (SIGTERM) and waited for
                 await self._goodbye()
                 try:
@@ -606,19 +598,8 @@ class Contest:
     async def _goodbye(self) -> None:
         self.hub.announce(Goodbye(reason="server shutting down"))
         with trio.CancelScope(shield=True):
-            await trio.sleep(0.05)  # let spectator writers flush the goodbye
-            for conn in [*self.server.bots.values(), *self.server.copies.values()]:
-                with trio.move_on_after(1):
-                    try:
-                        await conn.send(Goodbye(reason="server shutting down"))
-                    except Exception:  # noqa: BLE001 - already gone
-                        pass
-                await conn.aclose("shutdown")
-            with trio.move_on_after(5):
-                for proc in self.procs.values():
-                    await proc.stop()
-            for proc in self.procs.values():
-                proc.stop_now()
+            await trio.sleep(self.fleet.limits.flush_ms / 1000)  # let spectator writers flush the goodbye
+            await self.fleet.stop_all("server shutting down")
             self.supervisor.stopped()
             try:
                 publish(self.store, self.supervisor, set())

@@ -100,25 +100,6 @@ def secrets_of(store_path: str, logs_dir: str | Path) -> list[str]:
     return out
 
 
-START_POLL_S = 0.1
-"""While waiting for a launched copy's ``hello``: how often to look whether its process exited."""
-
-
-async def wait_for_hello(server, proc: BotProcess, copy: int, timeout_s: float):  # noqa: ANN001, ANN201
-    """The connection of copy ``copy`` of ``proc``'s bot once it has said ``hello``, or None
-    if its process exits first or ``timeout_s`` (seconds) pass (``server``: the
-    ``ArenaServer`` it connects to)."""
-    name = proc.manifest.name
-    with trio.move_on_after(timeout_s):
-        while True:
-            conn = await server.wait_for(name, START_POLL_S, copy)
-            if conn is not None:
-                return conn
-            if not proc.running:
-                return None
-    return None
-
-
 def _fix(manifest: Manifest, shown: Path | None) -> str:
     hint = ""
     program = manifest.command[0]

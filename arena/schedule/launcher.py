@@ -481,10 +481,11 @@ class BotProcess:
             if self.process.returncode is not None:
                 self.group.remove()
 
-    async def stop(self, grace_s: float = 1.0, exit_grace_s: float = 1.0) -> None:
+    async def stop(self, grace_s: float = 1.0, exit_grace_s: float = 1.0, reap_s: float = 2.0) -> None:
         """Wait up to ``exit_grace_s`` for the bot to exit on its own (it has just been sent
         ``goodbye``, docs/protocol.md §5), then SIGTERM the process group, wait up to ``grace_s``,
-        then SIGKILL it (seconds)."""
+        then SIGKILL it and wait up to ``reap_s`` for it to be gone (seconds; the fleet passes
+        :class:`arena.match.limits.FleetLimits`)."""
         with trio.move_on_after(exit_grace_s):
             await self.process.wait()
         try:
@@ -494,7 +495,7 @@ class BotProcess:
         with trio.move_on_after(grace_s):
             await self.process.wait()
         self.stop_now()
-        with trio.CancelScope(shield=True), trio.move_on_after(2):
+        with trio.CancelScope(shield=True), trio.move_on_after(reap_s):
             await self.process.wait()
 
 

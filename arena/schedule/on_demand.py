@@ -56,7 +56,7 @@ import trio
 
 from arena.match.log import LogAction, LogEvent, LogIncident, LogSeen, MatchLog, incident_for_others, result_for_others
 from arena.match.referee import MatchResult
-from arena.schedule.tournament import play_match
+from arena.schedule.fleet import StoreSink
 from arena.store import test_matches as rows
 from arena.store.health import STORAGE_ERRORS
 from arena.store.sqlite import MatchRow
@@ -159,7 +159,7 @@ class SeatLog(MatchLog):
     the start, then one per decision). ``position`` is None for a bot whose output is not
     captured."""
 
-    def __init__(self, path: Path, seat: int, position: Callable[[], int] | None) -> None:
+    def __init__(self, path: Path | None, seat: int, position: Callable[[], int] | None) -> None:
         super().__init__(path)
         self.seat = seat
         self.position = position
@@ -334,7 +334,7 @@ class OnDemand:
         seat_log: list[SeatLog] = []
         results: list[MatchResult] = []
 
-        def open_log(path: Path) -> SeatLog:
+        def open_log(path: Path | None) -> SeatLog:
             seat_log.append(SeatLog(path, seat, position))
             return seat_log[0]
 
@@ -343,9 +343,9 @@ class OnDemand:
 
         try:
             try:
-                result = await play_match(contest.store, contest.server, match, contest.config.match_config(),
-                                          Path(contest.config.logs) / "tests", record_result=keep,
-                                          log_factory=open_log)
+                result = await contest.fleet.play(match, contest.config.match_config(),
+                                                  Path(contest.config.logs) / "tests", StoreSink(match, keep),
+                                                  log_factory=open_log)
             except trio.Cancelled:
                 with trio.CancelScope(shield=True):  # a shutdown: played again from its seed at the next start
                     self._requeue(row["id"])

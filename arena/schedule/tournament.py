@@ -19,7 +19,7 @@ exactly the matches still pending, with their stored seeds: none is lost, none c
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,26 +29,21 @@ import trio
 from arena.errors import Unavailable, UserError
 from arena.games.base import quote
 from arena.match.clock import Clock
-from arena.match.core import MatchConfig, MatchResult, result_line, unplayed
-from arena.match.limits import LIMITS
-from arena.match.log import MatchLog, write_unplayed
-from arena.match.referee import Referee
+from arena.match.core import MatchConfig, MatchResult
+from arena.match.limits import FLEET, LIMITS
+from arena.match.runner import Spectators
 from arena.match.seat import ask_once
-from arena.metrics import METRICS
 from arena.net.server import ArenaServer, ServerConfig
-from arena.net.spectate import SpectatorHub
-from arena.schedule.admission import admit
 from arena.schedule.copies import (
     PAIR_COPIES,
     Halves,
     bot_log,
-    launch_copy,
     launch_failure,
     secrets_of,
     start_failure,
-    wait_for_hello,
 )
 from arena.schedule.fitter import fit_ladder
+from arena.schedule.fleet import Fleet, OnResult, StoreSink
 from arena.schedule.formats import Auction, Format, Pairing, StaticFormat, Step, derive_seed, make_format
 from arena.schedule.formats.chouette import Chouette, Reign, legal_bids
 from arena.schedule.formats.rotation import Rotation
@@ -56,9 +51,8 @@ from arena.schedule.launcher import BotProcess, Limits, Manifest, sandbox_proble
 from arena.stats.deal_pairs import fit_twin_deals
 from arena.stats.ladder import ladder_units
 from arena.stats.rating import Fit, Rating, fit_units
-from arena.store.health import STORAGE_ERRORS, StorageHealth
 from arena.store.sqlite import MatchRow, Store
-from protocol.messages import AuctionView, Goodbye
+from protocol.messages import AuctionView
 
 
 class TournamentConfig(msgspec.Struct, omit_defaults=True):
@@ -113,9 +107,6 @@ class TournamentReport(msgspec.Struct):
     def ratings(self) -> list[Rating]:
         """The fitted ratings, best first."""
         return self.fit.ratings
-
-
-OnResult = Callable[[MatchRow, MatchResult], None]
 
 
 async def run_tournament(
@@ -174,24 +165,24 @@ async def run_tournament(
     t0 = trio.current_time()
     if workers is not None and not isinstance(fmt, Chouette):
         async def play_steps(play: Callable[[Step], Any]) -> None:
-            await _play_format(store, None, tid, fmt, msgspec.structs.replace(config, concurrency=workers.count),
-                               Path(), None, None, play=play)
+            await _play_format(store, tid, fmt, msgspec.structs.replace(config, concurrency=workers.count), play=play)
 
         await workers.play(store, tid, fmt, not isolated, on_result,
                            play_steps=None if isinstance(fmt, StaticFormat) else play_steps)
         return _report(store, tid, names, config, fmt, t0)
     server = ArenaServer(store, config.server)
-    procs: dict[tuple[str, int], BotProcess] = {}
+    fleet = Fleet(server, msgspec.structs.replace(FLEET, connect_ms=int(config.connect_timeout_s * 1000)))
     logs = Path(config.logs_dir) / f"t{tid}"
     n_copies = config.copies or (PAIR_COPIES if plays_pairs(fmt) else 1)
     halves = Halves(lambda name: n_copies)
     hide = secrets_of(store.path, config.logs_dir)
     paths = dict(zip(names, config.manifests)) if len(config.manifests) == len(names) else {}
+    by_name = {m.name: m for m in manifests}
 
     async with trio.open_nursery() as nursery:
         port = await nursery.start(server.serve)
 
-        async def start_bot(m: Manifest, copy: int) -> None:
+        async def start_bot(m: Manifest, copy: int) -> BotProcess:
             env = {
                 "ARENA_HOST": config.server.host,
                 "ARENA_PORT": str(port),
@@ -199,9 +190,8 @@ async def run_tournament(
             }
             others = [o.directory for o in manifests if o.name != m.name]
             try:
-                procs[(m.name, copy)] = await launch_copy(
-                    nursery, server, m, copy, env, bot_log(logs, store.bot_id(m.name), copy), config.limits,
-                    isolated, hide, others)
+                return await fleet.launch(nursery, m, copy, env, bot_log(logs, store.bot_id(m.name), copy),
+                                          config.limits, isolated, hide, others)
             except OSError as exc:  # a missing or non-executable program
                 raise launch_failure(m, paths.get(m.name), exc) from None
 
@@ -210,37 +200,20 @@ async def run_tournament(
                 for copy in range(n_copies):
                     await start_bot(m, copy)
             deadline = trio.current_time() + config.connect_timeout_s
-            for (name, copy), proc in list(procs.items()):  # a bot that cannot start stops it all, unscored
-                if await wait_for_hello(server, proc, copy, max(0.0, deadline - trio.current_time())) is None:
+            for (name, copy), proc in list(fleet.procs.items()):  # a bot that cannot start stops it all, unscored
+                left_ms = int(max(0.0, deadline - trio.current_time()) * 1000)
+                if await fleet.wait_for_hello(proc, copy, left_ms) is None:
                     raise start_failure(proc, paths.get(name), config.connect_timeout_s)
-            relaunched: set[tuple[str, int]] = set()
-            by_name = {m.name: m for m in manifests}
 
-            async def ensure_connected(name: str) -> None:
-                for copy in range(n_copies):
-                    if server.connection(name, copy) is not None or (name, copy) in relaunched:
-                        continue
-                    proc = procs.get((name, copy))
-                    if proc is not None and not proc.running:
-                        relaunched.add((name, copy))
-                        await start_bot(by_name[name], copy)
-                        await server.wait_for(name, config.connect_timeout_s, copy)
+            async def play(row: MatchRow, copies: tuple[int, int]) -> MatchResult:
+                for name in (row.bot0, row.bot1):  # a copy whose process died is relaunched once
+                    await fleet.relaunch_dead(name, range(n_copies), lambda c, m=by_name[name]: start_bot(m, c))
+                return await fleet.play(row, config.match, logs, StoreSink(row, store.record_result,
+                                                                           on_result=on_result), copies=copies)
 
-            await _play_format(store, server, tid, fmt, config, logs, ensure_connected, on_result, halves)
+            await _play_format(store, tid, fmt, config, play, halves=halves, server=server)
         finally:
-            with trio.CancelScope(shield=True):
-                for conn in [*server.bots.values(), *server.copies.values()]:
-                    with trio.move_on_after(1):
-                        try:
-                            await conn.send(Goodbye(reason="tournament over"))
-                        except Exception:  # noqa: BLE001 - a bot already gone is fine
-                            pass
-                    await conn.aclose("tournament over")
-                with trio.move_on_after(3):
-                    for proc in procs.values():
-                        await proc.stop()
-                for proc in procs.values():
-                    proc.stop_now()
+            await fleet.stop_all("tournament over")
             nursery.cancel_scope.cancel()
 
     return _report(store, tid, names, config, fmt, t0)
@@ -317,21 +290,25 @@ def settle_stored(store: Store, tid: int, fmt: Format, steps: list[Step]) -> lis
     return left
 
 
+PlayRow = Callable[[MatchRow, tuple[int, int]], Awaitable[MatchResult]]
+"""``play(row, copies)``: play a stored match between those copies of its bots, to a result."""
+
+
 async def _play_format(
     store: Store,
-    server: ArenaServer,
     tid: int,
     fmt: Format,
     config: TournamentConfig,
-    logs: Path,
-    ensure_connected: Callable[[str], object],
-    on_result: OnResult | None,
+    play_row: PlayRow | None = None,
     halves: Halves | None = None,
     play: Callable[[Pairing], Any] | None = None,
+    server: ArenaServer | None = None,
 ) -> None:
     """Run the format's steps with at most ``concurrency`` matches at once, each bot in one
-    step at a time, until the format is done; ``halves`` picks the copies of the bots that play
-    each match (:mod:`arena.schedule.copies`; default: copy 0)."""
+    step at a time, until the format is done: each match by ``play_row`` (in this process),
+    or by ``play`` (played elsewhere, a worker: returns the winner's name); ``halves`` picks the
+    copies of the bots that play each match (:mod:`arena.schedule.copies`; default: copy 0);
+    ``server``: where a chouette's auctions ask the bots."""
     queue: list[Step] = []
     busy: set[str] = set()
     running = 0
@@ -344,15 +321,16 @@ async def _play_format(
         nonlocal changed, running
         try:
             if isinstance(step, Auction):
+                assert server is not None
                 winner_bids = await run_auction(store, server, tid, step, fmt)
                 fmt.record_auction(step, winner_bids)
             elif play is not None:  # played elsewhere (a worker): ``play`` returns the winner's name
                 fmt.record(step, await play(step))
             else:
+                assert play_row is not None
                 row = store.add_match(tid, config.match.game, step)
                 copies = halves.assign(step) if halves is not None else (0, 0)
-                result = await play_match(store, server, row, config.match, logs, ensure_connected, on_result,
-                                          copies=copies)
+                result = await play_row(row, copies)
                 fmt.record(step, None if result.winner is None else (step.bot0, step.bot1)[result.winner])
         finally:
             running -= 1
@@ -429,122 +407,9 @@ async def run_auction(store: Store, server: ArenaServer, tid: int, auction: Auct
     return clean
 
 
-async def play_match(
-    store: Store,
-    server: ArenaServer,
-    row: MatchRow,
-    match_config: MatchConfig,
-    logs: Path,
-    ensure_connected: Callable[[str], object] | None = None,
-    on_result: OnResult | None = None,
-    hub: SpectatorHub | None = None,
-    pair: str | None = None,
-    abort_on_cancel: bool = False,
-    health: StorageHealth | None = None,
-    copies: tuple[int, int] = (0, 0),
-    record_result: Callable[..., None] | None = None,
-    log_factory: Callable[[Path], MatchLog] = MatchLog,
-) -> MatchResult:
-    """Referee one scheduled match, commit its result, then announce it. ``copies`` are the
-    copies of bot0 and bot1 that play it (:mod:`arena.schedule.copies`). A bot not connected loses by
-    ``forfeit_disconnect`` (both absent: ``aborted``).
-
-    Storage faults (:mod:`arena.store.health`): a match log that cannot be opened or written
-    aborts the match (``aborted``, the error in its detail); with ``health`` the fault pauses
-    the caller's scheduling and a result the database refuses is retried until it is
-    committed (without ``health`` the database error propagates: a tournament can resume).
-
-    ``record_result(match_key, result, log path, log hash)`` replaces
-    :meth:`~arena.store.sqlite.Store.record_result` (a worker commits under its lease,
-    :mod:`arena.schedule.worker`). ``log_factory(path)`` opens the match log (a
-    :class:`~arena.match.log.MatchLog` or a subclass that also watches its lines: the test
-    matches of :mod:`arena.schedule.on_demand`).
-
-    Admission control (:mod:`arena.schedule.admission`): the match waits to start while the
-    server's event loop is behind, so no bot is charged for the server's own queue."""
-    commit = record_result or store.record_result
-    await admit()
-    if ensure_connected is not None:
-        for name in (row.bot0, row.bot1):
-            await ensure_connected(name)  # type: ignore[misc]
-    conns = [server.connection(row.bot0, copies[0]), server.connection(row.bot1, copies[1])]
-    log_path = logs / f"{row.match_key}.jsonl.gz"  # gzip (arena.match.log): under a third of the bytes
-    try:
-        (logs / f"{row.match_key}.jsonl").unlink(missing_ok=True)  # a partial plain log of an older version's run
-    except OSError:  # a read-only or missing logs folder: the match log's own open says so
-        pass
-
-    log_ref: list[MatchLog] = []
-
-    async def record(result: MatchResult, retry: bool = True) -> None:
-        written = bool(log_ref) and log_ref[0].error is None
-        args = (row.match_key, result, str(log_path) if written else None, log_ref[0].last_hash if written else None)
-        if health is None or not retry:
-            commit(*args)
-        else:
-            await health.commit("database", commit, *args)
-        if on_result:
-            on_result(row, result)
-
-    absent = [i for i, c in enumerate(conns) if c is None or c.closed.is_set()]
-    if absent:
-        result, incidents = unplayed(row.match_key, (row.bot0, row.bot1), absent)
-        METRICS.matches_finished.labels(match_config.game, "aborted" if result.winner is None else "win",
-                                        result.reason).inc()
-        # a log for this match too: header, an incident per absent seat, the result
-        last = write_unplayed(
-            log_path,
-            {"match_id": row.match_key, "game": match_config.game, "seed": row.seed, "bots": [row.bot0, row.bot1],
-             "config": msgspec.to_builtins(match_config)},
-            incidents,
-            {k: v for k, v in result_line(result).items() if k != "type"},
-        )
-        if last is None and health is not None:
-            health.fail("match log", OSError(f"the log of {row.match_key} could not be written"))
-        args = (row.match_key, result, str(log_path) if last else None, last)
-        if health is None:
-            commit(*args)
-        else:
-            await health.commit("database", commit, *args)
-        if on_result:
-            on_result(row, result)
-        return result
-    with log_factory(log_path) as log:
-        if log.error is not None:  # not even opened: the match is not played
-            if health is not None:
-                health.fail("match log", log.error)
-            METRICS.matches_finished.labels(match_config.game, "aborted", "aborted").inc()
-            result = MatchResult(match_id=row.match_key, winner=None, reason="aborted", scores=[0, 0],
-                                 manches=[0, 0], detail=f"match log could not be opened: {log.error}")
-            await record(result)
-            return result
-        log_ref.append(log)
-        referee = Referee(row.match_key, row.seed, match_config, (conns[0], conns[1]), log, record,
-                          hub.event if hub is not None else None)
-        if hub is not None:
-            hub.match_started(row.match_key, match_config.game, [row.bot0, row.bot1], match_config.rules,
-                              match_config.time, pair)
-        try:
-            result = await referee.run()
-        except trio.Cancelled:
-            # cancelled mid-match: a tournament leaves it pending (``--resume`` replays it from
-            # its first deal); a contest server shutting down records it as aborted
-            if abort_on_cancel and referee.result is None:
-                with trio.CancelScope(shield=True):
-                    aborted = referee.core.abort("server shut down during the match", force=True).result
-                    assert aborted is not None
-                    referee.result = aborted
-                    try:
-                        await record(aborted, retry=False)
-                    except STORAGE_ERRORS:  # left pending: the next start marks it aborted
-                        pass
-            raise
-        finally:
-            if log.error is not None and health is not None:
-                health.fail("match log", log.error)
-            if hub is not None:
-                r = referee.result
-                hub.match_ended(row.match_key, r.winner if r else None, r.reason if r else "aborted",
-                                r.scores if r else [0, 0])
-        return result
-
+async def play_match(store: Store, server: ArenaServer, row: MatchRow, config: MatchConfig, logs: Path,
+                     hub: Spectators | None = None, pair: str | None = None) -> MatchResult:
+    """Play the stored match ``row`` between the bots connected to ``server`` (copy 0 of each;
+    absent: it loses) and commit its result to ``store`` before the bots hear ``match_end``
+    (:meth:`arena.schedule.fleet.Fleet.play`; a storage error of the commit propagates)."""
+    return await Fleet(server).play(row, config, logs, StoreSink(row, store.record_result), hub=hub, pair=pair)

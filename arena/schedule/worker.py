@@ -4,7 +4,7 @@ A worker (:class:`Worker`, the ``arena worker`` command) is a process with its o
 claims a match from the queue (:mod:`arena.store.queue`), launches the bots it needs - its own
 copies of each, sandboxed as in a tournament (:mod:`arena.schedule.launcher`,
 :mod:`arena.schedule.copies`), connected to the worker's own :class:`arena.net.server.ArenaServer`
-on loopback - plays the match with the referee (:func:`arena.schedule.tournament.play_match`),
+on loopback - plays the match (:meth:`arena.schedule.fleet.Fleet.play`, the one MatchRunner),
 renewing its lease while it plays, and commits the result with its log hash under the lease.
 Nothing about a match depends on which worker plays it: the deal comes from the match's seed,
 each bot seeds its choices from ``ARENA_BOT_SEED`` and the match id, and the copy of a bot that
@@ -55,7 +55,8 @@ from arena.errors import Unavailable, UserError, leaves
 from arena.match.log import ChainError, LogEvent, complete_gzip
 from arena.match.referee import MatchConfig, MatchResult
 from arena.net.server import ArenaServer, ServerConfig
-from arena.schedule.copies import PAIR_COPIES, bot_log, launch_copy, launch_failure, start_failure, wait_for_hello
+from arena.schedule.copies import PAIR_COPIES, bot_log, launch_failure, start_failure
+from arena.schedule.fleet import Fleet, StoreSink, wait_child
 from arena.schedule.formats import Format, Pairing, StaticFormat, derive_seed
 from arena.schedule.launcher import BotProcess, Limits, Manifest, load_manifest, sandbox_problem
 from arena.store.archives import unpack
@@ -63,7 +64,6 @@ from arena.store.health import STORAGE_ERRORS, StorageHealth
 from arena.store.log_archive import write_synced
 from arena.store.queue import LEASE_S, Claim, LeaseLost, MatchQueue
 from arena.store.sqlite import MatchRow, Store, open_store
-from protocol.messages import Goodbye
 
 STORAGE_RETRY_S = 1.0
 """While the database fails (a PostgreSQL restart), how often a worker tries a claim or a
@@ -371,8 +371,10 @@ class Worker:
         self.own_workdir = workdir is None
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix="arena-worker-"))
         self.server = ArenaServer(store, ServerConfig(host="127.0.0.1", port=0))
-        self.procs: dict[tuple[str, int], BotProcess] = {}
-        self.relaunched: set[tuple[str, int]] = set()
+        self.fleet = Fleet(self.server)
+        """The bot copies this worker runs (launch, connect, goodbye, stop: :mod:`arena.schedule.fleet`)."""
+        self.procs: dict[tuple[str, int], BotProcess] = self.fleet.procs
+        self.relaunched: set[tuple[str, int]] = self.fleet.relaunched
         self.setups: dict[int, Setup] = {}
         self.unpacked: dict[tuple[str, int | None], tuple[Manifest, int | None]] = {}
         self.launched_version: dict[tuple[str, int], int | None] = {}
@@ -436,11 +438,7 @@ class Worker:
         for copy in copies:
             key = (name, copy)
             if key in self.procs and self.launched_version.get(key, newest) != newest:
-                proc = self.procs.pop(key)
-                self.relaunched.discard(key)
-                with trio.move_on_after(3):
-                    await proc.stop()
-                proc.stop_now()
+                await self.fleet.stop_copy(key)
 
     async def ensure(self, nursery: trio.Nursery, setup: Setup, name: str, copy: int) -> None:
         """Copy ``copy`` of bot ``name`` launched and connected (launched once, relaunched once
@@ -469,11 +467,11 @@ class Worker:
         done = self._launching[key] = trio.Event()
         try:
             try:
-                self.procs[key] = await launch_copy(nursery, self.server, m, copy, env, log, setup.limits,
-                                                    setup.isolated or name in setup.sandboxed, hide, others)
+                await self.fleet.launch(nursery, m, copy, env, log, setup.limits,
+                                        setup.isolated or name in setup.sandboxed, hide, others)
             except OSError as exc:
                 raise launch_failure(m, setup.manifests.get(name), exc) from None
-            started = await wait_for_hello(self.server, self.procs[key], copy, setup.connect_timeout_s)
+            started = await self.fleet.wait_for_hello(self.procs[key], copy, int(setup.connect_timeout_s * 1000))
             if started is None and not setup.ladder:  # a tournament stops at once (a contest's supervisor shows it)
                 raise start_failure(self.procs[key], setup.manifests.get(name), setup.connect_timeout_s)
         finally:
@@ -556,8 +554,6 @@ class Worker:
     async def _play_claimed(self, nursery: trio.Nursery, renewing: trio.Nursery, claim: Claim, slot: int,
                             restart: bool, private: list[Path]) -> MatchResult:
         """Launch the bots ``claim`` needs, play it, commit under the lease (:meth:`play`)."""
-        from arena.schedule.tournament import play_match
-
         row = claim.row
         if restart:  # bots are launched per tournament (its seed, its versions)
             try:
@@ -597,9 +593,9 @@ class Worker:
         if setup.ladder:
             self.forwarder.attempts[row.match_key] = claim.attempt
             renewing.start_soon(self._flush_events)
-        return await play_match(self.store, self.server, row, setup.match, folder,
-                                hub=self.forwarder if setup.ladder else None, pair=_pair_key(self.store, row),
-                                copies=copies, record_result=record, health=self.health)
+        return await self.fleet.play(row, setup.match, folder, StoreSink(row, record, self.health),
+                                     hub=self.forwarder if setup.ladder else None, pair=_pair_key(self.store, row),
+                                     copies=copies)
 
     async def _flush_events(self) -> None:
         """Write the live events every :data:`EVENT_FLUSH_S` while a ladder match is played."""
@@ -700,18 +696,7 @@ class Worker:
             scope.cancel()
         while self._launching:  # a cancelled launch ends at once; a match's own is not under way here
             await next(iter(self._launching.values())).wait()
-        for conn in [*self.server.bots.values(), *self.server.copies.values()]:
-            with trio.move_on_after(1):
-                try:
-                    await conn.send(Goodbye(reason=reason))
-                except Exception:  # noqa: BLE001 - a bot already gone is fine
-                    pass
-            await conn.aclose(reason)
-        with trio.move_on_after(3):
-            for proc in self.procs.values():
-                await proc.stop()
-        for proc in self.procs.values():
-            proc.stop_now()
+        await self.fleet.stop_all(reason)
 
 
 def _pair_key(store: Store, row: MatchRow) -> str | None:
@@ -874,26 +859,15 @@ async def play_on_workers(store: Store, tid: int, fmt: Format, workers: int, tru
             proc = subprocess.Popen(worker_command(db, tid, wid, trust_bots, lease_s, local_cpu(n) if pin else None),
                                     stdin=subprocess.DEVNULL,
                                     stderr=err, env={**os.environ, **env}, preexec_fn=_die_with_parent)
-            try:
-                while proc.poll() is None:
-                    await trio.sleep(0.05)
-                err.seek(0)
-                said = err.read().decode(errors="replace")
-                err.close()
-                mistake = [line for line in said.splitlines() if line.startswith("arena: error: ")]
-                if proc.returncode in USER_STATUSES and mistake:  # a bot that cannot start, a bad database...
-                    raise UserError(mistake[-1].removeprefix("arena: error: "), proc.returncode)
-                if said and not done:
-                    sys.stderr.write(said)  # a crash: its traceback, then a replacement
-            finally:
-                if proc.poll() is None:  # cancelled: stop it, then make sure
-                    with trio.CancelScope(shield=True):
-                        proc.terminate()
-                        with trio.move_on_after(5):
-                            while proc.poll() is None:
-                                await trio.sleep(0.05)
-                        if proc.poll() is None:
-                            proc.kill()
+            await wait_child(proc)  # cancelled: stopped (arena.schedule.fleet)
+            err.seek(0)
+            said = err.read().decode(errors="replace")
+            err.close()
+            mistake = [line for line in said.splitlines() if line.startswith("arena: error: ")]
+            if proc.returncode in USER_STATUSES and mistake:  # a bot that cannot start, a bad database...
+                raise UserError(mistake[-1].removeprefix("arena: error: "), proc.returncode)
+            if said and not done:
+                sys.stderr.write(said)  # a crash: its traceback, then a replacement
             if done:
                 return
             try:

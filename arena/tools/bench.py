@@ -224,8 +224,8 @@ async def referee_rate(
     ``max_seconds`` seconds at a match boundary in any case. A match that does not end by
     reaching the target (a forfeit) is an error.
     """
-    from arena.match.log import MatchLog
-    from arena.match.referee import MatchConfig, Referee
+    from arena.match.core import MatchConfig
+    from arena.match.runner import MatchRunner, MatchSpec
     from arena.net.server import ArenaServer, ServerConfig
     from arena.store.sqlite import Store
 
@@ -254,9 +254,8 @@ async def referee_rate(
             t0 = perf_counter()
             while decisions < n_decisions and perf_counter() - t0 < max_seconds:
                 a, b = names if matches % 2 == 0 else names[::-1]
-                result = await Referee(
-                    f"bench-{matches}", seed + matches, config, (server.bots[a], server.bots[b]), MatchLog(None)
-                ).run()
+                result = await MatchRunner(MatchSpec(f"bench-{matches}", seed + matches, config, (a, b)),
+                                           (server.bots[a], server.bots[b])).run()
                 if result.reason != "target":
                     raise RuntimeError(f"bench match {matches} ended by {result.reason}: {result.detail}")
                 decisions += result.decisions

@@ -142,8 +142,8 @@ async def flood_rate(window_s: float = 5.0, clients: int = 200, spectators: int 
                      seed: int = 1) -> FloodFigures:
     """Phase 4 (see the module docstring): decisions/s quiet, during the hello flood and during
     the spectator flood, each over ``window_s`` seconds of one run, with the server's memory."""
-    from arena.match.log import MatchLog
-    from arena.match.referee import MatchConfig, Referee
+    from arena.match.core import MatchConfig
+    from arena.match.runner import MatchRunner, MatchSpec
     from arena.metrics import METRICS
     from arena.net.server import ArenaServer, ServerConfig
     from arena.net.spectate import SpectatorHub
@@ -164,8 +164,8 @@ async def flood_rate(window_s: float = 5.0, clients: int = 200, spectators: int 
                 config, matches = MatchConfig(), 0
                 while True:
                     a, b = names if matches % 2 == 0 else names[::-1]
-                    result = await Referee(f"flood-{matches}", seed + matches, config,
-                                           (server.bots[a], server.bots[b]), MatchLog(None)).run()
+                    result = await MatchRunner(MatchSpec(f"flood-{matches}", seed + matches, config, (a, b)),
+                                               (server.bots[a], server.bots[b])).run()
                     if result.reason != "target":
                         raise RuntimeError(f"bench match {matches} ended by {result.reason}: {result.detail}; "
                                            f"bots: {bots.failure()}")

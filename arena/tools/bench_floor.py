@@ -124,21 +124,21 @@ def core_alone(seconds: float = 5.0, seed: int = 1, max_decisions: int = 10**9) 
             core_s += t1 - t0
             log_s += t2 - t1
             out = outs[-1]
-            t_ms = 0.0
+            t_ns = 0
             while core.result is None:
                 if out.asked is None:
                     raise RuntimeError(f"bench match {matches}: the core asked nobody")
                 seat, rid = out.asked
                 line = encode_answer({"type": "action", "id": rid, "action": core.engine.legal_actions()[0]})
                 t0 = perf_counter()
-                core.sent(seat, t_ms)
-                out = core.answer(seat, rid, decode_client(line).action, t_ms + 0.01)
+                core.sent(seat, t_ns)
+                out = core.answer(seat, rid, decode_client(line).action, t_ns + 10_000)
                 t1 = perf_counter()
                 log.write_all(out.log)
                 t2 = perf_counter()
                 core_s += t1 - t0
                 log_s += t2 - t1
-                t_ms += 1.0
+                t_ns += 1_000_000
             result = core.result
             if result.reason != "target":
                 raise RuntimeError(f"bench match {matches} ended by {result.reason}: {result.detail}")

@@ -369,8 +369,8 @@ async def _close_bots(server: Any, procs: list[_BotProcess], timeout_s: float = 
 async def one_match(seconds: float = 10.0, seed: int = 1, max_decisions: int = 10**9) -> OneMatchFigures:
     """Phase 1 (module docstring): Écarté matches between two instant bots, one at a time,
     for ``seconds`` seconds (or ``max_decisions`` decisions), finishing the match in play."""
-    from arena.match.log import MatchLog
-    from arena.match.referee import MatchConfig, Referee
+    from arena.match.core import MatchConfig
+    from arena.match.runner import MatchRunner, MatchSpec
 
     binary = build_instant_bot()
     store = _BenchStore(":memory:")
@@ -388,8 +388,8 @@ async def one_match(seconds: float = 10.0, seed: int = 1, max_decisions: int = 1
             t0, c0 = perf_counter(), time.process_time()
             while perf_counter() - t0 < seconds and decisions < max_decisions:
                 seats = (a, b) if matches % 2 == 0 else (b, a)
-                with MatchLog(Path(logs) / f"m{matches}.jsonl.gz") as log:
-                    result = await Referee(f"bench-{matches}", seed + matches, config, seats, log).run()
+                spec = MatchSpec(f"bench-{matches}", seed + matches, config, (seats[0].name, seats[1].name))
+                result = await MatchRunner(spec, seats, log_path=Path(logs) / f"m{matches}.jsonl.gz").run()
                 if result.reason != "target":
                     raise RuntimeError(f"bench match {matches} ended by {result.reason}: {result.detail}")
                 decisions += result.decisions
@@ -449,8 +449,8 @@ async def concurrent_matches(n_matches: int, seconds: float = 10.0, seed: int = 
     for ``seconds`` seconds, then every match is stopped where it is. Charged times are
     recorded from the first match's start to the stop. ``dispatch``: the server's
     ``[server] dispatch`` (False: a reading task per connection, the baseline)."""
-    from arena.match.log import MatchLog
-    from arena.match.referee import MatchConfig, Referee
+    from arena.match.core import MatchConfig
+    from arena.match.runner import MatchRunner, MatchSpec
 
     if n_matches < 1:
         raise ValueError("at least one match")
@@ -482,8 +482,8 @@ async def concurrent_matches(n_matches: int, seconds: float = 10.0, seed: int = 
                 i = 0
                 while True:
                     seats = (server.bots[a], server.bots[b]) if i % 2 == 0 else (server.bots[b], server.bots[a])
-                    with MatchLog(Path(tmp) / f"m{k}-{i}.jsonl.gz") as log:
-                        result = await Referee(f"bench-{k}-{i}", seed + 7919 * k + i, config, seats, log).run()
+                    spec = MatchSpec(f"bench-{k}-{i}", seed + 7919 * k + i, config, (seats[0].name, seats[1].name))
+                    result = await MatchRunner(spec, seats, log_path=Path(tmp) / f"m{k}-{i}.jsonl.gz").run()
                     (Path(tmp) / f"m{k}-{i}.jsonl.gz").unlink(missing_ok=True)
                     finished += 1
                     i += 1

@@ -63,8 +63,8 @@ def play_logged(path: str | Path, game: str = "ecarte", seed: int = 1, policy: s
     while core.result is None:
         assert out.asked is not None
         seat, rid = out.asked
-        core.sent(seat, 0.0)
-        out = core.answer(seat, rid, _answer(core, seat, policy, rng), 1.0)
+        core.sent(seat, 0)
+        out = core.answer(seat, rid, _answer(core, seat, policy, rng), 1_000_000)
         t = clock()
         log.write_all(out.log)
         spent += clock() - t

@@ -13,8 +13,8 @@ from typing import Any
 import msgspec
 import trio
 
-from arena.match.log import MatchLog
-from arena.match.referee import MatchConfig, Referee
+from arena.match.core import MatchConfig
+from arena.match.runner import MatchRunner, MatchSpec
 from arena.match.seat import SendFailed
 from arena.net.server import ArenaServer, ServerConfig
 from arena.net.tls import CA_ENV, TLS_ENV, server_context, throwaway_certificate
@@ -408,10 +408,10 @@ class Doctor(Verdicts):
         else:
             config = MatchConfig(time=TimeControl(move_ms=self.move_ms))
             packs = [draw_pack(dealer_seat), sc.plan.pack()]  # the engine deals these, then shuffles
-        with MatchLog(log_dir / f"{match_id}.jsonl") as log:
-            referee = Referee(match_id, 1000 + self.match_no, config, conns, log, packs=packs)
-            with trio.move_on_after(MATCH_CAP_S) as cap:
-                result = await referee.run()
+        spec = MatchSpec(match_id, 1000 + self.match_no, config, (conns[0].name, conns[1].name), packs=packs)
+        runner = MatchRunner(spec, conns, log_path=log_dir / f"{match_id}.jsonl")
+        with trio.move_on_after(MATCH_CAP_S) as cap:
+            result = await runner.run()
         if cap.cancelled_caught:
             run.cut = f"stopped by the doctor after {MATCH_CAP_S:.0f} s"
             run.faulty_bot = True
