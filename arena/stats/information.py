@@ -323,26 +323,15 @@ class Coarse:
                                shape=(n, max(cb + self.cs, 1)))
         self.v.eliminate_zeros()
         self.vt = self.v.T.tocsr()
-        self._flat: np.ndarray | None = None
         self._hc, self._hc_small = self.project(h)
 
     def project(self, mat: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray]:
-        """``V^T mat V`` for a matrix of the model's pattern: ``(dense cb x cb, diagonal cs)``."""
-        cb = self.cb
-        if self._flat is None:  # where each entry of the pattern lands, with which weight
-            r, c = self.model.rows, self.model.indices
-            self._big = np.flatnonzero(self.kind[r] == 2)
-            rb, cbig = r[self._big], c[self._big]
-            self._flat = np.concatenate([ci[rb] * cb + cj[cbig] for ci in (self.c0, self.c1)
-                                         for cj in (self.c0, self.c1)])
-            self._weight = np.concatenate([wi[rb] * wj[cbig] for wi in (self.w0, self.w1)
-                                           for wj in (self.w0, self.w1)])
-            self._small = np.flatnonzero(self.kind[r] == 1)
-            self._small_at = self.c0[r[self._small]] - cb
-        val = mat.data
-        dense = (np.bincount(self._flat, self._weight * np.tile(val[self._big], 4), cb * cb).reshape(cb, cb)
-                 if cb else np.zeros((0, 0)))
-        return dense, np.bincount(self._small_at, val[self._small], self.cs)
+        """``V^T mat V`` for a matrix of the model's pattern: ``(dense cb x cb, diagonal cs)``
+        (two sparse products: ``V`` has at most two entries per bot)."""
+        cb, cs = self.cb, self.cs
+        product = (self.vt @ mat @ self.v).tocsr()
+        dense = product[:cb, :cb].toarray() if cb else np.zeros((0, 0))
+        return dense, product.diagonal()[cb:cb + cs]
 
     def _vsolve(self, y: np.ndarray) -> np.ndarray:
         """``(V^T H V)^-1 y`` for ``y`` of the coarse space's length (rows; ``c`` or ``c x r``)."""
