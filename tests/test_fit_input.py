@@ -261,3 +261,8 @@ async def test_beyond_the_exact_size_the_intervals_are_refitted_less_often_than_
     assert intervals == [True, False, True]
     assert math.isfinite(dict((b, c) for b, _, c, _ in store.ladder_intervals("ecarte"))["new"])
     assert job.state.loads == 1
+    restarted = LadderFitter(store, "ecarte", job.policy, run_sync=_inline)  # a contest restarted
+    _finish(store, keys[7], "0")
+    await restarted.step()
+    assert intervals == [True, False, True, False]  # the stored intervals count as fresh at the start
+    assert all(math.isfinite(c) for _, _, c, _ in store.ladder_intervals("ecarte"))

@@ -142,17 +142,22 @@ class FitState:
 
         cursor = read_totals(store, self.game, add)
         if self.elo is None:
-            self.elo = read_ratings(store, self.game)
+            self.elo, self.ci95 = read_ratings(store, self.game)
         self.totals, self.cursor, self.rows_read = totals, cursor, 0
         self.loads += 1
 
     def intervals_due(self, now: float, every_s: float) -> bool:
         """Whether the next fit computes the intervals: always for a field of at most
-        :data:`arena.stats.information.EXACT_BOTS` bots (exact and cheap) and when none were
-        computed yet, beyond only ``every_s`` seconds or more after the last (``now``: the
-        same clock as :meth:`fitted`'s)."""
-        return (len(self.totals.names) <= EXACT_BOTS or self.intervals_at is None
-                or now - self.intervals_at >= every_s)
+        :data:`arena.stats.information.EXACT_BOTS` bots (exact and cheap), beyond only ``every_s``
+        seconds or more after the last fit that computed them (``now``: the same clock as
+        :meth:`fitted`'s). The intervals stored by the fitter before this one count as computed
+        at the first look (a restarted contest does not spend its first seconds on them); with
+        none stored, the first fit computes them."""
+        if len(self.totals.names) <= EXACT_BOTS:
+            return True
+        if self.intervals_at is None and self.ci95:
+            self.intervals_at = now
+        return self.intervals_at is None or now - self.intervals_at >= every_s
 
     def fitted(self, ratings: list[Any], intervals: bool, now: float) -> None:
         """Keep a fit's ratings (and its intervals, if it computed them, at ``now``)."""

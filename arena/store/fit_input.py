@@ -31,6 +31,7 @@ None and the fitter reads the totals afresh.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -231,6 +232,12 @@ def read_new(store: Any, game: str, cursor: FitCursor) -> tuple[FitCursor, NewUn
             NewUnits(units=Units.of(units), finished=len(done), rows_read=rows_read))
 
 
-def read_ratings(store: Any, game: str) -> dict[str, float]:
-    """The stored ratings of ``game`` (Elo by bot): where a fitter starting warms up from."""
-    return {r[0]: r[1] for r in store.db.execute("SELECT bot, elo FROM ladder WHERE game=?", (game,))}
+def read_ratings(store: Any, game: str) -> tuple[dict[str, float], dict[str, float]]:
+    """The stored ladder of ``game``: ``(Elo by bot, ci95 by bot)``, the intervals only where
+    known (finite): where a fitter starting warms up from."""
+    elo, ci95 = {}, {}
+    for bot, e, c in store.db.execute("SELECT bot, elo, ci95 FROM ladder WHERE game=?", (game,)):
+        elo[bot] = e
+        if c is not None and math.isfinite(c):
+            ci95[bot] = c
+    return elo, ci95
