@@ -121,17 +121,17 @@ smoother than noise); the component's indicator is then kept alone."""
 LAYOUT_GAIN = 0.75
 """The layout by the pairs that met often (:data:`LAYOUT_GAMES`) is used when it brings the bots
 that met closer: their median distance in it below this fraction of that in the layout of every
-pair (else the layout of every pair is kept: the synthetic fields below, whose accuracy was
-measured with it)."""
-LAYOUT_GAMES = 0.5
-"""The layout (:class:`Layout`) orders the bots by the pairs that played at least this fraction
-of the median pair's games, the ladder's chain of rating neighbours, and not by the pairs that
-met once or twice (a contest also draws random opponents): a few such long edges make a
-breadth-first order jump across the chain. Measured on the 10,000-bot season store (1M pairs,
-median 6 games) with 50 random pairs added: the layout of every pair gave hats of 230-256 ranks
-and 176-183 conjugate-gradient iterations per Newton step; this one 80 ranks and 26-27. Where
-most pairs met about equally often (a round robin, the synthetic fields below) it is the layout
-of every pair."""
+pair (else the layout of every pair is kept, as on the synthetic fields below, whose accuracy
+was measured with it)."""
+LAYOUT_GAMES = 0.25
+"""The layout (:class:`Layout`) may order the bots by the pairs that played at least this
+fraction of the games of either bot's most played pair (the ladder's chain of rating neighbours),
+without the pairs that met once or twice (a contest also draws random opponents): a few such
+long edges make a breadth-first order jump across the chain. Measured on the 10,000-bot season
+store (1M pairs, median 6 games) with 50 duplicate pairs between random bots added: the layout
+of every pair made hats of 230-256 ranks and 176-183 conjugate-gradient iterations per Newton
+step; this one 42 ranks and 18 iterations (0.15 to 0.3 gave 18-22; 0.1 kept the random pairs,
+0.5 left too few)."""
 NEWTON_TOL = 1e-9
 """The accuracy Newton's method reaches on the strengths (natural-log units; 2e-7 Elo)."""
 NEWTON_QUADRATIC = 1e-6
@@ -205,7 +205,10 @@ class Model:
             q, n = self.pairs, self.pairs.n
             pattern = sp.csr_matrix((np.ones(self.indices.size), self.indices, self.indptr), shape=(n, n))
             self._layout = Layout(pattern)
-            strong = q.G >= LAYOUT_GAMES * np.median(q.G) if q.G.size else np.zeros(0, bool)
+            most = np.zeros(n)  # each bot's most games against one opponent
+            np.maximum.at(most, q.i, q.G)
+            np.maximum.at(most, q.j, q.G)
+            strong = q.G >= LAYOUT_GAMES * np.minimum(most[q.i], most[q.j])
             if not strong.all():
                 i, j = q.i[strong], q.j[strong]
                 order = sp.csr_matrix((np.ones(2 * i.size), (np.concatenate([i, j]), np.concatenate([j, i]))),
