@@ -26,8 +26,8 @@ Solves. Newton's steps solve ``H x = g`` exactly with LAPACK up to :data:`DENSE_
 bots, beyond by the conjugate gradient preconditioned with Jacobi plus the coarse correction
 ``K = V (V^T H V)^-1 V^T``, to a relative residual of 1e-10. Measured on 10,000 bots with 40
 opponents each: 15-25 iterations on a random or a banded graph, where Jacobi alone needs 220 on
-the banded one; a sparse LU (SuperLU) takes 0.07 s on the banded graph but a minute on the
-random one (its fill-in is nearly dense), so it is not used.
+the banded one (season store, 1M pairs: 18-41, a warm refit 0.8-1.1 s CPU); a sparse LU takes
+0.07 s on the banded graph but a minute on the random one (nearly dense fill-in): not used.
 
 Intervals, exact (up to ``EXACT_BOTS`` bots): ``C = H^-1`` by a dense Cholesky factorisation,
 the sandwich ``C M C`` from ``M C`` (sparse times dense), of which only the diagonal and the
@@ -73,7 +73,9 @@ band ends; the check saw 2.6 %). With 150 opponents per bot the errors are small
 (random 1.3 %, neighbours 2.4 %, mixed 3.5 % at most per bot). A known weak spot: two ladders of
 rating neighbours joined by a few matches, whose layout interleaves them (two ladders of 1,000
 joined by 5 matches: per bot up to 33 % off; the check says 21 %; two random leagues joined so:
-9 %, check 8 %); see tests/test_rating.py. Any pair that
+9 %, check 8 %); see tests/test_rating.py. Another: far more opponents per bot than probes; on
+the season store (~200) the check sees 18 % on 8 bots, 28 % on 40 (128 probes: 11 %, twice the
+cost of 2-3 s CPU, thrice the ratings': the fitter refits them less often). Any pair that
 is not a pair of rating neighbours gets an exact variance on demand (:meth:`Intervals.pair`).
 """
 
@@ -118,27 +120,20 @@ SMOOTH_HATS = 0.5
 of their Jacobi norm ``v^T D v``. Measured on 2,000 bots: 0.33-0.34 on ladders of rating
 neighbours (40 or 150 opponents each), 0.99 with hats of 20 ranks on a random graph (hats no
 smoother than noise); the component's indicator is then kept alone."""
-LAYOUT_GAIN = 0.75
-"""The layout by the pairs that met often (:data:`LAYOUT_GAMES`) is used when it brings the bots
-that met closer: their median distance in it below this fraction of that in the layout of every
-pair (else the layout of every pair is kept, as on the synthetic fields below, whose accuracy
-was measured with it)."""
 LAYOUT_GAMES = 0.25
 """The layout (:class:`Layout`) may order the bots by the pairs that played at least this
-fraction of the games of either bot's most played pair (the ladder's chain of rating neighbours),
-without the pairs that met once or twice (a contest also draws random opponents): a few such
-long edges make a breadth-first order jump across the chain. Measured on the 10,000-bot season
-store (1M pairs, median 6 games) with 50 duplicate pairs between random bots added: the layout
-of every pair made hats of 230-256 ranks and 176-183 conjugate-gradient iterations per Newton
-step; this one 42 ranks and 18 iterations (0.15 to 0.3 gave 18-22; 0.1 kept the random pairs,
-0.5 left too few)."""
+fraction of the games of either bot's most played pair (a ladder's chain of rating neighbours),
+leaving out pairs met once or twice (random opponents), a few of which make a breadth-first order
+jump across the chain. Season store with 50 random duplicate pairs added: every pair's layout
+gave 176-183 CG iterations per Newton step, this one 18 (0.15-0.3: 18-22)."""
+LAYOUT_GAIN = 0.75
+"""That layout is used only where it brings the bots that met closer (median distance below this
+fraction of that in every pair's layout): not on the synthetic fields measured below."""
 NEWTON_TOL = 1e-9
 """The accuracy Newton's method reaches on the strengths (natural-log units; 2e-7 Elo)."""
 NEWTON_QUADRATIC = 1e-6
-"""Newton's method stops after a step that moves no strength by more than this (natural-log
-units): near the maximum it converges quadratically, so what is left after such a step is of
-the order of its square (1e-12), well within :data:`NEWTON_TOL`; stopping there spares the
-last solve, which would only confirm it (a third of a warm refit's Newton work)."""
+"""Newton stops after a step moving no strength by more than this: converging quadratically, it
+is then within about 1e-12 of :data:`NEWTON_TOL`'s bound (sparing a last, confirming solve)."""
 PROBE_SEED = 20260421
 """Seed of the probes' random signs: the same results give the same intervals."""
 
@@ -199,21 +194,17 @@ class Model:
 
     @property
     def layout(self) -> Layout:
-        """The :class:`Layout` of the pattern (computed once), ordered by the pairs that played
-        at least :data:`LAYOUT_GAMES` times the median pair's games."""
+        """The :class:`Layout` of the pattern (computed once; see :data:`LAYOUT_GAMES`)."""
         if self._layout is None:
             q, n = self.pairs, self.pairs.n
             pattern = sp.csr_matrix((np.ones(self.indices.size), self.indices, self.indptr), shape=(n, n))
             self._layout = Layout(pattern)
             most = np.zeros(n)  # each bot's most games against one opponent
-            np.maximum.at(most, q.i, q.G)
-            np.maximum.at(most, q.j, q.G)
+            np.maximum.at(most, np.concatenate([q.i, q.j]), np.concatenate([q.G, q.G]))
             strong = q.G >= LAYOUT_GAMES * np.minimum(most[q.i], most[q.j])
             if not strong.all():
-                i, j = q.i[strong], q.j[strong]
-                order = sp.csr_matrix((np.ones(2 * i.size), (np.concatenate([i, j]), np.concatenate([j, i]))),
-                                      shape=(n, n))
-                other = Layout(pattern, order)
+                i, j = np.concatenate([q.i[strong], q.j[strong]]), np.concatenate([q.j[strong], q.i[strong]])
+                other = Layout(pattern, sp.csr_matrix((np.ones(i.size), (i, j)), shape=(n, n)))
                 if other.length(pattern) < LAYOUT_GAIN * self._layout.length(pattern):
                     self._layout = other
         return self._layout
@@ -268,12 +259,10 @@ class Model:
 class Layout:
     """A one-dimensional layout of the bots from the graph of who met whom (``pattern``): the
     connected components (``comp``, ``size`` per component) and each bot's ``rank`` within its
-    component in the reverse Cuthill-McKee order of ``order`` (a breadth-first order from a
-    peripheral bot: bots that met are close in it; when bots meet their rating neighbours it
-    recovers the chain from the weakest to the strongest, whatever the current ratings say).
-    ``order`` is the pattern itself or the part of it to order by (the pairs that met often:
-    :data:`LAYOUT_GAMES`); the span is measured on it. ``position`` is the bot's place in the
-    whole order (components one after the other)."""
+    component in the reverse Cuthill-McKee order of ``order`` (by default ``pattern``; the span
+    is measured on it): a breadth-first order from a peripheral bot, in which bots that met are
+    close; when bots meet their rating neighbours it recovers the chain from the weakest to the
+    strongest, whatever the current ratings say. ``position``: the place in the whole order."""
 
     def __init__(self, pattern: sp.csr_matrix, order: sp.csr_matrix | None = None) -> None:
         n = pattern.shape[0]

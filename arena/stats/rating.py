@@ -46,9 +46,14 @@ https://www.remi-coulom.fr/Bayesian-Elo/).
 Computation (:mod:`arena.stats.information`). The units are aggregated per pair of bots that
 met, so the work grows with the distinct units and pairs, not with the games nor the cube of the
 field: ``H`` is a sparse ``n x n`` matrix with one entry per pair (a weighted graph Laplacian
-plus the prior's diagonal). Newton's steps are solved exactly (LAPACK Cholesky) up to 400 bots,
-beyond by a preconditioned conjugate gradient to a relative residual of 1e-10, until no strength
-moves by more than 1e-9 (2e-7 Elo). The intervals are exact up to
+plus the prior's diagonal). The per-pair sums are all the fit needs (the likelihood, its
+derivatives and the robust variance are sums over a pair's units of ``c g``, ``c s``, ``c s^2``,
+``c g s``, ``c g^2`` and ``c``): :class:`LadderTotals` keeps them up to date unit by unit and
+:func:`fit_totals` fits them, so a ladder's background fitter never handles the units again
+(:mod:`arena.schedule.fitter`). Newton's steps are solved exactly (LAPACK Cholesky) up to 400
+bots, beyond by a preconditioned conjugate gradient to a relative residual of 1e-10; Newton
+stops after a step that moves no strength by more than 1e-6, its convergence being quadratic
+there (what is left is of the order of 1e-12, far below 2e-7 Elo). The intervals are exact up to
 :data:`arena.stats.information.EXACT_BOTS` bots (a dense inverse, only there); beyond, a probing
 estimate with an exact coarse part gives the per-bot variances and those of the differences of
 rating neighbours, within a few percent of the exact ones (the measured accuracy is in
