@@ -266,3 +266,20 @@ async def test_beyond_the_exact_size_the_intervals_are_refitted_less_often_than_
     await restarted.step()
     assert intervals == [True, False, True, False]  # the stored intervals count as fresh at the start
     assert all(math.isfinite(c) for _, _, c, _ in store.ladder_intervals("ecarte"))
+
+
+def test_the_fit_bench_reads_a_store_without_writing_it(tmp_path, capsys):
+    from arena.tools.bench_fit import main
+
+    path = tmp_path / "season.db"
+    store = Store(str(path))
+    _history(store, 10, 120, pending=0)
+    fit_ladder(store, "ecarte")
+    store.close()
+    before = path.read_bytes()
+    assert main([str(path), "--rounds", "1", "--results", "10"]) == 0
+    out = capsys.readouterr().out
+    assert "first load" in out and "120 results" in out and "refit 2, ratings and intervals" in out
+    assert path.read_bytes() == before
+    assert main([str(tmp_path / "missing.db")]) == 2
+    assert "run `make bench-season` first" in capsys.readouterr().err
