@@ -283,3 +283,23 @@ def test_the_fit_bench_reads_a_store_without_writing_it(tmp_path, capsys):
     assert path.read_bytes() == before
     assert main([str(tmp_path / "missing.db")]) == 2
     assert "run `make bench-season` first" in capsys.readouterr().err
+
+
+def test_matches_left_pending_long_ago_are_not_read_again_at_each_refit():
+    """An abandoned tournament's 300 matches stay pending for ever; a contest's matches in play
+    finish: a refit reads the newest pending ids first and stops once the results are found."""
+    store = Store(":memory:")
+    rng = random.Random(3)
+    bots = [f"b{i}" for i in range(6)]
+    store.create_tournament("ecarte", "round-robin", 1, {}, bots, _plan(rng, bots, 300))  # abandoned
+    tid = store.create_tournament("ecarte", "ladder", 1, {}, bots, [])
+    for p in _plan(rng, bots, 8):
+        store.add_match(tid, "ecarte", p)
+    state = FitState("ecarte")
+    state.update(store)
+    assert len(state.cursor.pending) >= 308
+    for m in store.pending_matches(tid)[:3]:
+        _finish(store, m.match_key, "1")
+    state.update(store)
+    assert state.rows_read <= 64 + 3  # one chunk of the newest pending ids (and the twins found)
+    assert state.loads == 1 and state.totals.as_dict() == _reference(store).as_dict()

@@ -11,19 +11,21 @@ agree:
   pass in the table's order, fetched in chunks and handed on as arrays), the game's result
   count (``ladder_state.results``), the highest ``matches.id`` and the ids of the game's matches
   still pending. Its cost grows with the distinct units; on the 10,000-bot season store (2.8
-  million units counted at least once, 5.2 million rows) about 7.5-9.5 s of CPU, 500 MB at the
+  million units counted at least once, 5.2 million rows) about 7.5-10.5 s of CPU, 500 MB at the
   peak (docs/contests.md §12). Summing them per pair in SQL (``GROUP BY a, b``) was slower on
   SQLite: its eight sums cost more than fetching the rows.
 * :func:`read_new`, before each refit: the units of the matches finished since, found from the
   :class:`FitCursor` the last read left: every ``matches`` row above its highest id (one range
   of the primary key: the matches created since), and, when that does not account for every
-  new result, the rows of the matches that were pending at the last read (a contest's matches
-  in play: they finish in any order). A match finished since is turned into its unit exactly as
-  :meth:`arena.store.sqlite.Store.record_result` counts it into ``ladder_units``: a unit of one
-  game, or, when it completes a duplicate pair (same tournament, same ``pair_key``), the pair's
-  unit of two games (scored from the first half's seat 0) in place of its other half's lone one
-  (:func:`arena.stats.ladder.ladder_units`). Aborted matches count for nothing. So a refit reads
-  rows in proportion to the results and matches since the last one, never the history.
+  new result, the rows of the matches that were pending at the last read, the newest first,
+  until it does (a contest's matches in play: they finish in any order; the pending matches of
+  an abandoned tournament, older, are not read again at each refit). A match finished since is
+  turned into its unit exactly as :meth:`arena.store.sqlite.Store.record_result` counts it into
+  ``ladder_units``: a unit of one game, or, when it completes a duplicate pair (same tournament,
+  same ``pair_key``), the pair's unit of two games (scored from the first half's seat 0) in place
+  of its other half's lone one (:func:`arena.stats.ladder.ladder_units`). Aborted matches count
+  for nothing. So a refit reads rows in proportion to the results and matches since the last
+  one, never the history.
 
 This relies on ``matches.id`` growing in the order matches are committed: they are inserted
 only under the store's writer lock (SQLite's one writer; on PostgreSQL the advisory lock of
@@ -50,8 +52,10 @@ CHUNK = 50_000
 BATCH = 1_000_000
 """Units per batch :func:`read_totals` hands on (as arrays: 40 bytes per unit)."""
 
-IN_CHUNK = 500
-"""Ids per ``IN (...)`` list when :func:`read_new` reads the matches pending at the last read."""
+IN_CHUNK_FIRST = 64
+IN_CHUNK = 512
+"""Ids per ``IN (...)`` list when :func:`read_new` reads the matches pending at the last read:
+:data:`IN_CHUNK_FIRST` at first, doubling up to this."""
 
 
 class FitCursor(msgspec.Struct):
@@ -196,19 +200,22 @@ def read_new(store: Any, game: str, cursor: FitCursor) -> tuple[FitCursor, NewUn
                 elif row[7] == "done":
                     done[row[0]] = row
         before = set(cursor.pending)
-        if len(done) < expected:  # some of the matches in play at the last read finished since
-            still = []
-            for k in range(0, len(cursor.pending), IN_CHUNK):
-                ids = cursor.pending[k:k + IN_CHUNK]
-                for row in db.execute(_MATCH + f" WHERE id IN ({','.join('?' * len(ids))})", ids):
-                    rows_read += 1
-                    if row[7] == "pending":
-                        still.append(row[0])
-                    elif row[7] == "done":
-                        done[row[0]] = row
-            kept = sorted(still)
-        else:
-            kept = list(cursor.pending)
+        # some of the matches pending at the last read finished since: look at them, the newest
+        # first (a contest's matches in play; matches of an abandoned tournament, pending for
+        # ever, lie below them), in growing chunks, until the results are accounted for
+        newest_first = cursor.pending[::-1]
+        looked, chunk, still = 0, IN_CHUNK_FIRST, []
+        while len(done) < expected and looked < len(newest_first):
+            ids = newest_first[looked:looked + chunk]
+            looked += len(ids)
+            chunk = min(2 * chunk, IN_CHUNK)
+            for row in db.execute(_MATCH + f" WHERE id IN ({','.join('?' * len(ids))})", ids):
+                rows_read += 1
+                if row[7] == "pending":
+                    still.append(row[0])
+                elif row[7] == "done":
+                    done[row[0]] = row
+        kept = sorted(still + newest_first[looked:])
         if len(done) != expected:
             return None
         applied: set[int] = set()
