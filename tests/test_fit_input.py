@@ -303,3 +303,10 @@ def test_matches_left_pending_long_ago_are_not_read_again_at_each_refit():
     state.update(store)
     assert state.rows_read <= 64 + 3  # one chunk of the newest pending ids (and the twins found)
     assert state.loads == 1 and state.totals.as_dict() == _reference(store).as_dict()
+
+
+def test_the_fitter_command_defaults_to_the_default_policy(monkeypatch):
+    seen = []
+    monkeypatch.setattr(fitter.trio, "run", lambda f, *args: seen.append(args))
+    assert fitter.main(["--db", "x.db", "--game", "ecarte"]) == 0
+    assert seen == [("x.db", "ecarte", FitPolicy())]
