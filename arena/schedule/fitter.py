@@ -27,7 +27,7 @@ met. Beyond :data:`arena.stats.information.EXACT_BOTS` bots the intervals, about
 cost of the ratings there, are refitted only every :attr:`FitPolicy.intervals_s` seconds (the
 fits between keep each bot's last interval; a newcomer stays provisional until the next). On
 the 10,000-bot season store (10 million results, a million pairs; 2-core machine shared with
-other work, load 7-8): the first load 9.4-9.5 s of CPU (15-21 s wall) and 500 MB at the peak, the
+other work, load 7-8): the first load 9.4-10.5 s of CPU (15-21 s wall) and 500 MB at the peak, the
 fitter's process then holding 200-400 MB; a refit after 100 new results read 200 rows in 1-80 ms
 and fitted the ratings in 0.8-1.1 s of CPU (1.3-3 s wall at that load), storing them in 0.04-0.2
 s; a refit with the intervals 3.1-4.1 s of CPU (docs/contests.md §12).
