@@ -201,9 +201,9 @@ async def test_the_background_fit_is_debounced_and_computes_outside_any_transact
     computed: list[bool] = []
     real = fitter.compute_fit
 
-    def spy(units, start):
+    def spy(*args):
         computed.append(store.db.in_transaction)
-        return real(units, start)
+        return real(*args)
 
     monkeypatch.setattr(fitter, "compute_fit", spy)
     fits: list[int] = []

@@ -5,10 +5,11 @@ its unit for the fit (``ladder_units``), who met whom (``pair_counts``), the bot
 and the game's result count (``ladder_state``). The ratings are refitted here, by whoever
 schedules the matches (a contest server, a tournament), never inside the store:
 
-* :func:`fit_ladder` reads the units (no writer lock: a plain read), fits them
-  (:func:`arena.stats.ladder.refit`, warm-started from the stored ratings) and stores the
-  ratings with the result count they cover, in one short write transaction. It is synchronous:
-  tests, the end of a tournament and ``arena`` commands call it directly.
+* :func:`fit_ladder` reads the whole ladder (no writer lock: a read snapshot), fits it
+  (:func:`arena.stats.rating.fit_totals`, robust intervals, warm-started from the stored
+  ratings) and stores the ratings with the result count they cover, in one short write
+  transaction. It is synchronous: tests, the end of a tournament and ``arena`` commands call it
+  directly.
 * :class:`LadderFitter` runs it in the background: woken by :meth:`LadderFitter.poke` after a
   result (and every :data:`POLL_S` for results committed by other processes, the workers), it
   fits only when results arrived since the last fit, at most one fit at a time, the fit itself
@@ -17,8 +18,23 @@ schedules the matches (a contest server, a tournament), never inside the store:
   before the next (debounce: a burst of results costs one fit, and fits take at most about
   ``1 / (1 + rest_ratio)`` of one core however fast results come).
 
-So the ratings shown lag the results by at most one fit and its rest: the web page and ``arena
-bots list`` say how old they are (``ladder_state.fitted_at``) and how many results came since.
+What a refit costs does not grow with the history (issue 21). The fitter keeps a
+:class:`FitState` in memory between fits: the ladder's units summed per pair of bots
+(:class:`arena.stats.rating.LadderTotals`), read in full once at its start and then brought up
+to date before each fit from the matches finished since its last read, and nothing else
+(:mod:`arena.store.fit_input`); the fit's work is vectorised over the bots and the pairs that
+met. Beyond :data:`arena.stats.information.EXACT_BOTS` bots the intervals, about three times the
+cost of the ratings there, are refitted only every :attr:`FitPolicy.intervals_s` seconds (the
+fits between keep each bot's last interval; a newcomer stays provisional until the next). On
+the 10,000-bot season store (10 million results, a million pairs; 2-core machine shared with
+other work, load 7-8): the first load 9.4-10.5 s of CPU (15-21 s wall) and 500 MB at the peak, the
+fitter's process then holding 200-400 MB; a refit after 100 new results read 200 rows in 1-80 ms
+and fitted the ratings in 0.8-1.1 s of CPU (1.3-3 s wall at that load), storing them in 0.04-0.2
+s; a refit with the intervals 3.1-4.1 s of CPU (docs/contests.md §12).
+
+So the ratings shown lag the results by at most one fit and its rest (the intervals of a large
+field by at most :attr:`FitPolicy.intervals_s` more): the web page and ``arena bots list`` say
+how old they are (``ladder_state.fitted_at``) and how many results came since.
 
 A contest runs the fitter in a process of its own (:func:`spawn`, ``python -m
 arena.schedule.fitter --db DB --game G``), which opens the store itself: the fit's Python work
@@ -33,20 +49,22 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 import os
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import msgspec
 import trio
 
 from arena.metrics import METRICS
-from arena.stats.ladder import refit
-from arena.stats.rating import Rating
+from arena.stats.information import EXACT_BOTS
+from arena.stats.rating import LadderTotals, Rating, fit_totals
+from arena.store.fit_input import FitCursor, Units, read_new, read_ratings, read_totals
 from arena.store.health import STORAGE_ERRORS
 from arena.store.sqlite import Store
 
@@ -65,6 +83,12 @@ class FitPolicy(msgspec.Struct, frozen=True):
     """3: the fit takes at most a quarter of one core, however fast results come; its process
     also runs at a lower priority (:data:`NICE`), so on a busy machine the matches come first and
     the ratings lag rather than the results."""
+    intervals_s: float = 120.0
+    """Beyond :data:`arena.stats.information.EXACT_BOTS` bots, the intervals are computed again
+    only by a fit that starts this many seconds or more after the last one that computed them;
+    the fits between refit the ratings alone and keep each bot's last interval (a bot without one
+    yet, a newcomer, is provisional meanwhile). On the 10,000-bot season the intervals cost about
+    three times the ratings (docs/contests.md §12), and a season's intervals narrow slowly."""
 
 
 class FitReport(msgspec.Struct, frozen=True):
@@ -77,23 +101,103 @@ class FitReport(msgspec.Struct, frozen=True):
     ratings: list[Any]
 
 
-def compute_fit(units: dict, start: dict[str, float]) -> tuple[list[Any], int]:
-    """The fit's computation alone (no database): ``(ratings best first, ms it took)``. Pure, so
-    it may run in a thread. The fit (numpy, scipy) is imported here, not at the CLI's start."""
-
+def compute_fit(totals: LadderTotals, start: Mapping[str, float] | None, intervals: bool = True,
+                known: Mapping[str, float] | None = None) -> tuple[list[Any], int]:
+    """The fit's computation alone (no database): ``(ratings best first, ms it took)`` of the
+    ladder's ``totals`` (:func:`arena.stats.rating.fit_totals`, robust intervals), warm-started
+    from ``start`` (Elo by bot). ``intervals`` False: the ratings alone, each bot's ``ci95`` taken
+    from ``known`` (Elo by bot; ``inf``, no interval yet, for a bot it does not name). Pure but
+    for reading ``totals``, so it may run in a thread while nothing updates them."""
     t0 = time.perf_counter()
-    fitted = refit(units, start=start)
-    return fitted.ratings, round((time.perf_counter() - t0) * 1000)
+    ratings = fit_totals(totals, "robust", start, "auto" if intervals else "none").ratings
+    if not intervals:
+        known = known or {}
+        for r in ratings:
+            r.ci95 = known.get(r.name, math.inf)
+    return ratings, round((time.perf_counter() - t0) * 1000)
+
+
+class FitState:
+    """What the fitter of ``game`` keeps in memory between fits: the ladder's units summed per
+    pair of bots (``totals``, :class:`arena.stats.rating.LadderTotals`: about 72 bytes per pair),
+    where its last read stopped (``cursor``, :class:`arena.store.fit_input.FitCursor`), the last
+    ratings (``elo``, the next fit's warm start) and intervals (``ci95``, Elo by bot) and when
+    those were computed (``intervals_at``, the caller's clock). ``loads``: full reads so far;
+    ``rows_read``: the rows the last :meth:`update` read after the first load (0 for a load)."""
+
+    def __init__(self, game: str) -> None:
+        self.game = game
+        self.totals = LadderTotals()
+        self.cursor: FitCursor | None = None
+        self.elo: dict[str, float] | None = None
+        self.ci95: dict[str, float] = {}
+        self.intervals_at: float | None = None
+        self.loads = 0
+        self.rows_read = 0
+
+    def update(self, store: Any) -> None:
+        """Bring the totals up to the store's results: the whole ladder at the first call (and
+        whenever the new rows do not account for the results counted since: logged), only the
+        matches finished since the last read after that (:mod:`arena.store.fit_input`). Raises
+        what the store raises, the state unchanged."""
+        if self.cursor is not None:
+            got = read_new(store, self.game, self.cursor)
+            if got is not None:
+                self.cursor, new = got
+                self.rows_read = new.rows_read
+                u = new.units
+                if u.a.size:
+                    self.totals.add_units(u.names, u.a, u.b, u.s, u.g, u.c)
+                return
+            log.warning("ladder fit of %s: the matches read do not account for the results counted; reading the "
+                        "whole ladder again", self.game)
+        totals = LadderTotals()
+
+        def add(u: Units) -> None:
+            totals.add_units(u.names, u.a, u.b, u.s, u.g, u.c)
+
+        cursor = read_totals(store, self.game, add)
+        if self.elo is None:
+            self.elo, self.ci95 = read_ratings(store, self.game)
+        self.totals, self.cursor, self.rows_read = totals, cursor, 0
+        self.loads += 1
+
+    def intervals_due(self, now: float, every_s: float) -> bool:
+        """Whether the next fit computes the intervals: always for a field of at most
+        :data:`arena.stats.information.EXACT_BOTS` bots (exact and cheap), beyond only ``every_s``
+        seconds or more after the last fit that computed them (``now``: the same clock as
+        :meth:`fitted`'s). The intervals stored by the fitter before this one count as computed
+        at the first look (a restarted contest does not spend its first seconds on them); with
+        none stored, the first fit computes them."""
+        if len(self.totals.names) <= EXACT_BOTS:
+            return True
+        if self.intervals_at is None and self.ci95:
+            self.intervals_at = now
+        return self.intervals_at is None or now - self.intervals_at >= every_s
+
+    def fitted(self, ratings: list[Any], intervals: bool, now: float) -> None:
+        """Keep a fit's ratings (and its intervals, if it computed them, at ``now``)."""
+        self.elo = {r.name: r.elo for r in ratings}
+        if intervals:
+            self.ci95 = {r.name: r.ci95 for r in ratings}
+            self.intervals_at = now
+
+    def fit(self, intervals: bool = True) -> tuple[list[Any], int]:
+        """:func:`compute_fit` of the state as it is."""
+        return compute_fit(self.totals, self.elo, intervals, self.ci95)
 
 
 def fit_ladder(store: Any, game: str) -> FitReport:
-    """Refit the persistent ladder of ``game`` now and store it (see the module docstring).
+    """Refit the persistent ladder of ``game`` now, with its intervals, and store it (see the
+    module docstring): a one-off, so it reads the whole ladder (summed per pair, not kept).
     Raises what the store raises (a storage fault: nothing is written then)."""
-    results, units, start = store.ladder_fit_input(game)
-    ratings, fit_ms = compute_fit(units, start)
-    store.save_ladder_fit(game, ratings, results, fit_ms)
+    state = FitState(game)
+    state.update(store)
+    assert state.cursor is not None
+    ratings, fit_ms = state.fit()
+    store.save_ladder_fit(game, ratings, state.cursor.results, fit_ms)
     _observe(game, fit_ms, 0, 0.0)
-    return FitReport(results=results, bots=len(ratings), fit_ms=fit_ms, ratings=ratings)
+    return FitReport(results=state.cursor.results, bots=len(ratings), fit_ms=fit_ms, ratings=ratings)
 
 
 def _observe(game: str, fit_ms: int, lag: int, age_s: float) -> None:
@@ -117,6 +221,8 @@ class LadderFitter:
         self.policy = policy
         self.on_fit = on_fit
         self.fits = 0
+        self.state = FitState(game)
+        """What the fitter keeps between fits (:class:`FitState`)."""
         self._wake = trio.Event()
 
     def poke(self) -> None:
@@ -143,11 +249,17 @@ class LadderFitter:
             _observe(self.game, state["fit_ms"] or 0, lag, age)
             if lag <= 0:
                 return 0.0
-            results, units, start = self.store.ladder_fit_input(self.game)
+            self.state.update(self.store)
         except STORAGE_ERRORS as exc:
             log.warning("ladder fit of %s: cannot read the results (%s); trying again later", self.game, exc)
             return self.policy.min_interval_s
-        ratings, fit_ms = await self.run_sync(compute_fit, units, start)
+        assert self.state.cursor is not None
+        results = self.state.cursor.results
+        now = trio.current_time()
+        intervals = self.state.intervals_due(now, self.policy.intervals_s)
+        ratings, fit_ms = await self.run_sync(compute_fit, self.state.totals, self.state.elo, intervals,
+                                              self.state.ci95)
+        self.state.fitted(ratings, intervals, now)
         try:
             self.store.save_ladder_fit(self.game, ratings, results, fit_ms)
         except STORAGE_ERRORS as exc:
@@ -228,7 +340,8 @@ def spawn(store: Any, game: str, policy: FitPolicy = FitPolicy()) -> subprocess.
     its parent. Stop it with SIGTERM."""
     db, env = store.child_db()
     cmd = [sys.executable, "-m", "arena.schedule.fitter", "--db", db, "--game", game,
-           "--min-interval-s", str(policy.min_interval_s), "--rest-ratio", str(policy.rest_ratio)]
+           "--min-interval-s", str(policy.min_interval_s), "--rest-ratio", str(policy.rest_ratio),
+           "--intervals-s", str(policy.intervals_s)]
     return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, env={**os.environ, **env}, preexec_fn=_die_with_parent)
 
 
@@ -267,11 +380,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m arena.schedule.fitter", description=__doc__.split("\n")[0])
     p.add_argument("--db", required=True)
     p.add_argument("--game", required=True)
-    p.add_argument("--min-interval-s", type=float, default=FitPolicy.min_interval_s)
-    p.add_argument("--rest-ratio", type=float, default=FitPolicy.rest_ratio)
+    p.add_argument("--min-interval-s", type=float, default=FitPolicy().min_interval_s)
+    p.add_argument("--rest-ratio", type=float, default=FitPolicy().rest_ratio)
+    p.add_argument("--intervals-s", type=float, default=FitPolicy().intervals_s)
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="fitter: %(message)s")
-    trio.run(_serve, args.db, args.game, FitPolicy(args.min_interval_s, args.rest_ratio))
+    trio.run(_serve, args.db, args.game, FitPolicy(args.min_interval_s, args.rest_ratio, args.intervals_s))
     return 0
 
 

@@ -26,8 +26,8 @@ Solves. Newton's steps solve ``H x = g`` exactly with LAPACK up to :data:`DENSE_
 bots, beyond by the conjugate gradient preconditioned with Jacobi plus the coarse correction
 ``K = V (V^T H V)^-1 V^T``, to a relative residual of 1e-10. Measured on 10,000 bots with 40
 opponents each: 15-25 iterations on a random or a banded graph, where Jacobi alone needs 220 on
-the banded one; a sparse LU (SuperLU) takes 0.07 s on the banded graph but a minute on the
-random one (its fill-in is nearly dense), so it is not used.
+the banded one (season store, 1M pairs: 18-41, a warm refit 0.8-1.1 s CPU); a sparse LU takes
+0.07 s on the banded graph but a minute on the random one (nearly dense fill-in): not used.
 
 Intervals, exact (up to ``EXACT_BOTS`` bots): ``C = H^-1`` by a dense Cholesky factorisation,
 the sandwich ``C M C`` from ``M C`` (sparse times dense), of which only the diagonal and the
@@ -73,7 +73,9 @@ band ends; the check saw 2.6 %). With 150 opponents per bot the errors are small
 (random 1.3 %, neighbours 2.4 %, mixed 3.5 % at most per bot). A known weak spot: two ladders of
 rating neighbours joined by a few matches, whose layout interleaves them (two ladders of 1,000
 joined by 5 matches: per bot up to 33 % off; the check says 21 %; two random leagues joined so:
-9 %, check 8 %); see tests/test_rating.py. Any pair that
+9 %, check 8 %); see tests/test_rating.py. Another: far more opponents per bot than probes; on
+the season store (~200) the check sees 18 % on 8 bots, 28 % on 40 (128 probes: 11 %, twice the
+cost of 2-3 s CPU, thrice the ratings': the fitter refits them less often). Any pair that
 is not a pair of rating neighbours gets an exact variance on demand (:meth:`Intervals.pair`).
 """
 
@@ -118,8 +120,20 @@ SMOOTH_HATS = 0.5
 of their Jacobi norm ``v^T D v``. Measured on 2,000 bots: 0.33-0.34 on ladders of rating
 neighbours (40 or 150 opponents each), 0.99 with hats of 20 ranks on a random graph (hats no
 smoother than noise); the component's indicator is then kept alone."""
+LAYOUT_GAMES = 0.25
+"""The layout (:class:`Layout`) may order the bots by the pairs that played at least this
+fraction of the games of either bot's most played pair (a ladder's chain of rating neighbours),
+leaving out pairs met once or twice (random opponents), a few of which make a breadth-first order
+jump across the chain. Season store with 50 random duplicate pairs added: every pair's layout
+gave 176-183 CG iterations per Newton step, this one 18 (0.15-0.3: 18-22)."""
+LAYOUT_GAIN = 0.75
+"""That layout is used only where it brings the bots that met closer (median distance below this
+fraction of that in every pair's layout): not on the synthetic fields measured below."""
 NEWTON_TOL = 1e-9
-"""Newton's method stops when no strength moves by more than this (natural-log units; 2e-7 Elo)."""
+"""The accuracy Newton's method reaches on the strengths (natural-log units; 2e-7 Elo)."""
+NEWTON_QUADRATIC = 1e-6
+"""Newton stops after a step moving no strength by more than this: converging quadratically, it
+is then within about 1e-12 of :data:`NEWTON_TOL`'s bound (sparing a last, confirming solve)."""
 PROBE_SEED = 20260421
 """Seed of the probes' random signs: the same results give the same intervals."""
 
@@ -180,11 +194,19 @@ class Model:
 
     @property
     def layout(self) -> Layout:
-        """The :class:`Layout` of the pattern (computed once)."""
+        """The :class:`Layout` of the pattern (computed once; see :data:`LAYOUT_GAMES`)."""
         if self._layout is None:
-            pattern = sp.csr_matrix((np.ones(self.indices.size), self.indices, self.indptr),
-                                    shape=(self.pairs.n, self.pairs.n))
+            q, n = self.pairs, self.pairs.n
+            pattern = sp.csr_matrix((np.ones(self.indices.size), self.indices, self.indptr), shape=(n, n))
             self._layout = Layout(pattern)
+            most = np.zeros(n)  # each bot's most games against one opponent
+            np.maximum.at(most, np.concatenate([q.i, q.j]), np.concatenate([q.G, q.G]))
+            strong = q.G >= LAYOUT_GAMES * np.minimum(most[q.i], most[q.j])
+            if not strong.all():
+                i, j = np.concatenate([q.i[strong], q.j[strong]]), np.concatenate([q.j[strong], q.i[strong]])
+                other = Layout(pattern, sp.csr_matrix((np.ones(i.size), (i, j)), shape=(n, n)))
+                if other.length(pattern) < LAYOUT_GAIN * self._layout.length(pattern):
+                    self._layout = other
         return self._layout
 
     def matrix(self, edge: np.ndarray, diag: np.ndarray) -> sp.csr_matrix:
@@ -235,29 +257,34 @@ class Model:
 
 
 class Layout:
-    """A one-dimensional layout of the bots from the graph of who met whom: the connected
-    components (``comp``, ``size`` per component) and each bot's ``rank`` within its component
-    in the reverse Cuthill-McKee order (a breadth-first order from a peripheral bot: bots that
-    met are close in it; when bots meet their rating neighbours it recovers the chain from the
-    weakest to the strongest, whatever the current ratings say). ``position`` is the bot's place
-    in the whole order (components one after the other)."""
+    """A one-dimensional layout of the bots from the graph of who met whom (``pattern``): the
+    connected components (``comp``, ``size`` per component) and each bot's ``rank`` within its
+    component in the reverse Cuthill-McKee order of ``order`` (by default ``pattern``; the span
+    is measured on it): a breadth-first order from a peripheral bot, in which bots that met are
+    close; when bots meet their rating neighbours it recovers the chain from the weakest to the
+    strongest, whatever the current ratings say. ``position``: the place in the whole order."""
 
-    def __init__(self, pattern: sp.csr_matrix) -> None:
+    def __init__(self, pattern: sp.csr_matrix, order: sp.csr_matrix | None = None) -> None:
         n = pattern.shape[0]
         ncomp, self.comp = connected_components(pattern, directed=False)
         self.size = np.bincount(self.comp, minlength=ncomp)
+        graph = pattern if order is None else order
         rcm = np.empty(n, np.int64)
-        rcm[reverse_cuthill_mckee(pattern, symmetric_mode=True)] = np.arange(n)
-        order = np.lexsort((rcm, self.comp))
+        rcm[reverse_cuthill_mckee(graph, symmetric_mode=True)] = np.arange(n)
+        ranked = np.lexsort((rcm, self.comp))
         self.position = np.empty(n, np.int64)
-        self.position[order] = np.arange(n)
+        self.position[ranked] = np.arange(n)
         first = np.concatenate([[0], np.cumsum(self.size)[:-1]])
         self.rank = self.position - first[self.comp]
-        rows = np.repeat(np.arange(n), np.diff(pattern.indptr))
+        # the coarse space's span: two typical steps between bots that met, at least COARSE_SPAN
+        self.span = max(COARSE_SPAN, 2 * int(self.length(graph)))
+
+    def length(self, pattern: sp.csr_matrix) -> float:
+        """The median distance in this layout between two bots that met in ``pattern`` (0 if none did)."""
+        rows = np.repeat(np.arange(pattern.shape[0]), np.diff(pattern.indptr))
         length = np.abs(self.position[rows] - self.position[pattern.indices])
         length = length[length > 0]
-        # the coarse space's span: two typical steps between bots that met, at least COARSE_SPAN
-        self.span = max(COARSE_SPAN, 2 * int(np.median(length))) if length.size else COARSE_SPAN
+        return float(np.median(length)) if length.size else 0.0
 
 
 class Coarse:
@@ -323,26 +350,15 @@ class Coarse:
                                shape=(n, max(cb + self.cs, 1)))
         self.v.eliminate_zeros()
         self.vt = self.v.T.tocsr()
-        self._flat: np.ndarray | None = None
         self._hc, self._hc_small = self.project(h)
 
     def project(self, mat: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray]:
-        """``V^T mat V`` for a matrix of the model's pattern: ``(dense cb x cb, diagonal cs)``."""
-        cb = self.cb
-        if self._flat is None:  # where each entry of the pattern lands, with which weight
-            r, c = self.model.rows, self.model.indices
-            self._big = np.flatnonzero(self.kind[r] == 2)
-            rb, cbig = r[self._big], c[self._big]
-            self._flat = np.concatenate([ci[rb] * cb + cj[cbig] for ci in (self.c0, self.c1)
-                                         for cj in (self.c0, self.c1)])
-            self._weight = np.concatenate([wi[rb] * wj[cbig] for wi in (self.w0, self.w1)
-                                           for wj in (self.w0, self.w1)])
-            self._small = np.flatnonzero(self.kind[r] == 1)
-            self._small_at = self.c0[r[self._small]] - cb
-        val = mat.data
-        dense = (np.bincount(self._flat, self._weight * np.tile(val[self._big], 4), cb * cb).reshape(cb, cb)
-                 if cb else np.zeros((0, 0)))
-        return dense, np.bincount(self._small_at, val[self._small], self.cs)
+        """``V^T mat V`` for a matrix of the model's pattern: ``(dense cb x cb, diagonal cs)``
+        (two sparse products: ``V`` has at most two entries per bot)."""
+        cb, cs = self.cb, self.cs
+        product = (self.vt @ mat @ self.v).tocsr()
+        dense = product[:cb, :cb].toarray() if cb else np.zeros((0, 0))
+        return dense, product.diagonal()[cb:cb + cs]
 
     def _vsolve(self, y: np.ndarray) -> np.ndarray:
         """``(V^T H V)^-1 y`` for ``y`` of the coarse space's length (rows; ``c`` or ``c x r``)."""
@@ -501,7 +517,7 @@ def newton(model: Model, theta: np.ndarray, max_iter: int = 100) -> tuple[np.nda
             step = t * step
             size *= t
         theta += step
-        if size < NEWTON_TOL:
+        if size < NEWTON_QUADRATIC:  # near the maximum: what is left is of the order of size^2
             p, _, h = model.at(theta)
             return theta, p, h
     raise ArithmeticError(f"Newton's method did not converge in {max_iter} steps")

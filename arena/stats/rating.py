@@ -46,9 +46,14 @@ https://www.remi-coulom.fr/Bayesian-Elo/).
 Computation (:mod:`arena.stats.information`). The units are aggregated per pair of bots that
 met, so the work grows with the distinct units and pairs, not with the games nor the cube of the
 field: ``H`` is a sparse ``n x n`` matrix with one entry per pair (a weighted graph Laplacian
-plus the prior's diagonal). Newton's steps are solved exactly (LAPACK Cholesky) up to 400 bots,
-beyond by a preconditioned conjugate gradient to a relative residual of 1e-10, until no strength
-moves by more than 1e-9 (2e-7 Elo). The intervals are exact up to
+plus the prior's diagonal). The per-pair sums are all the fit needs (the likelihood, its
+derivatives and the robust variance are sums over a pair's units of ``c g``, ``c s``, ``c s^2``,
+``c g s``, ``c g^2`` and ``c``): :class:`LadderTotals` keeps them up to date unit by unit and
+:func:`fit_totals` fits them, so a ladder's background fitter never handles the units again
+(:mod:`arena.schedule.fitter`). Newton's steps are solved exactly (LAPACK Cholesky) up to 400
+bots, beyond by a preconditioned conjugate gradient to a relative residual of 1e-10; Newton
+stops after a step that moves no strength by more than 1e-6, its convergence being quadratic
+there (what is left is of the order of 1e-12, far below 2e-7 Elo). The intervals are exact up to
 :data:`arena.stats.information.EXACT_BOTS` bots (a dense inverse, only there); beyond, a probing
 estimate with an exact coarse part gives the per-bot variances and those of the differences of
 rating neighbours, within a few percent of the exact ones (the measured accuracy is in
@@ -67,13 +72,13 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from operator import itemgetter
 
 import msgspec
 import numpy as np
 
-from arena.stats.information import Intervals, Model, aggregate, newton, one_blas_thread
+from arena.stats.information import Intervals, Model, Pairs, aggregate, newton, one_blas_thread
 
 ANCHOR = 1500.0
 """Mean rating of the bots in a fit."""
@@ -312,6 +317,133 @@ class Fit:
         return abs(diff) > self.diff_ci95(a, b)
 
 
+
+_KEY = np.int64(1 << 32)  # a pair's key: i * _KEY + j, ranks i < j
+
+
+class LadderTotals:
+    """A ladder's units summed per pair of bots that met: the sufficient statistics of the fit
+    (:func:`fit_totals`), kept up to date unit by unit, so that a refit costs ``O(bots +
+    pairs)`` vectorised work however many units and matches lie behind them.
+
+    ``names``: the bots, sorted; a pair ``(i, j)`` (``i < j``: ranks in ``names``) is oriented
+    from the bot first by name. ``keys`` (``m``, int64, ascending): ``i * 2**32 + j``;
+    ``stats`` (``8 x m``, float64), per pair: ``G`` games, ``S`` points of ``i``, ``S2 = sum c
+    s^2``, ``SG = sum c g s``, ``G2 = sum c g^2``, ``U = sum c`` units, ``W`` wins of ``i`` and
+    ``D`` draws, with ``s`` the unit's points of ``i``, ``g`` its games and ``c`` its count (the
+    losses of ``i`` are ``G - W - D``; wins, losses and draws split a unit as
+    :func:`fit_units` does by default, from its first bot's side). The ladder's points are
+    multiples of ½, so every sum is exact in float64: the totals do not depend on the order in
+    which units were added, and removing a unit (``c = -1``) restores them exactly.
+
+    Memory: 72 bytes per pair (1M pairs: 72 MB) and the names."""
+
+    FIELDS = ("G", "S", "S2", "SG", "G2", "U", "W", "D")
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+        self._index: dict[str, int] = {}
+        self.keys = np.zeros(0, np.int64)
+        self.stats = np.zeros((len(self.FIELDS), 0))
+
+    def __len__(self) -> int:
+        """Pairs of bots with totals (some may hold no unit any more: ``U == 0``)."""
+        return int(self.keys.size)
+
+    def ranks(self, names: Sequence[str]) -> np.ndarray:
+        """The ranks of ``names`` (int64 array) in :attr:`names`, adding the bots not seen yet
+        (their arrival renumbers the ranks after them; the pairs' keys follow, in order)."""
+        new = set(names).difference(self._index)
+        if new:
+            merged = sorted(new.union(self.names))
+            index = {x: k for k, x in enumerate(merged)}
+            if self.keys.size:
+                remap = np.fromiter((index[x] for x in self.names), np.int64, len(self.names))
+                self.keys = remap[self.keys // _KEY] * _KEY + remap[self.keys % _KEY]  # monotone: still sorted
+            self.names, self._index = merged, index
+        return np.fromiter(map(self._index.__getitem__, names), np.int64, len(names))
+
+    def add_units(self, names: Sequence[str], a: np.ndarray, b: np.ndarray, s: np.ndarray, g: np.ndarray,
+                  c: np.ndarray) -> None:
+        """Add units: bot ``names[a[k]]`` scored ``s[k]`` points in ``g[k]`` games against
+        ``names[b[k]]``, counted ``c[k]`` times (negative: taken back). ``a``, ``b``: integer
+        arrays indexing ``names``; ``s``, ``g``, ``c``: arrays of the same length. Units are not
+        checked (the store's are valid; :func:`fit_units` says what is)."""
+        s, g, c = (np.asarray(x, float) for x in (s, g, c))
+        rank = self.ranks(names)
+        ra, rb = rank[np.asarray(a, np.int64)], rank[np.asarray(b, np.int64)]
+        flip = ra > rb
+        s_lo = np.where(flip, g - s, s)
+        win = np.floor(s)
+        draw = (s - win >= 0.25).astype(float)
+        w_lo = np.where(flip, g - win - draw, win)
+        cg = c * g
+        self._accumulate(np.minimum(ra, rb), np.maximum(ra, rb),
+                         np.stack([cg, c * s_lo, c * s_lo * s_lo, cg * s_lo, cg * g, c, c * w_lo, c * draw]))
+
+    def _accumulate(self, i: np.ndarray, j: np.ndarray, rows: np.ndarray) -> None:
+        if i.size == 0:
+            return
+        keys, inv = np.unique(i * _KEY + j, return_inverse=True)
+        sums = np.stack([np.bincount(inv, r, keys.size) for r in rows])
+        pos = np.searchsorted(self.keys, keys)
+        found = pos < self.keys.size
+        found[found] = self.keys[pos[found]] == keys[found]
+        self.stats[:, pos[found]] += sums[:, found]
+        if not found.all():
+            new = ~found
+            self.keys = np.insert(self.keys, pos[new], keys[new])
+            self.stats = np.insert(self.stats, pos[new], sums[:, new], axis=1)
+
+    def as_dict(self) -> dict[tuple[str, str], tuple[float, ...]]:
+        """``{(bot, bot): totals}`` of the pairs holding a unit (for tests and comparisons)."""
+        keep = self.stats[5] != 0
+        i, j = self.keys[keep] // _KEY, self.keys[keep] % _KEY
+        return {(self.names[x], self.names[y]): tuple(col) for x, y, col in
+                zip(i.tolist(), j.tolist(), self.stats[:, keep].T.tolist())}
+
+    def results(self) -> int:
+        """The games the totals hold (a ladder's finished, not aborted, matches)."""
+        return int(round(float(self.stats[0].sum())))
+
+
+def fit_totals(totals: LadderTotals, variance: str = "robust", start: Mapping[str, float] | None = None,
+               intervals: str = "auto") -> Fit:
+    """:func:`fit_units` on a ladder's :class:`LadderTotals`: the same ratings, intervals and
+    tallies as on the units they sum (up to rounding in the last digits), in ``O(bots + pairs)``
+    vectorised work before the solves. The field is the bots of the pairs holding a unit.
+    ``intervals`` as in :func:`fit_units`, or ``"none"``: ratings alone, every ``ci95`` NaN
+    (the background fitter refits the intervals less often than the ratings:
+    :mod:`arena.schedule.fitter`). Raises ``ValueError`` for another ``variance`` or ``intervals``."""
+    if variance not in ("model", "robust"):
+        raise ValueError(f"variance must be 'model' or 'robust', not {variance!r}")
+    if intervals not in ("auto", "exact", "probing", "none"):
+        raise ValueError(f"intervals must be 'auto', 'exact', 'probing' or 'none', not {intervals!r}")
+    keep = totals.stats[5] > 0
+    keys, stats = totals.keys[keep], totals.stats[:, keep]
+    i, j = keys // _KEY, keys % _KEY
+    used = np.zeros(len(totals.names), bool)
+    used[i], used[j] = True, True
+    bots = totals.names
+    if not used.all():  # bots whose units were all taken back: not in the field
+        rank = np.cumsum(used) - 1
+        i, j = rank[i], rank[j]
+        bots = [x for x, u in zip(totals.names, used.tolist()) if u]
+    n = len(bots)
+    if n == 0:
+        return Fit([], [], variance)
+    gg, ss, s2, sg, g2, u, w, d = stats
+    pairs = Pairs(n, i, j, gg, ss, s2, sg, g2, u, np.bincount(i, ss, n) + np.bincount(j, gg - ss, n))
+
+    def tallies() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        loss = gg - w - d
+        out = (np.bincount(i, w, n) + np.bincount(j, loss, n), np.bincount(i, loss, n) + np.bincount(j, w, n),
+               np.bincount(i, d, n) + np.bincount(j, d, n))
+        return tuple(np.rint(x).astype(np.int64) for x in out)  # type: ignore[return-value]
+
+    return _solve(bots, pairs, _start(bots, start), variance, intervals, tallies)
+
+
 def _fit(
     units: Mapping[tuple[str, str, float, int], int],
     tallies: list[tuple[str, str, int, int, int]] | None,
@@ -345,17 +477,36 @@ def _fit(
     if not c.all():  # units counted 0 times: not played (their bots stay in the field, without games)
         keep = c > 0
         a, b, s, g, c = a[keep], b[keep], s[keep], g[keep], c[keep]
-    theta0 = np.zeros(n)
-    if start:
-        theta0 = (np.fromiter((start.get(x, ANCHOR) for x in bots), float, n) - ANCHOR) / _SCALE
+    theta0 = _start(bots, start)
+    pairs = aggregate(n, a, b, s, g, c)
+    return _solve(bots, pairs, theta0, variance, intervals, lambda: _tallies(n, index, tallies, a, b, s, g, c))
+
+
+def _start(bots: list[str], start: Mapping[str, float] | None) -> np.ndarray:
+    """Strengths (natural-log units) to start Newton's method from: ``start`` (Elo by bot),
+    the anchor for a bot it does not name; all at the anchor without ``start``."""
+    if not start:
+        return np.zeros(len(bots))
+    return (np.fromiter((start.get(x, ANCHOR) for x in bots), float, len(bots)) - ANCHOR) / _SCALE
+
+
+def _solve(bots: list[str], pairs: Pairs, theta0: np.ndarray, variance: str, intervals: str,
+           tallies: Callable[[], tuple[np.ndarray, np.ndarray, np.ndarray]]) -> Fit:
+    """The fit of the aggregated ``pairs`` of the sorted ``bots`` from ``theta0``: ratings
+    best first (then by name), with intervals (``intervals``: ``"auto"``, ``"exact"``,
+    ``"probing"``, or ``"none"``: no interval computed, every ``ci95`` NaN) and the win/loss/draw
+    counts ``tallies()`` gives per bot."""
+    n = len(bots)
     with one_blas_thread():
-        model = Model(aggregate(n, a, b, s, g, c), ROBUST_PRIOR_UNITS)
+        model = Model(pairs, ROBUST_PRIOR_UNITS)
         theta, p, h = newton(model, theta0)
         elo = ANCHOR + _SCALE * (theta - theta.mean())
         order = np.lexsort((np.arange(n), -elo))  # best first, then by name
-        got = Intervals(model, theta, h, model.meat(theta, p) if variance == "robust" else None, order, intervals)
-    ci95 = (Z95 * _SCALE) * np.sqrt(got.var)
-    wins, losses, draws = _tallies(n, index, tallies, a, b, s, g, c)
+        got = None
+        if intervals != "none":
+            got = Intervals(model, theta, h, model.meat(theta, p) if variance == "robust" else None, order, intervals)
+    ci95 = np.full(n, np.nan) if got is None else (Z95 * _SCALE) * np.sqrt(got.var)
+    wins, losses, draws = tallies()
     out = [Rating(name=bots[i], elo=e, ci95=w, games=x + y + z, wins=x, losses=y, draws=z)
            for i, e, w, x, y, z in zip(order.tolist(), elo[order].tolist(), ci95[order].tolist(),
                                        wins[order].tolist(), losses[order].tolist(), draws[order].tolist())]

@@ -1,0 +1,255 @@
+"""What the ladder's background fit reads (:mod:`arena.schedule.fitter`): every unit of the ladder
+once, at its start, then only the matches finished since its last read.
+
+The fitter keeps the ladder's units summed per pair of bots in memory
+(:class:`arena.stats.rating.LadderTotals`) between fits. Two reads feed them, each inside one
+read snapshot (:func:`read_snapshot`: SQLite's deferred ``BEGIN``, PostgreSQL's ``REPEATABLE
+READ``; never the writer lock), so that the result count, the matches and the units it reads
+agree:
+
+* :func:`read_totals`, at the fitter's start: every unit counted (table ``ladder_units``, one
+  pass in the table's order, fetched in chunks and handed on as arrays), the game's result
+  count (``ladder_state.results``), the highest ``matches.id`` and the ids of the game's matches
+  still pending. Its cost grows with the distinct units; on the 10,000-bot season store (2.8
+  million units counted at least once, 5.2 million rows) about 7.5-10.5 s of CPU, 500 MB at the
+  peak (docs/contests.md §12). Summing them per pair in SQL (``GROUP BY a, b``) was slower on
+  SQLite: its eight sums cost more than fetching the rows.
+* :func:`read_new`, before each refit: the units of the matches finished since, found from the
+  :class:`FitCursor` the last read left: every ``matches`` row above its highest id (one range
+  of the primary key: the matches created since), and, when that does not account for every
+  new result, the rows of the matches that were pending at the last read, the newest first,
+  until it does (a contest's matches in play: they finish in any order; the pending matches of
+  an abandoned tournament, older, are not read again at each refit). A match finished since is
+  turned into its unit exactly as :meth:`arena.store.sqlite.Store.record_result` counts it into
+  ``ladder_units``: a unit of one game, or, when it completes a duplicate pair (same tournament,
+  same ``pair_key``), the pair's unit of two games (scored from the first half's seat 0) in place
+  of its other half's lone one (:func:`arena.stats.ladder.ladder_units`). Aborted matches count
+  for nothing. So a refit reads rows in proportion to the results and matches since the last
+  one, never the history.
+
+This relies on ``matches.id`` growing in the order matches are committed: they are inserted
+only under the store's writer lock (SQLite's one writer; on PostgreSQL the advisory lock of
+every write transaction), so a match committed after a read never has an id below the ones it
+read. A check keeps the two in step: the new finished matches found must be exactly as many as the
+result count grew (both read in the same snapshot). If they are not (matches edited by hand, a
+store restored from a backup, a pending match the cursor never saw), :func:`read_new` returns
+None and the fitter reads the totals afresh.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import msgspec
+import numpy as np
+
+CHUNK = 50_000
+"""Rows fetched at a time by :func:`read_totals` (a chunk of Python rows at a time in memory)."""
+
+BATCH = 1_000_000
+"""Units per batch :func:`read_totals` hands on (as arrays: 40 bytes per unit)."""
+
+IN_CHUNK_FIRST = 64
+IN_CHUNK = 512
+"""Ids per ``IN (...)`` list when :func:`read_new` reads the matches pending at the last read:
+:data:`IN_CHUNK_FIRST` at first, doubling up to this."""
+
+
+class FitCursor(msgspec.Struct):
+    """Where the fitter's last read stopped: ``last_id``, the highest ``matches.id`` it read (of
+    any game); ``pending``, the ids up to ``last_id`` of this game's matches that were pending
+    then (sorted); ``results``, the game's result count (``ladder_state.results``) then."""
+
+    last_id: int
+    pending: list[int]
+    results: int
+
+
+class Units(msgspec.Struct):
+    """Units of a ladder as arrays of one length: bot ``names[a[k]]`` scored ``s[k]`` points in
+    ``g[k]`` games against ``names[b[k]]``, counted ``c[k]`` times (-1: a lone match taken back as
+    its duplicate pair completes); in the order they apply. ``a``, ``b``: int64 arrays; ``s``,
+    ``g``, ``c``: float64 arrays; ``names``: the bots they index (each once, in no order)."""
+
+    names: list[str]
+    a: Any
+    b: Any
+    s: Any
+    g: Any
+    c: Any
+
+    @classmethod
+    def of(cls, rows: list[tuple[str, str, float, int, int]]) -> Units:
+        """Units from ``(a, b, s, g, c)`` tuples."""
+        return _columns(rows, {})
+
+
+class NewUnits(msgspec.Struct):
+    """What :func:`read_new` found: the :class:`Units` to add, the new finished (not aborted)
+    matches (``finished``) and the rows the read fetched (``rows_read``)."""
+
+    units: Units
+    finished: int
+    rows_read: int
+
+
+def _columns(rows: list[tuple], index: dict[str, int]) -> Units:
+    """``rows`` of ``(a, b, s, g, c)`` as :class:`Units` over the names of ``index`` (the new
+    ones added to it)."""
+    if not rows:
+        return Units(list(index), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0), np.zeros(0), np.zeros(0))
+    ca, cb, cs, cg, cn = zip(*rows)
+    for name in set(ca).union(cb).difference(index):
+        index[name] = len(index)
+    return Units(list(index), np.fromiter(map(index.__getitem__, ca), np.int64, len(ca)),
+                 np.fromiter(map(index.__getitem__, cb), np.int64, len(cb)),
+                 np.array(cs, float), np.array(cg, float), np.array(cn, float))
+
+
+@contextmanager
+def read_snapshot(store: Any) -> Iterator[None]:
+    """One read transaction on ``store.db``: every statement inside sees the same committed
+    state. SQLite: a deferred ``BEGIN`` (a WAL read snapshot; writers go on); PostgreSQL:
+    ``BEGIN`` without the writer lock, ``REPEATABLE READ``. Inside a transaction already open,
+    it joins it."""
+    db = store.db
+    if db.in_transaction:
+        yield
+        return
+    db.execute("BEGIN")
+    try:
+        if store.dialect == "postgresql":
+            db.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        yield
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
+
+
+def _results(store: Any, game: str) -> int:
+    row = store.db.execute("SELECT results FROM ladder_state WHERE game=?", (game,)).fetchone()
+    return 0 if row is None else int(row[0])
+
+
+def read_totals(store: Any, game: str, sink: Callable[[Units], None]) -> FitCursor:
+    """The whole ladder of ``game`` for a fitter starting, in one read snapshot: every unit
+    counted (``ladder_units``, one pass over the table), handed to ``sink`` in batches of about
+    :data:`BATCH` units (memory: one batch at a time), and the :class:`FitCursor` to read on
+    from. Raises what the store raises."""
+    # one pass in the table's order (SQLite would otherwise walk an index and look up each row)
+    table = "ladder_units NOT INDEXED" if store.dialect == "sqlite" else "ladder_units"
+    index: dict[str, int] = {}
+    parts: list[Units] = []
+    with read_snapshot(store):
+        results = _results(store, game)
+        last_id = store.db.execute("SELECT MAX(id) FROM matches").fetchone()[0] or 0
+        pending = sorted(r[0] for r in store.db.execute(
+            "SELECT id FROM matches WHERE game=? AND status='pending'", (game,)))
+        cur = store.db.execute(f"SELECT a, b, points, games, n FROM {table} WHERE game=? AND n<>0", (game,))
+        while rows := cur.fetchmany(CHUNK):
+            parts.append(_columns(rows, index))
+            if sum(p.a.size for p in parts) >= BATCH:
+                sink(_concatenate(parts, index))
+                parts = []
+        if parts:
+            sink(_concatenate(parts, index))
+    return FitCursor(last_id=last_id, pending=pending, results=results)
+
+
+def _concatenate(parts: list[Units], index: dict[str, int]) -> Units:
+    return Units(list(index), *(np.concatenate([getattr(p, f) for p in parts]) for f in ("a", "b", "s", "g", "c")))
+
+
+_MATCH = "SELECT id, game, tournament_id, pair_key, bot0, bot1, winner_seat, status FROM matches"
+
+
+def _points(winner_seat: int | None) -> float:
+    return 1.0 if winner_seat == 0 else 0.0 if winner_seat == 1 else 0.5
+
+
+def read_new(store: Any, game: str, cursor: FitCursor) -> tuple[FitCursor, NewUnits] | None:
+    """The units of ``game``'s matches finished since ``cursor`` (see the module docstring), and
+    the cursor to read on from; None when the matches found do not account for the results
+    counted since (then read everything again: :func:`read_totals`). Reads the matches created
+    since the cursor, the rows of the matches pending at the cursor when some results are
+    still unaccounted for, and the other half of each new finished match of a duplicate pair:
+    no row in proportion to the history. Raises what the store raises."""
+    db = store.db
+    units: list[tuple[str, str, float, int, int]] = []
+    rows_read = 0
+    with read_snapshot(store):
+        results = _results(store, game)
+        expected = results - cursor.results
+        if expected < 0:
+            return None
+        done: dict[int, Any] = {}
+        pending: list[int] = []
+        last_id = cursor.last_id
+        if expected > 0:
+            for row in db.execute(_MATCH + " WHERE id>? ORDER BY id", (cursor.last_id,)):
+                rows_read += 1
+                last_id = row[0]
+                if row[1] != game:
+                    continue
+                if row[7] == "pending":
+                    pending.append(row[0])
+                elif row[7] == "done":
+                    done[row[0]] = row
+        before = set(cursor.pending)
+        # some of the matches pending at the last read finished since: look at them, the newest
+        # first (a contest's matches in play; matches of an abandoned tournament, pending for
+        # ever, lie below them), in growing chunks, until the results are accounted for
+        newest_first = cursor.pending[::-1]
+        looked, chunk, still = 0, IN_CHUNK_FIRST, []
+        while len(done) < expected and looked < len(newest_first):
+            ids = newest_first[looked:looked + chunk]
+            looked += len(ids)
+            chunk = min(2 * chunk, IN_CHUNK)
+            for row in db.execute(_MATCH + f" WHERE id IN ({','.join('?' * len(ids))})", ids):
+                rows_read += 1
+                if row[7] == "pending":
+                    still.append(row[0])
+                elif row[7] == "done":
+                    done[row[0]] = row
+        kept = sorted(still + newest_first[looked:])
+        if len(done) != expected:
+            return None
+        applied: set[int] = set()
+
+        def counted(match_id: int) -> bool:  # in the totals already (read before, or earlier in this batch)
+            return match_id in applied or (match_id <= cursor.last_id and match_id not in before)
+
+        for match_id in sorted(done):
+            m = done[match_id]
+            twin = None
+            if m[3] is not None:
+                twin = db.execute("SELECT id, bot0, bot1, winner_seat FROM matches WHERE tournament_id=? AND "
+                                  "pair_key=? AND id<>? AND status='done'", (m[2], m[3], match_id)).fetchone()
+                rows_read += twin is not None
+            if twin is not None and counted(twin[0]):
+                units.append((twin[1], twin[2], _points(twin[3]), 1, -1))
+                this = (match_id, m[4], m[5], m[6])
+                first, second = (twin, this) if twin[0] < match_id else (this, twin)
+                s1 = _points(second[3])
+                pair = _points(first[3]) + (s1 if second[1] == first[1] else 1.0 - s1)
+                units.append((first[1], first[2], pair, 2, 1))
+            else:
+                units.append((m[4], m[5], _points(m[6]), 1, 1))
+            applied.add(match_id)
+    return (FitCursor(last_id=last_id, pending=sorted(kept + pending), results=results),
+            NewUnits(units=Units.of(units), finished=len(done), rows_read=rows_read))
+
+
+def read_ratings(store: Any, game: str) -> tuple[dict[str, float], dict[str, float]]:
+    """The stored ladder of ``game``: ``(Elo by bot, ci95 by bot)``, the intervals only where
+    known (finite): where a fitter starting warms up from."""
+    elo, ci95 = {}, {}
+    for bot, e, c in store.db.execute("SELECT bot, elo, ci95 FROM ladder WHERE game=?", (game,)):
+        elo[bot] = e
+        if c is not None and math.isfinite(c):
+            ci95[bot] = c
+    return elo, ci95
