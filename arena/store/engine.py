@@ -165,8 +165,18 @@ class Connection:
         """A context manager: one transaction (see the module docstring); nested ones join it."""
         return Transaction(self, writer)
 
-    def _start(self, writer: bool) -> None:
-        begin = self._begin if writer or self.dialect == "sqlite" else "BEGIN"
+    def snapshot(self) -> Transaction:
+        """A context manager: one read-only transaction whose statements all see the same
+        committed state, taking no writer lock (SQLite: a deferred ``BEGIN``, a WAL read
+        snapshot, writers go on; PostgreSQL: ``REPEATABLE READ READ ONLY``, no advisory lock).
+        For long reads (the ladder's fitter); inside a transaction already open it joins it."""
+        return Transaction(self, None)
+
+    def _start(self, writer: bool | None) -> None:
+        if writer is None:
+            begin = "BEGIN" if self.dialect == "sqlite" else "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+        else:
+            begin = self._begin if writer or self.dialect == "sqlite" else "BEGIN"
         if self.dialect == "postgresql" and self.conn.invalidated:
             self._reset()
         self._wrap(lambda: self.conn.exec_driver_sql(begin))
@@ -211,7 +221,7 @@ class Transaction:
     """``with`` block of :meth:`Connection.transaction`: begins (unless one is open: it joins),
     commits at the end, rolls back on an exception."""
 
-    def __init__(self, connection: Connection, writer: bool) -> None:
+    def __init__(self, connection: Connection, writer: bool | None) -> None:
         self.connection = connection
         self.writer = writer
         self.joined = False

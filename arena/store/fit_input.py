@@ -39,12 +39,12 @@ None and the fitter reads the totals afresh.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
 import numpy as np
+from sqlalchemy import bindparam, text
 
 CHUNK = 50_000
 """Rows fetched at a time by :func:`read_totals` (a chunk of Python rows at a time in memory)."""
@@ -109,30 +109,31 @@ def _columns(rows: list[tuple], index: dict[str, int]) -> Units:
                  np.array(cs, float), np.array(cg, float), np.array(cn, float))
 
 
-@contextmanager
-def read_snapshot(store: Any) -> Iterator[None]:
-    """One read transaction on ``store.db``: every statement inside sees the same committed
-    state. SQLite: a deferred ``BEGIN`` (a WAL read snapshot; writers go on); PostgreSQL:
-    ``BEGIN`` without the writer lock, ``REPEATABLE READ``. Inside a transaction already open,
-    it joins it."""
-    db = store.db
-    if db.in_transaction:
-        yield
-        return
-    db.execute("BEGIN")
-    try:
-        if store.dialect == "postgresql":
-            db.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-        yield
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
-    db.execute("COMMIT")
+def read_snapshot(store: Any) -> Any:
+    """One read transaction: every statement inside sees the same committed state, and no writer
+    waits for it (:meth:`arena.store.engine.Connection.snapshot`: SQLite's deferred ``BEGIN``,
+    PostgreSQL's ``REPEATABLE READ READ ONLY``). Inside a transaction already open, it joins it."""
+    return store.connection.snapshot()
+
+
+RESULTS = text("SELECT results FROM ladder_state WHERE game=:game")
+LAST_MATCH = text("SELECT MAX(id) FROM matches")
+PENDING = text("SELECT id FROM matches WHERE game=:game AND status='pending'")
+UNITS = {  # one pass in the table's order (SQLite would otherwise walk an index and look up each row)
+    "sqlite": text("SELECT a, b, points, games, n FROM ladder_units NOT INDEXED WHERE game=:game AND n<>0"),
+    "postgresql": text("SELECT a, b, points, games, n FROM ladder_units WHERE game=:game AND n<>0"),
+}
+_MATCH = "SELECT id, game, tournament_id, pair_key, bot0, bot1, winner_seat, status FROM matches"
+MATCHES_AFTER = text(_MATCH + " WHERE id>:after ORDER BY id")
+MATCHES_IN = text(_MATCH + " WHERE id IN :ids").bindparams(bindparam("ids", expanding=True))
+TWIN = text("SELECT id, bot0, bot1, winner_seat FROM matches WHERE tournament_id=:tid AND pair_key=:pair "
+            "AND id<>:id AND status='done'")
+RATINGS = text("SELECT bot, elo, ci95 FROM ladder WHERE game=:game")
 
 
 def _results(store: Any, game: str) -> int:
-    row = store.db.execute("SELECT results FROM ladder_state WHERE game=?", (game,)).fetchone()
-    return 0 if row is None else int(row[0])
+    found = store.run(RESULTS, {"game": game}).scalar()
+    return 0 if found is None else int(found)
 
 
 def read_totals(store: Any, game: str, sink: Callable[[Units], None]) -> FitCursor:
@@ -140,16 +141,14 @@ def read_totals(store: Any, game: str, sink: Callable[[Units], None]) -> FitCurs
     counted (``ladder_units``, one pass over the table), handed to ``sink`` in batches of about
     :data:`BATCH` units (memory: one batch at a time), and the :class:`FitCursor` to read on
     from. Raises what the store raises."""
-    # one pass in the table's order (SQLite would otherwise walk an index and look up each row)
-    table = "ladder_units NOT INDEXED" if store.dialect == "sqlite" else "ladder_units"
     index: dict[str, int] = {}
     parts: list[Units] = []
     with read_snapshot(store):
         results = _results(store, game)
-        last_id = store.db.execute("SELECT MAX(id) FROM matches").fetchone()[0] or 0
-        pending = sorted(r[0] for r in store.db.execute(
-            "SELECT id FROM matches WHERE game=? AND status='pending'", (game,)))
-        cur = store.db.execute(f"SELECT a, b, points, games, n FROM {table} WHERE game=? AND n<>0", (game,))
+        last_id = store.run(LAST_MATCH).scalar() or 0
+        pending = sorted(r[0] for r in store.run(PENDING, {"game": game}))
+        # streamed (a server-side cursor on PostgreSQL): one chunk in memory at a time
+        cur = store.run(UNITS[store.dialect].execution_options(stream_results=True, yield_per=CHUNK), {"game": game})
         while rows := cur.fetchmany(CHUNK):
             parts.append(_columns(rows, index))
             if sum(p.a.size for p in parts) >= BATCH:
@@ -164,9 +163,6 @@ def _concatenate(parts: list[Units], index: dict[str, int]) -> Units:
     return Units(list(index), *(np.concatenate([getattr(p, f) for p in parts]) for f in ("a", "b", "s", "g", "c")))
 
 
-_MATCH = "SELECT id, game, tournament_id, pair_key, bot0, bot1, winner_seat, status FROM matches"
-
-
 def _points(winner_seat: int | None) -> float:
     return 1.0 if winner_seat == 0 else 0.0 if winner_seat == 1 else 0.5
 
@@ -178,7 +174,6 @@ def read_new(store: Any, game: str, cursor: FitCursor) -> tuple[FitCursor, NewUn
     since the cursor, the rows of the matches pending at the cursor when some results are
     still unaccounted for, and the other half of each new finished match of a duplicate pair:
     no row in proportion to the history. Raises what the store raises."""
-    db = store.db
     units: list[tuple[str, str, float, int, int]] = []
     rows_read = 0
     with read_snapshot(store):
@@ -190,7 +185,7 @@ def read_new(store: Any, game: str, cursor: FitCursor) -> tuple[FitCursor, NewUn
         pending: list[int] = []
         last_id = cursor.last_id
         if expected > 0:
-            for row in db.execute(_MATCH + " WHERE id>? ORDER BY id", (cursor.last_id,)):
+            for row in store.run(MATCHES_AFTER, {"after": cursor.last_id}):
                 rows_read += 1
                 last_id = row[0]
                 if row[1] != game:
@@ -209,7 +204,7 @@ def read_new(store: Any, game: str, cursor: FitCursor) -> tuple[FitCursor, NewUn
             ids = newest_first[looked:looked + chunk]
             looked += len(ids)
             chunk = min(2 * chunk, IN_CHUNK)
-            for row in db.execute(_MATCH + f" WHERE id IN ({','.join('?' * len(ids))})", ids):
+            for row in store.run(MATCHES_IN, {"ids": ids}):
                 rows_read += 1
                 if row[7] == "pending":
                     still.append(row[0])
@@ -227,8 +222,7 @@ def read_new(store: Any, game: str, cursor: FitCursor) -> tuple[FitCursor, NewUn
             m = done[match_id]
             twin = None
             if m[3] is not None:
-                twin = db.execute("SELECT id, bot0, bot1, winner_seat FROM matches WHERE tournament_id=? AND "
-                                  "pair_key=? AND id<>? AND status='done'", (m[2], m[3], match_id)).fetchone()
+                twin = store.run(TWIN, {"tid": m[2], "pair": m[3], "id": match_id}).first()
                 rows_read += twin is not None
             if twin is not None and counted(twin[0]):
                 units.append((twin[1], twin[2], _points(twin[3]), 1, -1))
@@ -248,7 +242,7 @@ def read_ratings(store: Any, game: str) -> tuple[dict[str, float], dict[str, flo
     """The stored ladder of ``game``: ``(Elo by bot, ci95 by bot)``, the intervals only where
     known (finite): where a fitter starting warms up from."""
     elo, ci95 = {}, {}
-    for bot, e, c in store.db.execute("SELECT bot, elo, ci95 FROM ladder WHERE game=?", (game,)):
+    for bot, e, c in store.run(RATINGS, {"game": game}):
         elo[bot] = e
         if c is not None and math.isfinite(c):
             ci95[bot] = c

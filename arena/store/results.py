@@ -95,10 +95,8 @@ COUNT_GAME = upsert(ladder, ("game", "bot"), lambda new: {"games": ladder.c.game
 COUNT_RESULT = upsert(ladder_state, ("game",), lambda new: {"results": ladder_state.c.results + 1})
 
 # ------------------------------------------------------------------ the ladder's fit and reads
-STATE_RESULTS = select(ladder_state.c.results).where(ladder_state.c.game == _GAME)
 STATE = select(ladder_state.c.results, ladder_state.c.fitted_results, ladder_state.c.fitted_at,
                ladder_state.c.fit_ms).where(ladder_state.c.game == _GAME)
-ELOS = select(ladder.c.bot, ladder.c.elo).where(ladder.c.game == _GAME)
 SAVE_RATING = upsert(ladder, ("game", "bot"), lambda new: {"elo": new.elo, "ci95": new.ci95,
                                                            "updated_at": new.updated_at})
 SAVE_FIT = upsert(ladder_state, ("game",), lambda new: {"fitted_results": new.fitted_results,
@@ -204,16 +202,6 @@ class Results:
         return out
 
     # ------------------------------------------------------------------ the ladder
-
-    def ladder_fit_input(self, game: str) -> tuple[int, dict[tuple[str, str, float, int], int], dict[str, float]]:
-        """What the ladder's fit of ``game`` reads, without the writer lock: ``(results, units,
-        start)``: the game's result count, read first (a result landing meanwhile is in the units
-        and makes the next fit run once more, never goes unfitted), the units
-        (:meth:`ladder_units`) and the stored ratings to start from (Elo by bot)."""
-        results = self.run(STATE_RESULTS, {"game": game}).scalar() or 0
-        units = self.ladder_units(game)
-        start = {r[0]: r[1] for r in self.run(ELOS, {"game": game})}
-        return results, units, start
 
     def save_ladder_fit(self, game: str, ratings: list[Any], results: int, fit_ms: int) -> None:
         """Store a fit of ``game`` (``arena.stats.rating.Rating`` rows) made over its first

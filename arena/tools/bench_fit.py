@@ -25,15 +25,43 @@ import resource
 import sqlite3
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
+
+import sqlalchemy as sa
 
 from arena.schedule.fitter import FitState, compute_fit
 from arena.store.fit_input import Units
 
 CACHE = Path.home() / ".cache" / "arena-bench-season"
 """Where ``make bench-season`` caches its seeded stores (``arena.tools.bench_season``)."""
+
+
+class ReadOnlyStore:
+    """What :mod:`arena.store.fit_input` reads through (``run``, ``connection.snapshot()``,
+    ``dialect``), on an SQLite file opened read-only (``mode=ro``): the bench never writes the
+    cached store, nor stamps or upgrades its schema. ``raw`` is the driver's connection."""
+
+    dialect = "sqlite"
+
+    def __init__(self, path: Path) -> None:
+        self.raw = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None)
+        self._conn = sa.create_engine("sqlite://", creator=lambda: self.raw).connect()
+        self.connection = self
+
+    def run(self, statement: Any, params: Any = None) -> Any:
+        """Run a store statement on the file."""
+        return self._conn.execute(statement, params)
+
+    @contextmanager
+    def snapshot(self) -> Any:
+        """One read transaction (SQLite's deferred ``BEGIN``)."""
+        self._conn.exec_driver_sql("BEGIN")
+        try:
+            yield
+        finally:
+            self._conn.exec_driver_sql("ROLLBACK")
 
 
 def _memory() -> str:
@@ -62,8 +90,8 @@ def main(argv: list[str] | None = None) -> int:
     if db is None or not db.is_file():
         print(f"no season store at {db or CACHE}: run `make bench-season` first, or name one", file=sys.stderr)
         return 2
-    conn = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None)
-    store = SimpleNamespace(db=conn, dialect="sqlite")
+    store = ReadOnlyStore(db)
+    conn = store.raw
     print(f"{db} (load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
     state = FitState(args.game)
     _, wall, cpu = _timed(state.update, store)
