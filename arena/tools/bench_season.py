@@ -73,6 +73,7 @@ from arena.errors import DatabaseError
 from arena.store.postgres import is_url, redact, reset_schemas, schema_bytes
 from arena.store.season_seed import SeasonSpec, SeedReport, seed_store
 from arena.store.sqlite import SCHEMA_VERSION, Store
+from arena.store.upgrade import upgrade
 from arena.tools.bench_pages import page_p99s
 from arena.tools.bench_server import build_instant_bot, percentile
 from arena.tools.pg_cluster import start_cluster
@@ -390,7 +391,13 @@ def cached_seed(settings: Settings, say: Any) -> tuple[Path, Seeded]:
         say(f"SQLite: reusing the seeded store {cache} (seeded in {report.total_s:.0f} s; --reseed to make it again)")
         t0 = time.perf_counter()
         try:
-            Store(cache).close()  # migrations, if the schema is newer than the cache
+            try:
+                Store(cache).close()
+            except DatabaseError as exc:  # made by an older arena: `arena db upgrade`, as a user would
+                if "arena db upgrade" not in str(exc):
+                    raise
+                say(f"SQLite: {upgrade(str(cache))}")
+                Store(cache).close()
             return cache, Seeded(report, cache.stat().st_size, cached=True, migrate_s=time.perf_counter() - t0)
         except DatabaseError as exc:  # made by a newer arena than this one: made again
             say(f"SQLite: the cached seed cannot be used ({exc}); seeding it again")
