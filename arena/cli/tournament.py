@@ -386,7 +386,8 @@ def cmd_worker(args: argparse.Namespace) -> int:
 def cmd_sprt(args: argparse.Namespace) -> int:
     """``arena sprt``: play duplicate pairs until the GSPRT accepts H0 or H1; print the
     log-likelihood ratio after every pair."""
-    from arena.stats.sprt import SPRT, SprtFormat
+    from arena.schedule.formats.sprt import SprtFormat
+    from arena.stats.sprt import SPRT
 
     console = make_console()
     bot, vs = load_manifest(args.bot), load_manifest(args.vs)
