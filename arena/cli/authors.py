@@ -45,8 +45,8 @@ def add_commands(sub: Commands) -> None:
 
 def cmd_author(args: argparse.Namespace) -> int:
     """``arena author register``, ``arena bots upload | test | remote``: an author talking to a
-    contest server over HTTP (:mod:`arena.net.author_client`)."""
-    from arena.net import author_client as client
+    contest server over HTTP (:mod:`arena.authors.client`)."""
+    from arena.authors import client
 
     console = make_console()
     if args.command == "author":
@@ -96,7 +96,7 @@ def print_upload(console: Console, state: dict) -> None:
 
 
 def print_tests(console: Console, server: str, tests: list[dict]) -> None:
-    """Test matches (:func:`arena.net.accounts.test_summary`): one line each, then the total of
+    """Test matches (:func:`arena.authors.accounts.test_summary`): one line each, then the total of
     those played, as plain text."""
     won = lost = drawn = 0
     for t in tests:
@@ -118,7 +118,7 @@ def cmd_authors(args: argparse.Namespace) -> int:
     contest's database)."""
     import time
 
-    from arena.net.accounts import TOKEN_SEPARATOR
+    from arena.authors.accounts import TOKEN_SEPARATOR
 
     store = Store(args.db, create=args.authors_command != "list")
     verb = args.authors_command
