@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 TESTS  := $(VENV)/.installed-test
 
-.PHONY: all run run-piquet test typecheck test-slow bench bench-scale bench-season study twins lint schema clean
+.PHONY: all run run-piquet test typecheck lint-imports test-slow bench bench-scale bench-season study twins lint schema clean
 
 # the C sample bot (libc only): built by `make`, `make run` and `make test`
 CC     = gcc
@@ -65,9 +65,13 @@ run-piquet: $(STAMP) $(C_BOT)
 typecheck: $(TESTS)
 	$(BIN)/python -m mypy
 
-## make test: the type check, then the whole test suite (the Java bot's doctor checks and tournament included
+## make lint-imports: the layers contract of pyproject.toml's [tool.importlinter] (imports inside functions too)
+lint-imports: $(TESTS)
+	$(BIN)/lint-imports
+
+## make test: the type check and the layers contract, then the whole test suite (the Java bot's doctor checks and tournament included
 ## where a JDK is)
-test: $(TESTS) typecheck
+test: $(TESTS) typecheck lint-imports
 	@if command -v $(CC) >/dev/null 2>&1; then $(MAKE) -s $(C_BOT); else echo "note: no $(CC): the C sample bot's tests are skipped"; fi
 	@if [ -n "$(HAVE_JDK)" ]; then $(MAKE) -s $(JAVA_BOT); else echo "note: no JDK (javac, jar): the Java sample bot's tests are skipped; install default-jdk-headless"; fi
 	$(BIN)/python -m pytest -q -m "not slow"

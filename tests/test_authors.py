@@ -1,4 +1,4 @@
-"""Self-service for bot authors (arena/net/accounts.py, author_pages.py, arena/schedule/gate.py),
+"""Self-service for bot authors (arena/authors/accounts.py, pages.py, arena/schedule/gate.py),
 through HTTP against the ASGI app (httpx's ASGI transport, no sockets, no bot process): the
 registration policies, tokens, sessions and CSRF, rate limits, archive and manifest checks, the
 doctor gate's bookkeeping (with a scripted doctor), and every attempt of one author to reach
@@ -18,8 +18,10 @@ import msgspec
 import pytest
 import trio
 
-import arena.net.accounts as accounts
+import arena.authors.accounts as accounts
 import arena.store.sqlite as sqlite
+from arena.authors.pages import MOUNTS as AUTHOR_MOUNTS
+from arena.net.web import make_app
 from arena.schedule.contest import Contest, ContestConfig
 from arena.schedule.gate import UploadConfig
 from arena.store.archives import pack
@@ -40,9 +42,7 @@ def make_contest(tmp_path: Path, **kw: Any) -> Contest:
 
 
 def client(contest: Contest, addr: str = "10.0.0.1") -> httpx.AsyncClient:
-    from arena.net.web import make_app
-
-    app = getattr(contest, "_test_app", None) or make_app(contest)
+    app = getattr(contest, "_test_app", None) or make_app(contest, AUTHOR_MOUNTS)
     contest._test_app = app  # one app: its sessions and rate limits are shared by every client
     return httpx.AsyncClient(transport=httpx.ASGITransport(app=app, client=(addr, 1234)), base_url="http://arena")
 

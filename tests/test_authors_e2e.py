@@ -20,8 +20,9 @@ from typing import Any
 import pytest
 import trio
 
+from arena.authors import client as author_client
+from arena.authors.pages import MOUNTS as AUTHOR_MOUNTS
 from arena.cli import main
-from arena.net import author_client
 from arena.net.server import ServerConfig
 from arena.schedule.contest import Contest, ContestConfig
 from arena.schedule.gate import UploadConfig
@@ -139,6 +140,7 @@ async def test_authors_register_upload_play_and_stay_apart(tmp_path: Path, capsy
                            server=ServerConfig(port=0), seed=11, registration="invite", max_matches=6,
                            time=TimeControl(move_ms=2000), uploads=UploadConfig(dir=str(tmp_path / "uploads")))
     contest = Contest(config)
+    contest.web_mounts = AUTHOR_MOUNTS  # as `arena serve` does
     store = contest.store
     codes = [store.add_invitation("alice"), store.add_invitation("bob")]
     async with trio.open_nursery() as nursery:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from arena.net.author_client import find_manifest
+from arena.authors.client import find_manifest
 from arena.schedule.launcher import sandbox_problem
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -179,7 +179,7 @@ def test_debug_shows_the_traceback(tmp_path: Path) -> None:
 
 
 def test_the_resume_command_repeats_every_option_but_the_bots() -> None:
-    from arena.cli import resume_command
+    from arena.cli.tournament import resume_command
 
     assert resume_command(["tournament", "--bots", "a.toml", "b c.toml", "--logs", "my logs", "--workers", "0",
                            "--trust-bots", "--db", "x.db"], 7) == \

@@ -17,11 +17,13 @@ import httpx
 import pytest
 import trio
 
-import arena.net.accounts as accounts
+import arena.authors.accounts as accounts
 import arena.store.sqlite as sqlite
+from arena.authors import client as author_client
+from arena.authors.pages import MOUNTS as AUTHOR_MOUNTS
 from arena.cli import main
-from arena.net import author_client
 from arena.net.server import ServerConfig
+from arena.net.web import make_app
 from arena.schedule.contest import Contest, ContestConfig
 from arena.schedule.gate import UploadConfig
 from arena.schedule.on_demand import AuthorsConfig, day_window, seat_view, slices
@@ -44,9 +46,7 @@ def make_contest(tmp_path: Path, **kw: Any) -> Contest:
 
 
 def client(contest: Contest) -> httpx.AsyncClient:
-    from arena.net.web import make_app
-
-    app = getattr(contest, "_test_app", None) or make_app(contest)
+    app = getattr(contest, "_test_app", None) or make_app(contest, AUTHOR_MOUNTS)
     contest._test_app = app
     return httpx.AsyncClient(transport=httpx.ASGITransport(app=app, client=("10.0.0.1", 1234)),
                              base_url="http://arena")
@@ -257,6 +257,7 @@ async def test_real_bots_unrated_replay_with_own_output_through_the_cli(tmp_path
     contest = Contest(ContestConfig(db=str(tmp_path / "arena.db"), logs=str(tmp_path / "logs"), http_port=0,
                                     server=ServerConfig(port=0), seed=7, trust_bots=TRUST_BOTS, max_matches=0,
                                     registration="open", uploads=UploadConfig(dir=str(tmp_path / "uploads"))))
+    contest.web_mounts = AUTHOR_MOUNTS  # as `arena serve` does
     store = contest.store
     alice_id, alice_secret = store.add_author("alice")
     bob_id, _ = store.add_author("bob")

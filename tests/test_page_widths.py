@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import trio
 
-from arena.net.accounts import TOKEN_SEPARATOR
+from arena.authors.accounts import TOKEN_SEPARATOR
 from arena.net.server import ServerConfig
 from arena.schedule.contest import Contest, ContestConfig
 from arena.schedule.gate import UploadConfig

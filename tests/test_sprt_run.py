@@ -6,7 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from arena.stats.sprt import SPRT, SprtFormat
+from arena.schedule.formats.sprt import SprtFormat
+from arena.stats.sprt import SPRT
 from tests.conftest import TRUST_ARGS
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -21,9 +21,9 @@ import pytest
 import trio
 from rich.console import Console
 
+from arena.authors import client as author_client
 from arena.errors import UserError
 from arena.metrics import METRICS
-from arena.net import author_client
 from arena.net.server import ArenaServer, ServerConfig
 from arena.net.tls import TLSFailure, exposure_warning, is_loopback, open_stream, split_address
 from arena.schedule.contest import Contest, ContestConfig, load_config

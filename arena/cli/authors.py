@@ -9,25 +9,25 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from arena.cli.common import DB_HELP, Commands, make_console
+from arena.authors import client
+from arena.authors.accounts import TOKEN_SEPARATOR
+from arena.cli.common import DB_HELP, Commands, add_command, make_console
 from arena.errors import Unavailable, UserError
 from arena.names import plain
 from arena.schedule.launcher import command_problem, load_manifest
 from arena.store.sqlite import Store
 
-PLACE = 70  # where its commands stand in `arena --help`
-
 
 def add_commands(sub: Commands) -> None:
     """Add ``author``, ``authors`` to the ``arena`` command tree."""
-    au = sub.add_parser("author", help="your bot-author account on a contest server (self-service)")
+    au = add_command(sub, "author")
     ausub = au.add_subparsers(dest="author_command", required=True)
     ar = ausub.add_parser("register", help="create your author account; prints your token once")
     ar.add_argument("--server", required=True, help="the contest's web address, e.g. http://host:8080")
     ar.add_argument("--name", required=True, help="your author name")
     ar.add_argument("--invitation", help="the code the organiser gave you (registration = \"invite\")")
     ar.set_defaults(run=cmd_author)
-    aus = sub.add_parser("authors", help="(organiser) bot authors: add, invite, list, suspend, resume, delete")
+    aus = add_command(sub, "authors")
     aussub = aus.add_subparsers(dest="authors_command", required=True)
     for verb, text in (("add", "create an author account and print its token once"),
                        ("invite", "print a single-use invitation code"), ("list", "list authors and their bots"),
@@ -45,9 +45,7 @@ def add_commands(sub: Commands) -> None:
 
 def cmd_author(args: argparse.Namespace) -> int:
     """``arena author register``, ``arena bots upload | test | remote``: an author talking to a
-    contest server over HTTP (:mod:`arena.net.author_client`)."""
-    from arena.net import author_client as client
-
+    contest server over HTTP (:mod:`arena.authors.client`)."""
     console = make_console()
     if args.command == "author":
         token = client.register(args.server, args.name, args.invitation)
@@ -96,7 +94,7 @@ def print_upload(console: Console, state: dict) -> None:
 
 
 def print_tests(console: Console, server: str, tests: list[dict]) -> None:
-    """Test matches (:func:`arena.net.accounts.test_summary`): one line each, then the total of
+    """Test matches (:func:`arena.authors.accounts.test_summary`): one line each, then the total of
     those played, as plain text."""
     won = lost = drawn = 0
     for t in tests:
@@ -117,8 +115,6 @@ def cmd_authors(args: argparse.Namespace) -> int:
     """``arena authors add | invite | list | suspend | resume | delete`` (the organiser, on the
     contest's database)."""
     import time
-
-    from arena.net.accounts import TOKEN_SEPARATOR
 
     store = Store(args.db, create=args.authors_command != "list")
     verb = args.authors_command

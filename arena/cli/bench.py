@@ -6,14 +6,13 @@ from __future__ import annotations
 import argparse
 
 from arena.bounds import float_in, option_int
-from arena.cli.common import Commands, at_least
-
-PLACE = 50  # where its commands stand in `arena --help`
+from arena.cli.common import Commands, add_command, at_least
+from arena.tools.bench import main as bench_main
 
 
 def add_commands(sub: Commands) -> None:
     """Add ``bench`` to the ``arena`` command tree."""
-    b = sub.add_parser("bench", help="measure engine and referee throughput")
+    b = add_command(sub, "bench")
     b.add_argument("--deals", type=option_int("deals"), default=20000, help="self-play deals for the engine figure")
     b.add_argument("--decisions", type=option_int("decisions"), default=20000, help="decisions for the TCP figures")
     b.add_argument("--flood-s", type=float_in(0.0, 3600.0), default=5.0,
@@ -33,6 +32,4 @@ def add_commands(sub: Commands) -> None:
 
 def cmd_bench(args: argparse.Namespace) -> int:
     """``arena bench``: :func:`arena.tools.bench.main` with the parsed options."""
-    from arena.tools.bench import main as bench_main
-
     return bench_main(args)

@@ -10,19 +10,19 @@ from rich.table import Table
 from rich.text import Text
 
 from arena.cli.authors import cmd_author
-from arena.cli.common import DB_HELP, Commands, make_console
+from arena.cli.common import DB_HELP, Commands, add_command, make_console
 from arena.errors import Unavailable, UserError
 from arena.names import plain
 from arena.schedule.launcher import command_problem, load_manifest
+from arena.store import pages
+from arena.store.archives import ArchiveError, pack
 from arena.store.postgres import shown as shown_db
 from arena.store.sqlite import Store
-
-PLACE = 60  # where its commands stand in `arena --help`
 
 
 def add_commands(sub: Commands) -> None:
     """Add ``bots`` to the ``arena`` command tree."""
-    bots = sub.add_parser("bots", help="manage registered bots")
+    bots = add_command(sub, "bots")
     bsub = bots.add_subparsers(dest="bots_command", required=True)
     add = bsub.add_parser("add", help="register a bot and print its secret token once")
     add.add_argument("name")
@@ -81,8 +81,6 @@ def cmd_bots(args: argparse.Namespace) -> int:
         except ValueError as exc:
             raise UserError(str(exc)) from None
         print(f"submitted {name}: the contest server launches {args.manifest} and enters it in the ladder")
-        from arena.store.archives import ArchiveError, pack
-
         try:  # what a worker on another host unpacks and runs (arena.schedule.worker)
             version = store.put_archive(name, pack(args.manifest))
             print(f"stored as archive version {version} for the workers")
@@ -106,8 +104,6 @@ def print_bots(store: Store, game: str) -> None:
     fitted in the background); then the last output lines of each bot that is failing. Every
     statement it runs is in :mod:`arena.store.pages`."""
     import time
-
-    from arena.store import pages
 
     status = pages.bot_status(store)
     fresh = bool(status) and time.time() - max(r["updated_at"] for r in status.values()) < 15

@@ -5,16 +5,15 @@ from __future__ import annotations
 import argparse
 
 from arena.bounds import option_int
-from arena.cli.common import Commands
+from arena.cli.common import Commands, add_command
 from arena.errors import UserError
 from arena.match.limits import LIMITS
-
-PLACE = 30  # where its commands stand in `arena --help`
+from arena.tools.doctor import main as doctor_main
 
 
 def add_commands(sub: Commands) -> None:
     """Add ``doctor`` to the ``arena`` command tree."""
-    dr = sub.add_parser("doctor", help="conformance check of a bot before you submit it")
+    dr = add_command(sub, "doctor")
     dr.add_argument("manifest", help="the bot's manifest (TOML)")
     dr.add_argument("--move-ms", type=option_int("move_ms"), default=LIMITS.move_ms,
                     help="time per decision in ms (default 2000)")
@@ -35,8 +34,6 @@ def add_commands(sub: Commands) -> None:
 def cmd_doctor(args: argparse.Namespace) -> int:
     """``arena doctor``: :func:`arena.tools.doctor.main`; 0 if every check passed, 1 if not.
     Raises :class:`UserError` for ``--sandbox`` with ``--tcp`` or ``--tls``."""
-    from arena.tools.doctor import main as doctor_main
-
     if args.sandbox and (args.tcp or args.tls):
         raise UserError("--sandbox (stdin/stdout, the default) cannot go with --tcp or --tls: choose one")
     return doctor_main(args.manifest, move_ms=args.move_ms, verbose=args.verbose,

@@ -10,9 +10,11 @@ from pathlib import Path
 from rich.text import Text
 
 from arena.bounds import float_in
-from arena.cli.common import DB_HELP, Commands, make_console
+from arena.cli.common import DB_HELP, Commands, add_command, make_console
 from arena.errors import Unavailable, UserError
+from arena.match.log import ChainError, ReplayError, decompress, describe, public_view, seat_view, verify_bytes
 from arena.names import plain
+from arena.schedule.contest import load_config
 from arena.store.log_archive import (
     MAX_DAYS,
     ArchiveBusy,
@@ -27,12 +29,10 @@ from arena.store.postgres import is_url
 from arena.store.postgres import shown as shown_db
 from arena.store.sqlite import Store
 
-PLACE = 40  # where its commands stand in `arena --help`
-
 
 def add_commands(sub: Commands) -> None:
     """Add ``replay``, ``archive`` to the ``arena`` command tree."""
-    rp = sub.add_parser("replay", help="verify a match log (hash chain, rules engine, result) and print it")
+    rp = add_command(sub, "replay")
     rp.add_argument("log", help="a match log (.jsonl.gz or .jsonl), a member of an archive bundle "
                     "(logs/archive/DAY.zip#MATCH.jsonl.gz), or a match key (t3-m0042: found through --db, as a file "
                     "or in its bundle)")
@@ -45,8 +45,7 @@ def add_commands(sub: Commands) -> None:
                          "what it sent when it was charged, never the opponent's")
     rp.add_argument("--quiet", action="store_true", help="verify only, print the verdict")
     rp.set_defaults(run=cmd_replay)
-    ac = sub.add_parser("archive", help="apply the retention: match logs older than it into one bundle per day, "
-                        "old bot output, live events and failed uploads deleted (docs/contests.md, 'Running a season')")
+    ac = add_command(sub, "archive")
     ac.add_argument("--config", metavar="CONTEST", help="take db, logs and [retention] from this contest file")
     ac.add_argument("--db", help="the database whose matches' logs are archived: " + DB_HELP
                     + "; default: the contest file's, or arena.db")
@@ -82,8 +81,6 @@ def cmd_replay(args: argparse.Namespace) -> int:
     """``arena replay``: exit 0 if the log verifies, 1 (with the reason) if not. The log is a file,
     a member of an archive bundle, or a match key looked up in the database (its file, its bundle
     or its worker's copy); with a database its last hash must be the recorded one."""
-    from arena.match.log import ChainError, ReplayError, decompress, describe, public_view, seat_view, verify_bytes
-
     console = make_console()
 
     def failed(reason: str) -> int:
@@ -140,8 +137,6 @@ def cmd_archive(args: argparse.Namespace) -> int:
     and say what it did in one line. Safe to interrupt: run it again to go on."""
     retention, db, logs = Retention(), "arena.db", "logs"
     if args.config:
-        from arena.schedule.contest import load_config
-
         cfg = load_config(args.config)
         retention, db, logs = cfg.retention, cfg.db, cfg.logs
     db, logs = args.db or db, args.logs or logs

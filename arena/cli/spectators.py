@@ -7,18 +7,18 @@ import argparse
 from rich.table import Table
 
 from arena.bounds import int_in
-from arena.cli.common import DB_HELP, Commands, make_console
+from arena.cli.common import DB_HELP, Commands, add_command, make_console
 from arena.errors import UserError
 from arena.names import check_name, plain
+from arena.net.spectate import SpectatorHub
 from arena.store.sqlite import Store
-from arena.wagers.ledger import MAX_DEPOSIT
-
-PLACE = 80  # where its commands stand in `arena --help`
+from arena.wagers.desk import BettingDesk
+from arena.wagers.ledger import MAX_DEPOSIT, WagerError
 
 
 def add_commands(sub: Commands) -> None:
     """Add ``spectators`` to the ``arena`` command tree."""
-    sp_ = sub.add_parser("spectators", help="betting spectators (gallery wagers, ecarte.md §E9.1)")
+    sp_ = add_command(sub, "spectators")
     ssub = sp_.add_subparsers(dest="spectators_command", required=True)
     sa = ssub.add_parser("add", help="register a betting spectator, credit a bankroll, print the token once")
     sa.add_argument("name")
@@ -33,14 +33,9 @@ def add_commands(sub: Commands) -> None:
 
 def cmd_spectators(args: argparse.Namespace) -> int:
     """``arena spectators add | list``."""
-    from arena.net.spectate import SpectatorHub
-    from arena.wagers.desk import BettingDesk
-
     store = Store(args.db, create=args.spectators_command != "list")
     desk = BettingDesk(store, SpectatorHub())
     if args.spectators_command == "add":
-        from arena.wagers.ledger import WagerError
-
         try:
             check_name(args.name, "spectator")  # before anything is written
             with store.transaction():  # the account and its bankroll, or neither

@@ -18,21 +18,25 @@ from rich.table import Table
 from rich.text import Text
 
 from arena.bounds import MAX_ELO, float_in, option_int
-from arena.cli.common import DB_HELP, Commands, at_least, make_console, target
+from arena.cli.common import DB_HELP, Commands, add_command, at_least, make_console, target
 from arena.errors import INTERRUPTED, Unavailable, UserError, find_user_error, interrupted
+from arena.games import validate_rules
 from arena.gc_policy import tune_for_server
+from arena.match.clock import Clock
 from arena.match.limits import LIMITS
 from arena.match.referee import MatchConfig
 from arena.names import escape, plain
-from arena.schedule.formats import FORMATS
+from arena.schedule.formats import FORMATS, make_format
 from arena.schedule.formats.duplicate_deals import DEFAULT_DEALS
+from arena.schedule.formats.sprt import SprtFormat
 from arena.schedule.launcher import load_manifest, sandbox_problem
+from arena.schedule.progress import PlainProgress
 from arena.schedule.tournament import TournamentConfig, TournamentReport, run_tournament
+from arena.schedule.worker import LocalWorkers, Worker, open_db, pin_to_cpu
+from arena.stats.sprt import SPRT
 from arena.store.postgres import shown as shown_db
 from arena.store.sqlite import Store
 from protocol.messages import Rules, TimeControl
-
-PLACE = 10  # where its commands stand in `arena --help`
 
 
 def add_commands(sub: Commands) -> None:
@@ -43,7 +47,7 @@ def add_commands(sub: Commands) -> None:
 
 
 def _add_tournament(sub: Commands) -> None:
-    t = sub.add_parser("tournament", help="run a tournament of local bots over TCP")
+    t = add_command(sub, "tournament")
     t.add_argument("--bots", nargs="+", metavar="MANIFEST", help="bot manifest TOML files")
     t.add_argument("--resume", nargs="?", type=option_int("resume"), const=0, metavar="ID",
                    help="finish an interrupted tournament of --db (default: the newest unfinished)")
@@ -99,7 +103,7 @@ def _add_tournament(sub: Commands) -> None:
 
 
 def _add_worker(sub: Commands) -> None:
-    wk = sub.add_parser("worker", help="play scheduled matches of a tournament or contest from its database")
+    wk = add_command(sub, "worker")
     wk.add_argument("--db", default="arena.db", help="the database of the tournament or contest: " + DB_HELP)
     wk.add_argument("--tournament", type=option_int("tournament"), metavar="ID",
                     help="only this tournament's matches, and exit once it is finished (default: any, until stopped)")
@@ -122,7 +126,7 @@ def _add_worker(sub: Commands) -> None:
 
 
 def _add_sprt(sub: Commands) -> None:
-    sp = sub.add_parser("sprt", help="sequential test of one bot against another over duplicate pairs")
+    sp = add_command(sub, "sprt")
     sp.add_argument("--bot", required=True, metavar="MANIFEST", help="the bot under test")
     sp.add_argument("--vs", required=True, metavar="MANIFEST", help="the reference bot")
     sp.add_argument("--elo0", type=float_in(-MAX_ELO, MAX_ELO), default=0.0,
@@ -195,10 +199,6 @@ def check_tournament(config: TournamentConfig, manifests: list) -> None:
     names, an unknown ``--hero``, too few bots for the format, rule options the game does not
     have, a bad time control, no working bwrap for the sandbox (the default; ``--trust-bots``
     opts out). Raises :class:`UserError`."""
-    from arena.games import validate_rules
-    from arena.match.clock import Clock
-    from arena.schedule.formats import make_format
-
     names = [m.name for m in manifests]
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
@@ -310,8 +310,6 @@ def cmd_tournament(args: argparse.Namespace) -> int:
     check_tournament(config, manifests)
     progress_lines = None
     if not console.is_terminal and not args.quiet:  # a log file: plain lines, not a redrawn bar
-        from arena.schedule.progress import PlainProgress
-
         progress_lines = PlainProgress(args.progress_every, 30.0, args.elo_every,
                                        out=lambda text: print(text, flush=True))
     progress = Progress(
@@ -332,8 +330,6 @@ def cmd_tournament(args: argparse.Namespace) -> int:
         progress.update(task, advance=1, last=escape(f"{row.bot0} v {row.bot1}: {winner} ({result.reason})"))
         if progress_lines is not None:
             progress_lines.on_result(row, result)
-
-    from arena.schedule.worker import LocalWorkers
 
     console.print(Text.assemble((f"{len(manifests)} bots", "bold"), ": " + ", ".join(
         f"{m.name} ({m.language})" for m in manifests)))
@@ -359,8 +355,6 @@ def cmd_tournament(args: argparse.Namespace) -> int:
 def cmd_worker(args: argparse.Namespace) -> int:
     """``arena worker``: claim and play matches until the tournament is finished (with
     ``--tournament``) or until interrupted (:mod:`arena.schedule.worker`)."""
-    from arena.schedule.worker import Worker, open_db, pin_to_cpu
-
     store = open_db(args.db)
     if args.tournament is not None and store.tournament(args.tournament) is None:
         raise UserError(f"no tournament {args.tournament} in {shown_db(args.db)}")
@@ -386,8 +380,6 @@ def cmd_worker(args: argparse.Namespace) -> int:
 def cmd_sprt(args: argparse.Namespace) -> int:
     """``arena sprt``: play duplicate pairs until the GSPRT accepts H0 or H1; print the
     log-likelihood ratio after every pair."""
-    from arena.stats.sprt import SPRT, SprtFormat
-
     console = make_console()
     bot, vs = load_manifest(args.bot), load_manifest(args.vs)
     if bot.name == vs.name:

@@ -5,14 +5,13 @@ from __future__ import annotations
 import argparse
 
 from arena.bounds import option_int
-from arena.cli.common import Commands
-
-PLACE = 20  # where its commands stand in `arena --help`
+from arena.cli.common import Commands, add_command
+from arena.tools.watch import main as watch_main
 
 
 def add_commands(sub: Commands) -> None:
     """Add ``watch`` to the ``arena`` command tree."""
-    wt = sub.add_parser("watch", help="follow a match live in the terminal, as a spectator")
+    wt = add_command(sub, "watch")
     wt.add_argument("match", nargs="?", help="the match id (default: the first in play, then the next)")
     wt.add_argument("--host", default="127.0.0.1", help="the contest server (default 127.0.0.1); tls://host:port "
                     "for TLS")
@@ -28,7 +27,5 @@ def add_commands(sub: Commands) -> None:
 
 def cmd_watch(args: argparse.Namespace) -> int:
     """``arena watch``: :func:`arena.tools.watch.main` with the command line's options."""
-    from arena.tools.watch import main as watch_main
-
     return watch_main(args.host, args.port, args.match, once=args.once, name=args.name, tls=args.tls,
                       ca=args.tls_ca)

@@ -196,7 +196,7 @@ class Authenticator:
     def _secret(self, table: str, name: str) -> TokenHash | None:
         if table == "bots":
             return self.store.bot_secret(name)
-        if table == "authors":  # bot authors on the web side (arena.net.author_pages)
+        if table == "authors":  # bot authors on the web side (arena.authors.pages)
             return self.store.author_secret(name)
         return self.store.spectator_secret(name)
 

@@ -21,7 +21,9 @@ Routes:
   to replay in its table view; 404 for an unknown match, 409 while it or its duplicate twin is
   in play;
 * ``GET /match/{match_id}`` - the page, opening that match's replay (a URL per match);
-* ``/author/...`` - bot authors' accounts, uploads and own pages (:mod:`arena.net.author_pages`).
+* ``/author/...`` - bot authors' accounts, uploads and own pages (:mod:`arena.authors.pages`), mounted
+  by whoever composes the server (``mounts`` of :func:`make_app`): the author pages sit in a layer
+  above this one (they use the scheduler), so this module does not import them.
 
 A cursor or limit that is not one a page gave is a 400 with one line (``{"error": "bad_cursor",
 "message"}``). Every statement these routes run is in :mod:`arena.store.pages`, each answered
@@ -36,6 +38,7 @@ the contest has played its ``max_matches`` (and nothing is in play) or is shutti
 from __future__ import annotations
 
 import heapq
+from collections.abc import Callable, Mapping
 from html import escape
 from importlib import resources
 from typing import Any
@@ -50,12 +53,17 @@ from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingR
 from starlette.routing import Mount, Route
 
 from arena.metrics import METRICS
+from arena.net.history import NotReplayable, finished_matches, replay_feed
 from arena.net.spectate import Subscriber
 from arena.store import pages
 
 Contest = Any
 """An :class:`arena.schedule.contest.Contest` (not imported: the contest starts this module's server, and
 importing it back would make a cycle)."""
+
+Mounts = Mapping[str, Callable[[Contest], Any]]
+"""Sub-apps of the site by path prefix, each an ASGI app built from the contest (for example
+``{"/author": arena.authors.pages.make_author_app}``, :data:`arena.authors.pages.MOUNTS`)."""
 
 LEADERBOARD_CHANGED = b'{"type":"leaderboard"}\n'
 
@@ -92,7 +100,7 @@ def launched_bots(contest: Contest, shown: int = LAUNCHED_SHOWN) -> list[dict[st
     """The bots the server launches, with their supervision state (:mod:`arena.schedule.supervisor`):
     ``{"bot", "state", "failures", "last_output" (lines)}``; at most ``shown`` of them, those
     failing (``backoff``, ``disabled``) first, then by name. An author's bot's output is for its
-    author only (their page, :mod:`arena.net.author_pages`): empty here."""
+    author only (their page, :mod:`arena.authors.pages`): empty here."""
     chosen = heapq.nsmallest(shown, contest.supervisor.bots.values(),
                              key=lambda h: (h.state not in ("backoff", "disabled"), h.name))
     return [{"bot": h.name, "state": h.state, "failures": h.failures,
@@ -155,8 +163,6 @@ class _Site:
                              "launched_total": len(contest.supervisor.bots)})
 
     async def api_history(self, request: Request) -> Response:
-        from arena.net.history import finished_matches
-
         params = request.query_params
         try:
             before, after = pages.parse_id(params.get("before"), "before"), pages.parse_id(params.get("after"), "after")
@@ -168,8 +174,6 @@ class _Site:
             return _bad_cursor(exc)
 
     async def api_replay(self, request: Request) -> Response:
-        from arena.net.history import NotReplayable, replay_feed
-
         match_id = request.path_params["match_id"]
         try:
             messages = replay_feed(self.contest.store, match_id)
@@ -218,14 +222,16 @@ class _Site:
         return Response(METRICS.exposition(), media_type="text/plain; version=0.0.4; charset=utf-8")
 
 
-def make_app(contest: Contest) -> Starlette:
+def make_app(contest: Contest, mounts: Mounts | None = None) -> Starlette:
     """The ASGI app of ``contest``: the page, its JSON API, the live feed (server-sent events),
-    ``/metrics`` and the author pages under ``/author``."""
+    ``/metrics``, and each of ``mounts`` (path prefix -> a function of the contest giving an ASGI
+    app). ``mounts`` defaults to the contest's ``web_mounts`` attribute, if any (``arena serve``
+    sets the author pages there), else none."""
     site = _Site(contest)
-    from arena.net.author_pages import make_author_app
-
+    if mounts is None:
+        mounts = getattr(contest, "web_mounts", None) or {}
     return Starlette(routes=[
-        Mount("/author", app=make_author_app(contest)),
+        *(Mount(prefix, app=build(contest)) for prefix, build in mounts.items()),
         Route("/", site.page),
         Route("/match/{match_id}", site.page),
         Route("/api/history", site.api_history),
@@ -238,8 +244,10 @@ def make_app(contest: Contest) -> Starlette:
     ])
 
 
-async def serve_http(contest: Contest, host: str, port: int, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
-    """Serve the app until cancelled; ``task_status.started(port)`` reports the bound port.
+async def serve_http(contest: Contest, host: str, port: int, *, mounts: Mounts | None = None,
+                     task_status=trio.TASK_STATUS_IGNORED) -> None:
+    """Serve the app (:func:`make_app` of ``contest`` and ``mounts``) until cancelled;
+    ``task_status.started(port)`` reports the bound port.
     With the contest's ``[server] tls_cert`` and ``tls_key``, over HTTPS only (hypercorn's own
     TLS, 1.2 or later, from the same two files as the bots' port)."""
     config = Config()
@@ -251,6 +259,7 @@ async def serve_http(contest: Contest, host: str, port: int, *, task_status=trio
     config.errorlog = None
     config.graceful_timeout = 1.0
 
+    app = make_app(contest, mounts)
     async with trio.open_nursery() as nursery:
-        bound = await nursery.start(lambda task_status: serve(make_app(contest), config, task_status=task_status))
+        bound = await nursery.start(lambda task_status: serve(app, config, task_status=task_status))
         task_status.started(int(str(bound[0]).rsplit(":", 1)[1]))

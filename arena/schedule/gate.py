@@ -1,6 +1,6 @@
 """The doctor gate: an uploaded bot enters the ladder only once ``arena doctor`` passes it.
 
-An author's upload (:mod:`arena.net.accounts`) has already been checked as an archive (size
+An author's upload (:mod:`arena.authors.accounts`) has already been checked as an archive (size
 caps, path safety: :func:`arena.store.archives.check`) and its manifest validated; it waits in
 the ``uploads`` table as ``queued``. :class:`DoctorGate` works through the queue in the
 contest server's background:

@@ -24,6 +24,8 @@ from collections.abc import Callable
 
 import msgspec
 
+from arena.metrics import METRICS
+
 BASE_S = 1.0
 CAP_S = 60.0
 MAX_FAILURES = 8
@@ -98,8 +100,6 @@ def publish(store, supervisor: Supervisor, connected: set[str]) -> None:  # noqa
     """Write every supervised bot's state, and who is connected, to the database (for ``arena
     bots list`` run from another process) and to ``/metrics`` (``arena_bot_state{bot,state}``
     1 for the current state, ``arena_bot_failures{bot}``, ``arena_bot_connected{bot}``)."""
-    from arena.metrics import METRICS
-
     now_wall, now = time.time(), supervisor.clock()
     rows = []
     for h in supervisor.bots.values():

@@ -15,6 +15,7 @@ import statistics
 from collections.abc import Callable
 
 from arena.stats.rating import ANCHOR, elo_update, expected_score, fit_units
+from arena.stats.sprt import SPRT
 
 # ---------------------------------------------------------------------- the ladder
 
@@ -206,8 +207,6 @@ def sprt_runs(true_elo: float, runs: int, seed: int, elo0: float = 0.0, elo1: fl
     judged on one and the same LLR path by both stopping rules: ``(status with the overshoot
     correction, pairs, status with Wald's plain bounds, pairs)``. The corrected bounds lie
     inside Wald's, so the corrected test stops first; the path goes on until Wald's stops."""
-    from arena.stats.sprt import SPRT
-
     rng = random.Random(seed)
     out = []
     for _ in range(runs):

@@ -137,16 +137,22 @@ class Results:
                 "game": game, "format": fmt, "seed": seed, "config": json.dumps(msgspec.to_builtins(config),
                                                                                 sort_keys=True),
                 "bots": json.dumps(bots), "created_at": time.time()}).scalar_one())
-            rows = [self._match_values(tid, game, m if not isinstance(m, tuple) else _tuple_pairing(i, m))
-                    for i, m in enumerate(matches)]
+            rows = [self._match_values(tid, game, m) if not isinstance(m, tuple) else
+                    self._values(tid, game, i, m[0], m[1], m[2], None) for i, m in enumerate(matches)]
             if rows:
                 self.run(INSERT_MATCH[self.dialect], rows)
         return tid
 
     @staticmethod
-    def _match_values(tid: int, game: str, p: Any) -> dict[str, Any]:
-        return {"tournament_id": tid, "idx": p.index, "match_key": f"t{tid}-m{p.index + 1:04d}", "game": game,
-                "bot0": p.bot0, "bot1": p.bot1, "seed": p.seed, "pair_key": p.pair}
+    def _values(tid: int, game: str, idx: int, bot0: str, bot1: str, seed: int, pair: str | None) -> dict[str, Any]:
+        return {"tournament_id": tid, "idx": idx, "match_key": f"t{tid}-m{idx + 1:04d}", "game": game,
+                "bot0": bot0, "bot1": bot1, "seed": seed, "pair_key": pair}
+
+    @classmethod
+    def _match_values(cls, tid: int, game: str, p: Any) -> dict[str, Any]:
+        """The row of a ``Pairing`` (any object with ``index``, ``bot0``, ``bot1``, ``seed``, ``pair``:
+        the store does not import the formats, which sit above it)."""
+        return cls._values(tid, game, p.index, p.bot0, p.bot1, p.seed, p.pair)
 
     def add_match(self, tournament_id: int, game: str, pairing: Any) -> MatchRow:
         """Schedule one match (a ``Pairing``) of a format that decides as it goes; idempotent
@@ -404,9 +410,3 @@ class Results:
         """The newest finished matches that ``bot`` lost by its own fault (a timeout, a crash,
         an illegal action...): ``{match_key, reason, detail, finished_at}``."""
         return [dict(r._mapping) for r in self.run(BOT_FAULTS, {"bot": bot, "lim": limit})]
-
-
-def _tuple_pairing(i: int, m: tuple) -> Any:
-    from arena.schedule.formats import Pairing  # the formats import the store: a cycle at module level
-
-    return Pairing(index=i, bot0=m[0], bot1=m[1], seed=m[2])

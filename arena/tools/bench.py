@@ -48,6 +48,11 @@ from typing import Any
 import msgspec
 import trio
 
+from arena.match.core import MatchConfig
+from arena.match.runner import MatchRunner, MatchSpec
+from arena.net.server import ArenaServer, ServerConfig
+from arena.store.sqlite import Store
+from arena.tools import bench_server
 from arena.tools.bench_engine import (
     WIRE_MATCHES,
     EngineFigures,
@@ -66,6 +71,7 @@ from arena.tools.bench_proc import (
     encode_json,
     role_command,
 )
+from arena.tools.bench_workers import print_workers, workers_phase
 
 ENGINE_TARGET_DEALS_PER_S = 20_000
 """The engine's target throughput in deals per second (random self-play, one core)."""
@@ -224,11 +230,6 @@ async def referee_rate(
     ``max_seconds`` seconds at a match boundary in any case. A match that does not end by
     reaching the target (a forfeit) is an error.
     """
-    from arena.match.core import MatchConfig
-    from arena.match.runner import MatchRunner, MatchSpec
-    from arena.net.server import ArenaServer, ServerConfig
-    from arena.store.sqlite import Store
-
     store = Store(":memory:")
     names = ("bench-a", "bench-b")
     tokens = [store.add_bot(name) for name in names]
@@ -508,8 +509,6 @@ def main(args: argparse.Namespace) -> int:
     if getattr(args, "scale", False):
         return _server_bench(console, say, max(server_s, SCALE_SECONDS), concurrent=0, scale=SCALE_MATCHES)
     if getattr(args, "workers_games", 0) > 0:  # the workers phase (arena.tools.bench_workers)
-        from arena.tools.bench_workers import print_workers, workers_phase
-
         phase = workers_phase(args.workers_games, args.db, progress=say)
         print_workers(console, phase, args.db)
         if args.only_workers:
@@ -532,8 +531,6 @@ starting 2,000 matches at once takes the server seconds by itself."""
 def _server_bench(console: Any, say: Any, seconds: float, concurrent: int, scale: tuple[int, ...]) -> int:
     """Run and print :mod:`arena.tools.bench_server`; 1 with one line if the instant C bot
     cannot be built."""
-    from arena.tools import bench_server
-
     try:
         bench_server.build_instant_bot()
     except RuntimeError as exc:

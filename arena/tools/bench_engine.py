@@ -11,7 +11,12 @@ from typing import Any
 
 import msgspec
 
+from arena.games import GAMES
+from arena.games.base import choice_count, nth_choice, offer
+from arena.games.piquet import PiquetMatch
 from arena.tools.bench_proc import DEFAULT_MAX_SECONDS
+from protocol.framing import encode
+from protocol.messages import Compact, EventMsg, MatchEnd, MatchStart, Request, Rules, TimeControl
 
 WIRE_MATCHES = 20
 """Piquet matches encoded per legal form for the bytes-per-match figures."""
@@ -62,10 +67,6 @@ def engine_deals_per_second(
     seconds at a match boundary in any case.
     """
     import random
-
-    from arena.games import GAMES
-    from arena.games.base import choice_count, nth_choice
-    from protocol.messages import Rules
 
     engine_class = GAMES[game]
     rules = Rules()
@@ -141,11 +142,6 @@ def piquet_wire(n_matches: int, seed: int = 1, compact: bool = False) -> WireFig
     :func:`arena.games.base.offer`) and the ``match_end``. The seats answer with a random
     legal action (``random.Random(seed)``). No socket: the bytes are the figure, not the time."""
     import random
-
-    from arena.games.base import offer
-    from arena.games.piquet import PiquetMatch
-    from protocol.framing import encode
-    from protocol.messages import Compact, EventMsg, MatchEnd, MatchStart, Request, Rules, TimeControl
 
     chooser = random.Random(seed)
     total = largest = 0

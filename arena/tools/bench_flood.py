@@ -13,6 +13,12 @@ from typing import Any
 import msgspec
 import trio
 
+from arena.match.core import MatchConfig
+from arena.match.runner import MatchRunner, MatchSpec
+from arena.metrics import METRICS
+from arena.net.server import ArenaServer, ServerConfig, raise_fd_limit
+from arena.net.spectate import SpectatorHub
+from arena.store.sqlite import Store
 from arena.tools.bench_proc import HOST, STARTUP_TIMEOUT_S, Child, Lines, encode_json, role_command
 
 
@@ -90,8 +96,6 @@ async def spectator_flood_role(port: int, count: int, hold_s: float) -> dict[str
     """Subprocess side of the spectator flood: ``count`` spectators from 16 loopback addresses
     say ``hello`` and then nothing, holding their connections for ``hold_s`` seconds. Returns
     the count of each first answer (``welcome`` or an error code)."""
-    from arena.net.server import raise_fd_limit
-
     raise_fd_limit()
     answers: dict[str, int] = {}
     held: list[trio.SocketStream] = []
@@ -142,13 +146,6 @@ async def flood_rate(window_s: float = 5.0, clients: int = 200, spectators: int 
                      seed: int = 1) -> FloodFigures:
     """Phase 4 (see the module docstring): decisions/s quiet, during the hello flood and during
     the spectator flood, each over ``window_s`` seconds of one run, with the server's memory."""
-    from arena.match.core import MatchConfig
-    from arena.match.runner import MatchRunner, MatchSpec
-    from arena.metrics import METRICS
-    from arena.net.server import ArenaServer, ServerConfig
-    from arena.net.spectate import SpectatorHub
-    from arena.store.sqlite import Store
-
     store = Store(":memory:")
     names = ("bench-a", "bench-b")
     tokens = [store.add_bot(name) for name in names]

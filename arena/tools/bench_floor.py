@@ -19,6 +19,10 @@ from time import perf_counter
 
 import trio
 
+from arena.match.core import MatchConfig, MatchCore, result_line
+from arena.match.log import MatchLog
+from protocol.framing import decode_client
+
 SOURCE = Path(__file__).resolve().parents[2] / "sample_bots" / "bench" / "instant.c"
 """The instant bot's source."""
 
@@ -100,10 +104,6 @@ def core_alone(seconds: float = 5.0, seed: int = 1, max_decisions: int = 10**9) 
     are a floor under phase 1's CPU per decision: phase 1 adds the sockets, the event loop and
     the driver (:mod:`arena.match.referee`, :mod:`arena.match.seat`)."""
     import msgspec
-
-    from arena.match.core import MatchConfig, MatchCore, result_line
-    from arena.match.log import MatchLog
-    from protocol.framing import decode_client
 
     config = MatchConfig()
     encode_answer = msgspec.json.Encoder().encode

@@ -64,6 +64,12 @@ from typing import Any
 
 import trio
 
+from arena.gc_policy import restore, tune_for_server
+from arena.match import clock as clock_module
+from arena.match.core import MatchConfig
+from arena.match.runner import MatchRunner, MatchSpec
+from arena.metrics import METRICS
+from arena.net.server import ArenaServer, ServerConfig
 from arena.store.sqlite import SLOW, Store, TokenHash
 from arena.tools.bench_floor import (
     HOST,
@@ -249,8 +255,6 @@ def recording_charges() -> Iterator[ChargeRecord]:
     """Within the block, record every call of :meth:`arena.match.clock.Clock.charge` (of any
     seat of any match in this process) in a :class:`ChargeRecord`. The time charged is what the
     call added to the clock's ``used_ms``, or its argument for a clock without one."""
-    from arena.match import clock as clock_module
-
     record = ChargeRecord()
     cls = clock_module.Clock
     original = cls.charge
@@ -294,8 +298,6 @@ def timing_collections() -> Iterator[list[float]]:
 def _timeouts_counted() -> float:
     """Timeouts the referees of this process have counted so far (the sum of
     ``arena_timeouts_total`` over bots)."""
-    from arena.metrics import METRICS
-
     return sum(sample.value for family in METRICS.registry.collect() if family.name == "arena_timeouts"
                for sample in family.samples if sample.name == "arena_timeouts_total")
 
@@ -335,8 +337,6 @@ class OneMatchFigures:
 
 
 async def _start_server(store: Store, n_bots: int, nursery: trio.Nursery, dispatch: bool = True) -> tuple[Any, int]:
-    from arena.net.server import ArenaServer, ServerConfig
-
     room = n_bots + 64
     config = ServerConfig(port=0, max_connections=room, max_conns_per_addr=room, handshake_timeout_s=60.0,
                           auth_concurrency=2, auth_addr_burst=room, auth_name_burst=room, auth_global_burst=room,
@@ -369,9 +369,6 @@ async def _close_bots(server: Any, procs: list[_BotProcess], timeout_s: float = 
 async def one_match(seconds: float = 10.0, seed: int = 1, max_decisions: int = 10**9) -> OneMatchFigures:
     """Phase 1 (module docstring): Écarté matches between two instant bots, one at a time,
     for ``seconds`` seconds (or ``max_decisions`` decisions), finishing the match in play."""
-    from arena.match.core import MatchConfig
-    from arena.match.runner import MatchRunner, MatchSpec
-
     binary = build_instant_bot()
     store = _BenchStore(":memory:")
     config = MatchConfig()
@@ -449,9 +446,6 @@ async def concurrent_matches(n_matches: int, seconds: float = 10.0, seed: int = 
     for ``seconds`` seconds, then every match is stopped where it is. Charged times are
     recorded from the first match's start to the stop. ``dispatch``: the server's
     ``[server] dispatch`` (False: a reading task per connection, the baseline)."""
-    from arena.match.core import MatchConfig
-    from arena.match.runner import MatchRunner, MatchSpec
-
     if n_matches < 1:
         raise ValueError("at least one match")
     binary = build_instant_bot()
@@ -539,8 +533,6 @@ def run_server_bench(seconds: float = 10.0, concurrent: int = 100, scale: tuple[
     """Run phase 1 and its baselines, phase 2 at ``concurrent`` matches (0 skips it), then at
     each of ``scale``. Each phase lasts about ``seconds`` (the scale phases add the time their
     bots take to connect). ``progress(text)`` is told of each phase."""
-    from arena.gc_policy import restore, tune_for_server
-
     say = progress or (lambda text: None)
     t0 = perf_counter()
     thresholds = tune_for_server()  # as arena serve and arena tournament run

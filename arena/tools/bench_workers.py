@@ -47,6 +47,10 @@ from typing import Any
 import msgspec
 import trio
 
+from arena.match.referee import MatchConfig
+from arena.schedule.launcher import load_manifest, sandbox_problem
+from arena.schedule.tournament import TournamentConfig, run_tournament
+from arena.schedule.worker import LocalWorkers, open_db
 from arena.store.postgres import shown as shown_db
 
 WORKERS_TARGET_RATIO = 1.7
@@ -109,11 +113,6 @@ def run_workers(workers: int, games: int, db: str | None, workdir: Path, seed: i
     """Play the phase's tournament on ``workers`` workers (each pinned to a core with ``pin``);
     ``db``: a database URL or path (default: a fresh SQLite file in ``workdir``); ``tag`` tells
     the files of repeated runs apart."""
-    from arena.match.referee import MatchConfig
-    from arena.schedule.launcher import load_manifest, sandbox_problem
-    from arena.schedule.tournament import TournamentConfig, run_tournament
-    from arena.schedule.worker import LocalWorkers, open_db
-
     run = f"{workers}{'' if pin else 'u'}{tag}"
     manifests = bench_bots(workdir / f"bots{run}")
     store = open_db(db or str(workdir / f"w{run}.db"))

@@ -9,14 +9,33 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Protocol
 
 import msgspec
 
-from arena.net.spectate import SpectatorHub, Subscriber
 from arena.store.health import STORAGE_ERRORS
 from arena.store.sqlite import Store
 from arena.wagers.ledger import Ledger, LedgerRecord, Settlement
 from protocol.messages import BetPlaced, BetSettled, Betting
+
+
+class Gallery(Protocol):
+    """Where the desk announces a match's book to every spectator (the contest's
+    :class:`arena.net.spectate.SpectatorHub`; the desk sits below the network layer, so it names
+    only what it calls)."""
+
+    def announce(self, msg: msgspec.Struct) -> None:
+        """Send ``msg`` to every spectator connected."""
+        ...
+
+
+class Feed(Protocol):
+    """One betting spectator's feed (an :class:`arena.net.spectate.Subscriber`, registered in
+    :attr:`BettingDesk.subscribers` by the server while the spectator is connected)."""
+
+    def push(self, msg: msgspec.Struct | bytes) -> None:
+        """Queue ``msg`` for the spectator without waiting."""
+        ...
 
 
 class BettingDesk:
@@ -30,13 +49,13 @@ class BettingDesk:
     overwritten, and a crash at any point leaves the last committed state. After a crash,
     :meth:`recover` settles the books the dead server left open."""
 
-    def __init__(self, store: Store, hub: SpectatorHub) -> None:
+    def __init__(self, store: Store, hub: Gallery) -> None:
         self.store = store
         self.hub = hub
         self._unsaved: list[tuple] = []  # settled bets whose save failed: saved with the next one
         self._dirty = False  # a save failed: the ledger in memory is newer than the database's
         self._load()
-        self.subscribers: dict[str, Subscriber] = {}
+        self.subscribers: dict[str, Feed] = {}
 
     def _load(self) -> None:
         """Read the ledger from the database (:class:`arena.wagers.ledger.CorruptState` if it is

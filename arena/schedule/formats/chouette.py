@@ -20,7 +20,7 @@ from collections import deque
 
 import msgspec
 
-from arena.schedule.formats import Auction, Pairing, Step, derive_seed
+from arena.schedule.formats.base import Auction, Pairing, Step, derive_seed
 
 BANKROLL = 1000
 """Chips each bot starts with."""

@@ -11,7 +11,7 @@ on those scores. ``games`` (matches per pair of bots) must be even: every match 
 
 from __future__ import annotations
 
-from arena.schedule.formats import StaticFormat
+from arena.schedule.formats.base import StaticFormat
 from arena.schedule.formats.round_robin import circle_rounds, pair_matches
 
 DEFAULT_DEALS = 6

@@ -4,7 +4,7 @@ how a new bot is measured against a fixed field."""
 
 from __future__ import annotations
 
-from arena.schedule.formats import StaticFormat
+from arena.schedule.formats.base import StaticFormat
 from arena.schedule.formats.round_robin import pair_matches
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from arena.schedule.formats import Auction, Pairing, Step, derive_seed
+from arena.schedule.formats.base import Auction, Pairing, Step, derive_seed
 
 
 class Rotation:

@@ -8,7 +8,7 @@ is unpaired.
 
 from __future__ import annotations
 
-from arena.schedule.formats import Pairing, StaticFormat, derive_seed
+from arena.schedule.formats.base import Pairing, StaticFormat, derive_seed
 
 __all__ = ["RoundRobin", "circle_rounds", "derive_seed", "schedule"]
 

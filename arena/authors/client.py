@@ -1,6 +1,6 @@
 """The author's side of self-service from the terminal: ``arena author register``, ``arena bots
 upload``, ``arena bots remote`` and ``arena bots test`` talk to a contest server's ``/author/api`` over HTTP
-(:mod:`arena.net.author_pages`) with the standard library's ``urllib``.
+(:mod:`arena.authors.pages`) with the standard library's ``urllib``.
 
 The author token comes from ``--token`` or the ``ARENA_AUTHOR_TOKEN`` environment variable and
 travels only in the ``Authorization`` header: give an ``https://`` address for any server beyond
@@ -136,7 +136,7 @@ def test(server: str, token: str, bot: str, vs: str, games: int, *, wait: bool =
          clock: Callable[[], float] = time.monotonic, wait_s: float = TEST_WAIT_S) -> dict[str, Any]:
     """Ask for ``games`` unrated test matches of the author's ``bot`` against ladder bot ``vs``
     (:mod:`arena.schedule.on_demand`) and (``wait``) poll until every one is over or ``wait_s``
-    seconds pass. Returns ``{"tests": [summaries], "quota"}`` (:func:`arena.net.accounts.test_summary`).
+    seconds pass. Returns ``{"tests": [summaries], "quota"}`` (:func:`arena.authors.accounts.test_summary`).
     A refusal (over the day's quota: the server's 429 with when it resets) is a :class:`UserError`."""
     body = json.dumps({"bot": bot, "vs": vs, "games": games}).encode()
     sent = request(server, "POST", "/author/api/tests", body, "application/json", token)

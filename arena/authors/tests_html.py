@@ -1,4 +1,4 @@
-"""The authors' test matches on their pages (:mod:`arena.net.author_pages`): the "Test matches"
+"""The authors' test matches on their pages (:mod:`arena.authors.pages`): the "Test matches"
 section of the own page, a list of test matches, and one test match's replay from the author's
 seat with their bot's output beside each of its decisions (:mod:`arena.schedule.on_demand`).
 HTML made here; every piece of user text (names, details, the bot's output) goes through
@@ -18,7 +18,7 @@ def _when(t: float | None) -> str:
 
 
 def tests_table(tests: list[dict[str, Any]]) -> str:
-    """Test matches (:func:`arena.net.accounts.test_summary`), escaped."""
+    """Test matches (:func:`arena.authors.accounts.test_summary`), escaped."""
     rows = []
     for t in tests:
         score = "-" if t["score"] is None else f'{t["score"][0]}-{t["score"][1]}'

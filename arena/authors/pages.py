@@ -2,7 +2,7 @@
 
 Pages (HTML made here, every piece of user text through :func:`html.escape`; a session cookie):
 
-* ``GET /author/`` - the author's own page (:func:`arena.net.accounts.author_view`): bots,
+* ``GET /author/`` - the author's own page (:func:`arena.authors.accounts.author_view`): bots,
   versions, uploads with the doctor's verdict, ratings with intervals, recent matches with
   replay links, failures with the last lines of output; forms to upload and to register a remote bot;
 * ``GET|POST /author/login`` (the token), ``POST /author/logout``, ``GET|POST /author/register``;
@@ -18,7 +18,7 @@ Pages (HTML made here, every piece of user text through :func:`html.escape`; a s
   :mod:`arena.schedule.on_demand`), listed in the own page's "Test matches" section;
   ``GET /author/tests?before=ID`` - older test matches, 20 a page; ``GET /author/tests/{id}`` -
   one test match: its status, score, and its replay from the author's seat with their bot's
-  output beside each of its decisions (HTML of these: :mod:`arena.net.author_tests`).
+  output beside each of its decisions (HTML of these: :mod:`arena.authors.tests_html`).
 
 API (``Authorization: Bearer NAME:SECRET``; JSON): ``POST /author/api/register``, ``GET
 /author/api/me``, ``POST /author/api/upload`` (the archive as the body), ``GET
@@ -77,7 +77,7 @@ from starlette.requests import HTTPConnection, Request
 from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from arena.net.accounts import (
+from arena.authors.accounts import (
     Refused,
     accept_archive,
     author_view,
@@ -91,8 +91,8 @@ from arena.net.accounts import (
     split_token,
     withdraw,
 )
+from arena.authors.tests_html import match_page_html, tests_section, tests_table
 from arena.net.auth import Authenticator, RateLimiter
-from arena.net.author_tests import match_page_html, tests_section, tests_table
 from arena.net.history import finished_matches
 from arena.schedule.on_demand import Refusal
 from arena.store import pages
@@ -775,3 +775,7 @@ def make_author_app(contest: Any) -> Starlette:
         Middleware(AuthenticationMiddleware, backend=AuthorBackend(store, authenticator, key), on_error=auth_error),
     ]
     return Starlette(routes=routes, middleware=middleware, exception_handlers={HTTPException: http_error})
+
+
+MOUNTS = {"/author": make_author_app}
+"""The author pages as the site mounts them (:func:`arena.net.web.make_app`'s ``mounts``)."""

@@ -1,6 +1,6 @@
 """Self-service for bot authors: accounts, uploads, remote bots, and what an author may see.
 
-The policy, without HTTP (the routes are in :mod:`arena.net.author_pages`):
+The policy, without HTTP (the routes are in :mod:`arena.authors.pages`):
 
 * **Accounts.** The contest's ``registration`` says who may create one: ``organiser`` (only
   ``arena authors add``), ``open`` (anyone) or ``invite`` (a single-use code from ``arena authors
@@ -33,6 +33,8 @@ import trio
 from arena.errors import UserError
 from arena.names import BadName, check_name
 from arena.net.history import finished_matches
+from arena.schedule.copies import bot_log
+from arena.schedule.gate import QueueFull, refusal
 from arena.schedule.launcher import load_manifest, sandbox_problem
 from arena.store import pages
 from arena.store import test_matches as tests
@@ -123,8 +125,6 @@ async def accept_archive(contest: Any, author: dict[str, Any], data: bytes) -> d
     an archive to check it must not stall the matches in play), the bot claimed for the
     author, queued for the doctor. Returns ``{"upload", "bot", "status"}``; :class:`Refused`
     otherwise (503 when this server cannot sandbox bots or the doctor's queue is full)."""
-    from arena.schedule.gate import QueueFull
-
     if sandbox_problem() is not None:
         raise Refused(503, "no_sandbox", "this server cannot sandbox bots, so it takes no uploads: tell the organiser")
     cfg = contest.config.uploads
@@ -143,8 +143,6 @@ async def accept_archive(contest: Any, author: dict[str, Any], data: bytes) -> d
     try:
         gate.submit(upload_id)
     except QueueFull as exc:
-        from arena.schedule.gate import refusal
-
         store.refuse_upload(upload_id, refusal(str(exc)))
         raise Refused(503, "queue_full", str(exc)) from None
     return {"upload": upload_id, "bot": name, "status": "queued"}
@@ -195,8 +193,6 @@ def bot_output(contest: Any, author: dict[str, Any], bot: str, idle_sizes: dict[
     the last time it was read with the bot idle (``idle_sizes``, kept by the caller). So the
     output never tells its author a card of a match in play - or of its twin, which deals the
     same cards with the seats swapped."""
-    from arena.schedule.copies import bot_log
-
     store = contest.store
     if not owns(store, author, bot):
         return None
