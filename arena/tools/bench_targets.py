@@ -85,8 +85,8 @@ class Settings:
 
     seconds: float = 8.0
     path_games: tuple[int, int] = (40, 200)
-    workers_games: tuple[int, int] = (15, 8)
-    repeats: int = 2
+    workers_games: tuple[int, int] = (25, 20)
+    repeats: int = 3
 
 
 QUICK = Settings(seconds=1.0, path_games=(3, 8), workers_games=(2, 1), repeats=1)
@@ -289,25 +289,25 @@ def run_targets(settings: Settings, progress: Callable[[str], None] | None = Non
     import trio
 
     from arena.gc_policy import restore, tune_for_server
-    from arena.tools import bench_path, bench_server
+    from arena.tools import bench_floor, bench_path, bench_server
 
     say = progress or (lambda text: None)
     run, f = Run(), Figures()
     run.figures = f
     t0 = time.perf_counter()
-    bench_server.build_instant_bot()
+    bench_floor.build_instant_bot()
     thresholds = tune_for_server()  # as arena serve and arena tournament run
     try:
         say(f"floor: instant C bots, one match at a time, {settings.seconds:g} s")
         run.one = trio.run(bench_server.one_match, settings.seconds)
         f.one_us = run.one.cpu_us_per_decision
         say(f"floor: the match core and its log alone, {settings.seconds:g} s")
-        run.core = bench_server.core_alone(settings.seconds)
+        run.core = bench_floor.core_alone(settings.seconds)
         f.core_us, f.log_us = run.core.core_us, run.core.log_us
         req, ans = round(run.one.wire.avg_request_bytes), round(run.one.wire.avg_answer_bytes)
         rounds = max(1000, run.one.decisions)
         say(f"floor: raw trio ping-pong, {rounds:,} round trips of {req} B / {ans} B")
-        run.trip = trio.run(bench_server.trio_pingpong, req, ans, rounds)
+        run.trip = trio.run(bench_floor.trio_pingpong, req, ans, rounds)
         f.trip_us = run.trip.cpu_us_per_round_trip
         say(f"latency: {CONCURRENT} matches of C bots thinking {THINK_MS:g} ms, {settings.seconds:g} s")
         run.think = trio.run(bench_server.concurrent_matches, CONCURRENT, settings.seconds, 1, True, THINK_MS)
