@@ -80,7 +80,7 @@ test-slow: $(TESTS)
 	ARENA_EXAMPLES=1 $(BIN)/python -m pytest -q -n 2 tests/test_ecarte_properties.py tests/test_piquet_properties.py \
 		tests/test_compact_legal.py tests/test_hidden_information.py tests/test_framing.py tests/test_wagers.py
 
-## make bench: issue 24's targets, each figure beside its baseline of the same run, with its verdict (about four
+## make bench: issue 24's targets, each figure beside its baseline of the same run, with its verdict (3 to 5
 ## minutes): the user's path (`arena tournament --workers 0`, sandboxed C bots) vs one match of instant C bots; the
 ## match core + log vs a raw trio round trip; the driver vs that floor; p99 with 100 matches of bots thinking 20 ms,
 ## and saturated vs Little's law; --workers 2 vs 1 vs the machine's two-core scaling (Ecarte, Piquet). Exits 1

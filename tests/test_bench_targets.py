@@ -123,3 +123,10 @@ async def test_thinking_bots_answer_no_sooner_than_their_think_time() -> None:
     # each decision waits at least 10 ms (20 ± 10): no match can make more than wall / 10 ms + 1
     assert c.charges.decisions <= 2 * (c.seconds / 0.010 + 1)
     assert len(c.latency_us) > 0 and c.timeouts == 0
+
+
+def test_path_bots_that_are_not_files_are_one_line_and_status_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert bt.main(["--path-bots", "sample_bots/c_bot.toml", "no/such/bot.toml"]) == 2
+    out = capsys.readouterr().out
+    assert "--path-bots needs two or more manifest files (no/such/bot.toml: not found)" in out
+    assert "Traceback" not in out

@@ -144,17 +144,18 @@ class PathFigures:
 
 
 def tournament_path(short_games: int, long_games: int, workdir: Path, progress: Callable[[str], None] | None = None,
-                    game: str = "ecarte") -> PathFigures:
-    """Two ``arena tournament --workers 0`` runs of two C bots with default options (``--games``
-    ``short_games`` then ``long_games``, seed 1, ``--game game``); see :class:`PathFigures`.
-    Raises ``ValueError`` unless 1 <= short_games < long_games; ``RuntimeError`` if a run fails."""
+                    game: str = "ecarte", bots: Sequence[str] = ()) -> PathFigures:
+    """Two ``arena tournament --workers 0`` runs with default options (``--games``
+    ``short_games`` then ``long_games``, seed 1, ``--game game``) of the bots of the manifests
+    ``bots``, by default two copies of the C sample bot; see :class:`PathFigures`. Raises
+    ``ValueError`` unless 1 <= short_games < long_games; ``RuntimeError`` if a run fails."""
     if not 1 <= short_games < long_games:
         raise ValueError("the tournament path needs 1 <= short games < long games")
     say = progress or (lambda text: None)
-    bots = c_bots(workdir / "path-bots", 2)
+    bots = list(bots) or c_bots(workdir / "path-bots", 2)
     runs = []
     for games in (short_games, long_games):
-        say(f"the user's path: arena tournament --workers 0, two C bots, {games:,} matches")
+        say(f"the user's path: arena tournament --workers 0, {len(bots)} bots, {games:,} matches per pair")
         runs.append(run_tournament_cli(["--bots", *bots, "--games", str(games), "--workers", "0", "--game", game,
                                         *_trust_flag()], workdir, f"path-{games}"))
     return PathFigures(runs[0], runs[1])

@@ -3,7 +3,7 @@ verdict; exits 1 naming every target missed.
 
 Run as ``python -m arena.tools.bench_targets [--quick]``. Every target is a ratio of two figures
 measured minutes apart in this one run, never against a number from another day, because the
-machine's speed changes with its neighbours. Phases (about four minutes on two cores; ``--quick``
+machine's speed changes with its neighbours. Phases (three to five minutes on two cores; ``--quick``
 runs each briefly, a smoke test whose ratios mean little):
 
 1. **Floor** (:mod:`arena.tools.bench_server` phase 1 and :mod:`arena.tools.bench_floor`): two
@@ -54,7 +54,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +87,8 @@ class Settings:
     path_games: tuple[int, int] = (40, 200)
     workers_games: tuple[int, int] = (25, 20)
     repeats: int = 3
+    path_bots: tuple[str, ...] = ()
+    """Manifests of the tournament path's bots (default: two copies of ``sample_bots/c_bot``)."""
 
 
 QUICK = Settings(seconds=1.0, path_games=(3, 8), workers_games=(2, 1), repeats=1)
@@ -280,6 +282,8 @@ class Run:
     acpc: AcpcFigures | None = None
     acpc_error: str = ""
     seconds: float = 0.0
+    path_bots: str = "two sandboxed C bots"
+    """What the tournament path played with, for the report."""
 
 
 def run_targets(settings: Settings, progress: Callable[[str], None] | None = None,
@@ -321,7 +325,9 @@ def run_targets(settings: Settings, progress: Callable[[str], None] | None = Non
         restore(thresholds)
     workdir = bench_path.scratch()
     try:
-        run.path = bench_path.tournament_path(*settings.path_games, workdir, say)
+        run.path = bench_path.tournament_path(*settings.path_games, workdir, say, bots=settings.path_bots)
+        if settings.path_bots:
+            run.path_bots = "bots " + ", ".join(Path(m).parent.name + "/" + Path(m).name for m in settings.path_bots)
         f.path_us = run.path.cpu_us_per_decision or None
         for game, games in zip(("ecarte", "piquet"), settings.workers_games, strict=True):
             s = bench_path.workers_scaling(game, games, workdir, settings.repeats, say)
@@ -384,7 +390,7 @@ def details(run: Run) -> list[str]:
                    f"{trip.round_trips_per_s:,.0f}/s")
     p = run.path
     if p is not None:
-        out.append(f"tournament path (arena tournament --workers 0, two sandboxed C bots): {p.short.matches:,} then "
+        out.append(f"tournament path (arena tournament --workers 0, {run.path_bots}): {p.short.matches:,} then "
                    f"{p.long.matches:,} matches, {p.short.decisions:,} / {p.long.decisions:,} decisions, "
                    f"{p.short.cpu_s:.2f} / {p.long.cpu_s:.2f} s CPU of the arena process (bots excluded), "
                    f"{p.long.wall_s:.1f} s wall for the long one ({p.decisions_per_s():,.0f} decisions/s)")
@@ -392,7 +398,8 @@ def details(run: Run) -> list[str]:
             extra = (p.cpu_us_per_decision - run.figures.one_us) * p.decisions_per_match
             out.append(f"  where it goes: start-up {p.fixed_cpu_s:.2f} s CPU per run (the intercept); "
                        f"{p.decisions_per_match:.0f} decisions per match; each match costs {extra:,.0f} µs CPU "
-                       "above the one-match bench's per-decision figure (log files, results, ladder, progress)")
+                       "above the one-match bench's per-decision figure (log files, results, ladder, progress), "
+                       "which weighs on each decision in inverse proportion to the decisions per match")
     for label, c in (("thinking", run.think), ("saturated", run.saturated)):
         if c is not None:
             out.append(f"{CONCURRENT} matches, {label}: {c.charges.decisions:,} decisions in {c.seconds:.1f} s "
@@ -427,7 +434,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="every phase briefly: a smoke test, not a measurement")
     parser.add_argument("--seconds", type=float, help="seconds per server window (default 8; quick 1)")
     parser.add_argument("--path-games", type=int, nargs=2, metavar=("SHORT", "LONG"),
-                        help="matches of the two tournament-path runs (default 40 200)")
+                        help="matches per pair of the two tournament-path runs (default 40 200)")
+    parser.add_argument("--path-bots", nargs="+", metavar="MANIFEST", default=[],
+                        help="the tournament path's bots (default: two copies of sample_bots/c_bot, whose Écarté "
+                             "matches are long: about 250 decisions)")
     args = parser.parse_args(argv)
     from rich.console import Console
 
@@ -439,12 +449,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not 0 < args.seconds <= 600:
             console.print("[red]error:[/red] --seconds must be between 0 and 600")
             return 2
-        s = Settings(args.seconds, s.path_games, s.workers_games, s.repeats)
+        s = replace(s, seconds=args.seconds)
     if args.path_games is not None:
         if not 1 <= args.path_games[0] < args.path_games[1]:
             console.print("[red]error:[/red] --path-games SHORT LONG needs 1 <= SHORT < LONG")
             return 2
-        s = Settings(s.seconds, (args.path_games[0], args.path_games[1]), s.workers_games, s.repeats)
+        s = replace(s, path_games=(args.path_games[0], args.path_games[1]))
+    if args.path_bots:
+        absent = [m for m in args.path_bots if not Path(m).is_file()]
+        if len(args.path_bots) < 2 or absent:
+            console.print(f"[red]error:[/red] --path-bots needs two or more manifest files "
+                          f"({', '.join(absent) or 'one given'}: not found); give their paths")
+            return 2
+        s = replace(s, path_bots=tuple(str(Path(m).resolve()) for m in args.path_bots))
     say = lambda text: console.print(f"[dim]{text}...[/dim]")  # noqa: E731
     try:
         run = run_targets(s, say, os.environ.get("ACPC_DEALER"))
