@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 TESTS  := $(VENV)/.installed-test
 
-.PHONY: all run run-piquet test typecheck lint-imports test-slow bench bench-scale bench-season study twins lint schema clean
+.PHONY: all run run-piquet test typecheck lint-imports test-slow bench bench-more bench-scale bench-season study twins lint schema clean
 
 # the C sample bot (libc only): built by `make`, `make run` and `make test`
 CC     = gcc
@@ -84,9 +84,17 @@ test-slow: $(TESTS)
 	ARENA_EXAMPLES=1 $(BIN)/python -m pytest -q -n 2 tests/test_ecarte_properties.py tests/test_piquet_properties.py \
 		tests/test_compact_legal.py tests/test_hidden_information.py tests/test_framing.py tests/test_wagers.py
 
-## make bench: engine deals/s and referee decisions/s next to a raw loopback ping-pong; the server's
-## CPU per decision, decisions/s and added latency with instant C bots (one match, then 100 at once)
-bench: $(STAMP) $(BENCH_BOT)
+## make bench: issue 24's targets, each figure beside its baseline of the same run, with its verdict (3 to 5
+## minutes): the user's path (`arena tournament --workers 0`, sandboxed C bots) vs one match of instant C bots; the
+## match core + log vs a raw trio round trip; the driver vs that floor; p99 with 100 matches of bots thinking 20 ms,
+## and saturated vs Little's law; --workers 2 vs 1 vs the machine's two-core scaling (Ecarte, Piquet). Exits 1
+## naming each missed target. BENCH=--quick: a smoke test; ACPC_DEALER='command': the ACPC dealer's decisions/s too
+bench: $(STAMP) $(C_BOT) $(BENCH_BOT)
+	$(BIN)/python -m arena.tools.bench_targets $(BENCH)
+
+## make bench-more: the earlier figures (`arena bench`): engine deals/s, referee decisions/s beside a raw ping-pong,
+## Piquet's compact form, floods, the instant bots' server figures and the 8-bot workers phase (many minutes)
+bench-more: $(STAMP) $(C_BOT) $(BENCH_BOT)
 	$(BIN)/arena bench
 
 ## make bench-scale: the fair-clock study, 1,000 then 2,000 concurrent matches of instant C bots

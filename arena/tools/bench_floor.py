@@ -99,28 +99,31 @@ def core_alone(seconds: float = 5.0, seed: int = 1, max_decisions: int = 10**9) 
     core, the same seeds and configuration as :func:`one_match`, for ``seconds`` seconds (or
     ``max_decisions`` decisions), finishing the match in play. The "bot" answers the first
     legal action, as the instant bot does; building its answer line is not counted, decoding
-    it is (the server does that). Only the core's and the log's calls are timed
-    (:func:`time.perf_counter` around each: one thread, no I/O, no waiting), so the figures
-    are a floor under phase 1's CPU per decision: phase 1 adds the sockets, the event loop and
-    the driver (:mod:`arena.match.referee`, :mod:`arena.match.seat`)."""
+    it is (the server does that). Only the core's and the log's calls are timed, in CPU time
+    (:func:`time.thread_time` around each, less the clock's own cost per interval measured by
+    :func:`clock_cost`: on a busy machine wall time would count the other programs' turns), so
+    the figures are a floor under phase 1's CPU per decision, comparable with the ping-pong
+    baselines' CPU per round trip: phase 1 adds the sockets, the event loop and the driver
+    (:mod:`arena.match.referee`, :mod:`arena.match.seat`)."""
     import msgspec
 
     config = MatchConfig()
     encode_answer = msgspec.json.Encoder().encode
-    decisions = matches = 0
+    decisions = matches = intervals = 0
     core_s = log_s = 0.0
+    clock = time.thread_time
     with tempfile.TemporaryDirectory(prefix="arena-bench-") as logs:
         t_end = perf_counter() + seconds
         while perf_counter() < t_end and decisions < max_decisions:
             path = Path(logs) / f"m{matches}.jsonl.gz"
-            t0 = perf_counter()
+            t0 = clock()
             core = MatchCore(f"bench-{matches}", seed + matches, config, ("instant-a", "instant-b"))
             outs = [core.start(), core.begin()]
-            t1 = perf_counter()
+            t1 = clock()
             log = MatchLog(path)
             for out in outs:
                 log.write_all(out.log)
-            t2 = perf_counter()
+            t2 = clock()
             core_s += t1 - t0
             log_s += t2 - t1
             out = outs[-1]
@@ -130,30 +133,45 @@ def core_alone(seconds: float = 5.0, seed: int = 1, max_decisions: int = 10**9) 
                     raise RuntimeError(f"bench match {matches}: the core asked nobody")
                 seat, rid = out.asked
                 line = encode_answer({"type": "action", "id": rid, "action": core.engine.legal_actions()[0]})
-                t0 = perf_counter()
+                t0 = clock()
                 core.sent(seat, t_ns)
                 out = core.answer(seat, rid, decode_client(line).action, t_ns + 10_000)
-                t1 = perf_counter()
+                t1 = clock()
                 log.write_all(out.log)
-                t2 = perf_counter()
+                t2 = clock()
                 core_s += t1 - t0
                 log_s += t2 - t1
                 t_ns += 1_000_000
             result = core.result
             if result.reason != "target":
                 raise RuntimeError(f"bench match {matches} ended by {result.reason}: {result.detail}")
-            t0 = perf_counter()
+            t0 = clock()
             core.match_end()
-            t1 = perf_counter()
+            t1 = clock()
             log.write(result_line(result))
             log.close()
-            t2 = perf_counter()
+            t2 = clock()
             core_s += t1 - t0
             log_s += t2 - t1
             path.unlink(missing_ok=True)
             decisions += result.decisions
             matches += 1
-    return CoreFigures(decisions, matches, core_s, log_s)
+            intervals += result.decisions + 2  # per timed part: the start, each decision, the end
+    cost = clock_cost()
+    return CoreFigures(decisions, matches, max(0.0, core_s - intervals * cost), max(0.0, log_s - intervals * cost))
+
+
+def clock_cost(calls: int = 20_000) -> float:
+    """CPU seconds one call of :func:`time.thread_time` costs (the mean over ``calls`` calls):
+    what an interval timed with it holds of the clock itself (about 0.5 µs here)."""
+    clock = time.thread_time
+    c0 = clock()
+    for _ in range(calls):
+        clock()
+    return (clock() - c0) / (calls + 1)
+
+
+
 
 
 # --------------------------------------------------------------------------- baselines

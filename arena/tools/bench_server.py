@@ -186,6 +186,9 @@ class _BotProcess:
     count: int = 0
     latency_file: Path | None = None
     cpus: list[int] = field(default_factory=list)
+    think_ms: float = 0.0
+    """Milliseconds each bot "thinks" before answering, on average (``ARENA_THINK_MS``; 0: at once):
+    drawn uniformly from ``think_ms`` ± half of it, so that matches started together drift apart."""
     result: subprocess.CompletedProcess[bytes] | None = None
     done: trio.Event = field(default_factory=trio.Event)
 
@@ -200,6 +203,8 @@ class _BotProcess:
             env["ARENA_BOTS"] = str(self.count)
         if self.latency_file is not None:
             env["ARENA_LATENCY_FILE"] = str(self.latency_file)
+        if self.think_ms > 0:
+            env["ARENA_THINK_MS"] = f"{self.think_ms:g},{self.think_ms / 2:g}"
         cpus = self.cpus
         try:
             self.result = await trio.run_process(
@@ -424,6 +429,8 @@ class ConcurrentFigures:
     """Seconds the garbage collector spent collecting during the window."""
     timeouts: int = 0
     """Decisions the referee ended as timeouts during the window (``arena_timeouts_total``)."""
+    think_ms: float = 0.0
+    """What each bot thought before answering, in ms on average (0: instant bots, the server saturated)."""
 
     @property
     def decisions_per_s(self) -> float:
@@ -439,13 +446,30 @@ class ConcurrentFigures:
         """Quantile ``q`` of the server-added latency in ms."""
         return percentile(self.latency_us, q) / 1000
 
+    @property
+    def littles_law_ms(self) -> float:
+        """The time a decision spends in the server when it is saturated, by Little's law
+        ``L = λ·W``, in ms: ``W = L / λ`` with ``L`` = :attr:`matches` (with instant bots every
+        match always has exactly one decision in the system: its request on its way, its answer
+        being read, or its turn waiting behind the other matches') and ``λ`` =
+        :attr:`decisions_per_s` (decisions the clocks charged over the window ÷ its wall
+        seconds). So ``W = matches × seconds / decisions``: the mean turn-around of a decision,
+        the bots' own microseconds and the loopback hops included, which is what the bots'
+        latency samples measure. 0 when no decision was charged. Meaningful only for instant
+        bots (:attr:`think_ms` 0): thinking bots spend most of ``W`` thinking."""
+        return self.matches / self.decisions_per_s * 1000 if self.decisions_per_s else 0.0
+
 
 async def concurrent_matches(n_matches: int, seconds: float = 10.0, seed: int = 1,
-                             dispatch: bool = True) -> ConcurrentFigures:
+                             dispatch: bool = True, think_ms: float = 0.0) -> ConcurrentFigures:
     """Phase 2 (module docstring): ``n_matches`` Écarté matches at once between instant bots
     for ``seconds`` seconds, then every match is stopped where it is. Charged times are
     recorded from the first match's start to the stop. ``dispatch``: the server's
-    ``[server] dispatch`` (False: a reading task per connection, the baseline)."""
+    ``[server] dispatch`` (False: a reading task per connection, the baseline). ``think_ms``:
+    each bot waits this many ms on average before each answer (uniformly ± half of it:
+    ``ARENA_THINK_MS`` of the instant bot), which the latency samples leave out. Raises
+    ``ValueError`` for fewer than one match, ``RuntimeError`` if the bots cannot be built or do
+    not connect."""
     if n_matches < 1:
         raise ValueError("at least one match")
     binary = build_instant_bot()
@@ -461,7 +485,8 @@ async def concurrent_matches(n_matches: int, seconds: float = 10.0, seed: int = 
             left, j = n_bots, 0
             while left > 0:
                 count = min(BOTS_PER_PROCESS, left)
-                procs.append(_BotProcess(binary, port, f"p{j}", count, Path(tmp) / f"latency-{j}.txt", bot_cpus))
+                procs.append(_BotProcess(binary, port, f"p{j}", count, Path(tmp) / f"latency-{j}.txt", bot_cpus,
+                                         think_ms=think_ms))
                 left -= count
                 j += 1
             t_connect = perf_counter()
@@ -507,7 +532,7 @@ async def concurrent_matches(n_matches: int, seconds: float = 10.0, seed: int = 
                 latency.extend(float(x) for x in p.latency_file.read_text().split())
     store.close()
     return ConcurrentFigures(n_matches, wall, cpu, finished, charges, latency, wire, connect_s, forfeits, gc_s[0],
-                             int(timeouts))
+                             int(timeouts), think_ms)
 
 
 # --------------------------------------------------------------------------- report

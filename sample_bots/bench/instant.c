@@ -12,6 +12,12 @@
  *   ARENA_LATENCY_FILE=PATH  write one line per sample: the microseconds between this process
  *                            sending a pair's answer and it reading that pair's next request
  *                            (the server's time between the two, plus two loopback hops)
+ *   ARENA_THINK_MS=T[,S]     (default 0) "think" before each answer: the answer is held and sent
+ *                            T ms after its request was read, or with S a time drawn uniformly
+ *                            from T-S .. T+S ms (a fixed-seed generator), so that matches started
+ *                            together do not answer in lockstep; the process keeps serving its
+ *                            other connections meanwhile. The latency samples still run from an
+ *                            answer's sending to the pair's next request: they hold no thinking
  *   ARENA_PINGPONG=SIZE,N    no protocol: send a line of SIZE bytes (newline included) and
  *                            wait for a line, N times; print "rounds seconds" on stdout
  *
@@ -44,7 +50,24 @@ typedef struct {
     int fd;
     char *buf;        /* bytes read, not yet split into lines */
     size_t len, cap;
+    char *held;       /* ARENA_THINK_MS: the answer waiting for its time, or NULL */
+    size_t held_len;
+    double due;       /* when to send it (now_s clock) */
 } conn;
+
+static double think_s, spread_s; /* ARENA_THINK_MS=T,S in seconds */
+static unsigned long long rng = 0x9E3779B97F4A7C15ULL;
+
+/* The next think time in seconds: think_s, or uniform in think_s +- spread_s (xorshift64). */
+static double think_time(void) {
+    if (spread_s <= 0.0) return think_s;
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    double u = (double)(rng >> 11) / 9007199254740992.0; /* [0, 1) */
+    double t = think_s - spread_s + 2.0 * spread_s * u;
+    return t > 0.0 ? t : 0.0;
+}
 
 static double now_s(void) {
     struct timespec ts;
@@ -161,10 +184,40 @@ static int handle(conn *c, const char *line, size_t len) {
     if (n == 0) return 0;
     char out[4200];
     int k = snprintf(out, sizeof out, "{\"type\":\"action\",\"id\":%ld,\"action\":%.*s}\n", rid, (int)n, action);
-    send_all(c->fd, out, (size_t)k);
     answers++;
     answer_bytes += k;
+    if (think_s > 0.0) { /* held until due: sent by send_due() */
+        free(c->held);
+        c->held = malloc((size_t)k);
+        if (c->held == NULL) die("malloc");
+        memcpy(c->held, out, (size_t)k);
+        c->held_len = (size_t)k;
+        c->due = now_s() + think_time();
+        return 0;
+    }
+    send_all(c->fd, out, (size_t)k);
     return 1;
+}
+
+/* ARENA_THINK_MS: send every held answer that is due, stamping its pair's latency clock; return
+   the milliseconds until the next one is due (-1: none held). */
+static int send_due(conn *conns, int n, double *answered, int timing) {
+    double now = now_s(), next = -1.0;
+    for (int i = 0; i < n; i++) {
+        conn *c = &conns[i];
+        if (c->held == NULL) continue;
+        if (c->due <= now) {
+            send_all(c->fd, c->held, c->held_len);
+            if (timing) answered[i / 2] = now_s();
+            free(c->held);
+            c->held = NULL;
+        } else if (next < 0.0 || c->due < next) {
+            next = c->due;
+        }
+    }
+    if (next < 0.0) return -1;
+    int ms = (int)((next - now) * 1000.0) + 1;
+    return ms < 1 ? 1 : ms;
 }
 
 static int pingpong(const char *host, const char *port, const char *spec) {
@@ -208,7 +261,16 @@ int main(void) {
     const char *host = getenv("ARENA_HOST"), *port = getenv("ARENA_PORT");
     const char *name = getenv("ARENA_NAME"), *token = getenv("ARENA_TOKEN");
     const char *count = getenv("ARENA_BOTS"), *latency = getenv("ARENA_LATENCY_FILE");
-    const char *ping = getenv("ARENA_PINGPONG");
+    const char *ping = getenv("ARENA_PINGPONG"), *think = getenv("ARENA_THINK_MS");
+    if (think != NULL) {
+        double t = 0.0, spread = 0.0;
+        if (sscanf(think, "%lf,%lf", &t, &spread) < 1 || t < 0.0 || spread < 0.0) {
+            fprintf(stderr, "ARENA_THINK_MS is T or T,S (milliseconds, not negative)\n");
+            return 2;
+        }
+        think_s = t / 1000.0;
+        spread_s = spread / 1000.0;
+    }
     if (host == NULL) host = "127.0.0.1";
     if (port == NULL) {
         fprintf(stderr, "set ARENA_PORT (and ARENA_NAME, ARENA_TOKEN)\n");
@@ -242,7 +304,8 @@ int main(void) {
     }
     int open = n;
     while (open > 0) {
-        if (poll(pfd, (nfds_t)n, -1) < 0) {
+        int wait_ms = think_s > 0.0 ? send_due(conns, n, answered, lat != NULL) : -1;
+        if (poll(pfd, (nfds_t)n, wait_ms) < 0) {
             if (errno == EINTR) continue;
             die("poll");
         }
@@ -256,6 +319,8 @@ int main(void) {
             }
             ssize_t k = recv(c->fd, c->buf + c->len, c->cap - c->len, 0);
             if (k <= 0) {
+                free(c->held);
+                c->held = NULL;
                 close(c->fd);
                 pfd[i].fd = -1;
                 open--;
