@@ -25,8 +25,12 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import json
+import os
+import resource
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from types import ModuleType
 
 from arena.cli.common import COMMANDS, Parser, make_console
@@ -89,7 +93,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``arena`` console script. A :class:`arena.errors.UserError` raised
     anywhere (also inside trio's exception groups) is printed as one line on stderr and its
     status returned; Ctrl-C returns 130; other exceptions are bugs and keep their traceback.
-    ``--debug`` shows the traceback of user errors too."""
+    ``--debug`` shows the traceback of user errors too. With ``ARENA_CPU_REPORT=FILE`` in the
+    environment, the process's own CPU seconds (children excluded: the bots) and the status are
+    written to FILE as JSON at the end (``{"status": 0, "cpu_s": 1.25}``: ``make bench``'s
+    tournament path, :mod:`arena.tools.bench_path`)."""
+    report = os.environ.get("ARENA_CPU_REPORT")
+    status = _main(argv)
+    if report:
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        Path(report).write_text(json.dumps({"status": status, "cpu_s": usage.ru_utime + usage.ru_stime}))
+    return status
+
+
+def _main(argv: Sequence[str] | None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
     args = build_parser(command_of(words) or "").parse_args(words)  # loads the named command's module only
     args.argv = words  # for the --resume hint

@@ -129,6 +129,8 @@ MATCHES_IN = text(_MATCH + " WHERE id IN :ids").bindparams(bindparam("ids", expa
 TWIN = text("SELECT id, bot0, bot1, winner_seat FROM matches WHERE tournament_id=:tid AND pair_key=:pair "
             "AND id<>:id AND status='done'")
 RATINGS = text("SELECT bot, elo, ci95 FROM ladder WHERE game=:game")
+RANKED = text("SELECT bot FROM ladder WHERE game=:game ORDER BY elo DESC")
+"""The game's bots, best rated first (the fit bench's made-up results, :mod:`arena.tools.bench_fit`)."""
 
 
 def _results(store: Any, game: str) -> int:

@@ -32,7 +32,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from arena.schedule.fitter import FitState, compute_fit
-from arena.store.fit_input import Units
+from arena.store.fit_input import RANKED, Units
 
 CACHE = Path.home() / ".cache" / "arena-bench-season"
 """Where ``make bench-season`` caches its seeded stores (``arena.tools.bench_season``)."""
@@ -91,7 +91,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"no season store at {db or CACHE}: run `make bench-season` first, or name one", file=sys.stderr)
         return 2
     store = ReadOnlyStore(db)
-    conn = store.raw
     print(f"{db} (load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
     state = FitState(args.game)
     _, wall, cpu = _timed(state.update, store)
@@ -99,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"first load: {wall:.2f} s wall, {cpu:.2f} s CPU; {len(state.totals.names):,} bots, "
           f"{len(state.totals):,} pairs, {state.cursor.results:,} results; memory {_memory()}")
     rng = random.Random(1)
-    ranked = [r[0] for r in conn.execute("SELECT bot FROM ladder WHERE game=? ORDER BY elo DESC", (args.game,))]
+    ranked = [r[0] for r in store.run(RANKED, {"game": args.game})]
     for k in range(args.rounds + 1):
         rows = []
         for n in range(max(args.results // 2, 1)):

@@ -3,10 +3,10 @@
 Every figure here comes from ``arena tournament`` itself, run as a subprocess with its default
 options (sandboxed bots, unless this machine cannot sandbox) on copies of the C sample bot
 (``sample_bots/c_bot``, built by ``make``), each run on a fresh SQLite file in a temporary
-directory. The subprocess is ``python -m arena.tools.bench_path --role tournament --report FILE
--- ARGS``: it runs :func:`arena.cli.main` on ``ARGS`` (exactly what the ``arena`` script runs),
-then writes its own CPU seconds (user + system of every thread of that process,
-``RUSAGE_SELF``: the bots, its children, are left out) to ``FILE`` as JSON. Matches, decisions
+directory. The subprocess is ``python -m arena.cli ARGS`` (exactly what the ``arena`` script
+runs) with ``ARENA_CPU_REPORT=FILE``: at its end it writes its own CPU seconds (user + system of
+every thread of that process, ``RUSAGE_SELF``: the bots, its children, are left out) to ``FILE``
+as JSON. Matches, decisions
 and the commit times (``finished_at``) are read from the database afterwards.
 
 * :func:`tournament_path`: ``--workers 0`` (every match in the ``arena`` process), two
@@ -21,10 +21,8 @@ and the commit times (``finished_at``) are read from the database afterwards.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
-import resource
 import shutil
 import statistics
 import subprocess
@@ -89,14 +87,14 @@ class TournamentRun:
 
 
 def run_tournament_cli(args: Sequence[str], workdir: Path, label: str) -> TournamentRun:
-    """Run ``arena tournament ARGS --db FILE --logs DIR --quiet`` in a subprocess (the ``--role
-    tournament`` wrapper of this module) with a fresh database and log directory under
+    """Run ``arena tournament ARGS --db FILE --logs DIR --quiet`` in a subprocess (with
+    ``ARENA_CPU_REPORT``: see :func:`arena.cli.main`) with a fresh database and log directory under
     ``workdir``; return what it did. Raises ``RuntimeError`` with the tail of its error output if
     it fails or writes no report."""
     db, logs, report = workdir / f"{label}.db", workdir / f"logs-{label}", workdir / f"{label}.json"
-    command = [sys.executable, "-m", "arena.tools.bench_path", "--role", "tournament", "--report", str(report), "--",
-               "tournament", *args, "--db", str(db), "--logs", str(logs), "--quiet"]
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    command = [sys.executable, "-m", "arena.cli", "tournament", *args, "--db", str(db), "--logs", str(logs), "--quiet"]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+               ARENA_CPU_REPORT=str(report))
     t0 = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=RUN_TIMEOUT_S, check=False)
     wall = time.perf_counter() - t0
@@ -230,27 +228,3 @@ def scratch() -> Path:
     """A fresh temporary directory for the runs (the caller removes it)."""
     return Path(tempfile.mkdtemp(prefix="arena-bench-path-"))
 
-
-# --------------------------------------------------------------------------- the wrapper role
-
-
-def _role_main(argv: Sequence[str]) -> int:
-    """``python -m arena.tools.bench_path --role tournament --report FILE -- ARGS``: run ``arena
-    ARGS`` in this process, then write ``{"status": ..., "cpu_s": ...}`` to FILE (this process's
-    CPU, children excluded); exit with ``arena``'s status."""
-    parser = argparse.ArgumentParser(prog="python -m arena.tools.bench_path")
-    parser.add_argument("--role", choices=["tournament"], required=True)
-    parser.add_argument("--report", required=True)
-    parser.add_argument("args", nargs=argparse.REMAINDER)
-    ns = parser.parse_args(argv)
-    args = ns.args[1:] if ns.args[:1] == ["--"] else ns.args
-    from arena.cli import main
-
-    status = main(args)
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    Path(ns.report).write_text(json.dumps({"status": status, "cpu_s": usage.ru_utime + usage.ru_stime}))
-    return status
-
-
-if __name__ == "__main__":
-    sys.exit(_role_main(sys.argv[1:]))
