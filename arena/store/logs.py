@@ -13,6 +13,7 @@ from typing import Any
 from sqlalchemy import bindparam, delete, func, select, update
 from sqlalchemy.schema import CreateIndex
 
+from arena.match.log import decompress
 from arena.store.log_archive import read_stored
 from arena.store.schema import match_events, match_logs, matches, metadata, uploads
 from arena.store.upserts import replace
@@ -64,8 +65,6 @@ class Logs:
         daily archive bundle, :mod:`arena.store.log_archive`) if this host has it, else the copy
         its worker committed to the database; None if neither exists. Raises
         :class:`arena.match.log.ChainError` if what is there is corrupt."""
-        from arena.match.log import decompress  # match sits above store in the layers: only this reader needs it
-
         if log_path:
             try:
                 return decompress(read_stored(log_path))

@@ -27,7 +27,7 @@ import sqlalchemy as sa
 from sqlalchemy.schema import CreateColumn, CreateIndex
 
 from arena.errors import DatabaseError
-from arena.store.engine import Connection
+from arena.store.engine import Connection, connect
 from arena.store.postgres import shown
 from arena.store.schema import HEAD, LEGACY_VERSION, metadata
 
@@ -176,8 +176,6 @@ def upgrade_legacy(conn: Connection, version: int) -> None:
 def upgrade(target: str) -> str:
     """Upgrade the database at ``target`` (a path or URL) to the head; returns one line saying what
     was done. :class:`arena.errors.DatabaseError` for a database this code cannot upgrade."""
-    from arena.store.engine import connect
-
     if not target.startswith(("postgresql://", "postgres://")) and target != ":memory:" and \
             not Path(target).is_file():
         raise DatabaseError(f"no database at {target}: check --db (a new database is made at the latest schema "

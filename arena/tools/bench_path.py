@@ -33,7 +33,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from arena.schedule.launcher import sandbox_problem
 from arena.store.sqlite import Store
+from arena.tools.bench_workers import machine_scaling
 
 ROOT = Path(__file__).resolve().parents[2]
 C_BOT = ROOT / "sample_bots" / "c_bot"
@@ -59,8 +61,6 @@ def c_bots(workdir: Path, n: int) -> list[str]:
 
 def _trust_flag() -> list[str]:
     """``["--trust-bots"]`` on a machine that cannot sandbox (no bubblewrap), as ``make run`` does."""
-    from arena.schedule.launcher import sandbox_problem
-
     return ["--trust-bots"] if sandbox_problem() is not None else []
 
 
@@ -204,8 +204,6 @@ def workers_scaling(game: str, games: int, workdir: Path, repeats: int = 2,
     bots, ``games`` matches per pair, ``--game game``) ``repeats`` times, measuring the machine's
     scaling (:func:`~arena.tools.bench_workers.machine_scaling`, one round) before each pair.
     None on a machine with fewer than two usable cores. Raises ``RuntimeError`` if a run fails."""
-    from arena.tools.bench_workers import machine_scaling
-
     if len(os.sched_getaffinity(0)) < 2:
         return None
     say = progress or (lambda text: None)

@@ -58,6 +58,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import trio
+
+from arena.gc_policy import restore, tune_for_server
+from arena.tools import bench_floor, bench_path, bench_server
+
 PATH_TARGET = 1.25
 """The tournament path's CPU per decision at most this many times the one-match figure."""
 CORE_TARGET = 0.5
@@ -290,11 +295,6 @@ def run_targets(settings: Settings, progress: Callable[[str], None] | None = Non
                 acpc_command: str | None = None) -> Run:
     """Run the phases of the module docstring with ``settings``; ``progress(text)`` is told of
     each step. Raises ``RuntimeError`` (one line) if a bot cannot be built or a run fails."""
-    import trio
-
-    from arena.gc_policy import restore, tune_for_server
-    from arena.tools import bench_floor, bench_path, bench_server
-
     say = progress or (lambda text: None)
     run, f = Run(), Figures()
     run.figures = f
