@@ -32,6 +32,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "author": ("authors", "your bot-author account on a contest server (self-service)"),
     "authors": ("authors", "(organiser) bot authors: add, invite, list, suspend, resume, delete"),
     "spectators": ("spectators", "betting spectators (gallery wagers, ecarte.md §E9.1)"),
+    "db": ("db", "the database's schema: upgrade a database made by an older arena"),
     "serve": ("serve", "run a long-lived contest server (TCP for bots and spectators, HTTP)"),
 }
 """Every ``arena`` command: the module of :mod:`arena.cli` that adds it (``add_commands(sub)``,

@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import argparse
 
-from arena.cli.common import DB_HELP, Commands
+from arena.cli.common import DB_HELP, Commands, add_command
 from arena.store.upgrade import upgrade
-
-PLACE = 85  # where its commands stand in `arena --help`
 
 
 def add_commands(sub: Commands) -> None:
     """Add ``db upgrade --db PATH|URL`` to the ``arena`` command tree."""
-    db = sub.add_parser("db", help="the database's schema: upgrade an old database")
+    db = add_command(sub, "db")
     dsub = db.add_subparsers(dest="db_command", required=True)
     up = dsub.add_parser("upgrade", help="bring a database made by an older arena to this arena's schema")
     up.add_argument("--db", default="arena.db", help=DB_HELP)
