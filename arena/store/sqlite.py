@@ -880,6 +880,12 @@ class Store:
         return dict(self.db.execute(f"SELECT b, n FROM pair_counts WHERE game=? AND a=? AND b IN ({marks})",
                                     (game, bot, *others)).fetchall())
 
+    def opponents(self, game: str, bot: str) -> dict[str, int]:
+        """Every bot ``bot`` has met in ``game`` and how many finished (not aborted) matches they
+        played (table ``pair_counts``): one range of its primary key, as long as the bot's list of
+        opponents, whatever the history (the contest's pairing loads it when a bot connects)."""
+        return dict(self.db.execute("SELECT b, n FROM pair_counts WHERE game=? AND a=?", (game, bot)).fetchall())
+
     def ladder_units(self, game: str) -> dict[tuple[str, str, float, int], int]:
         """The ladder's units of ``game`` as kept by each result (table ``ladder_units``):
         ``{(a, b, points of a, games): count}``, the same as :meth:`ladder_unit_counts` counts
