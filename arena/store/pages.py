@@ -63,9 +63,10 @@ SQL: dict[str, str] = {
     "ladder_above": "SELECT bot, elo, ci95, games FROM ladder WHERE game=? AND elo>=? AND (elo>? OR bot<?) "
                     "ORDER BY elo, bot DESC LIMIT ?",
     "ladder_rank": "SELECT COUNT(*) FROM ladder WHERE game=? AND elo>=? AND (elo>? OR bot<?)",
-    # the ranks of a page of search results, in one pass down the ladder to the lowest of them
-    "ladder_ranks": "SELECT bot, r FROM (SELECT bot, ROW_NUMBER() OVER (ORDER BY elo DESC, bot) AS r FROM ladder "
-                    "WHERE game=? AND elo>=?) AS ranked WHERE bot IN ({})",
+    # the ranks of a page of search results, by rank: the rows from one to the next (elo DESC, bot), counted
+    # in ladder_by_elo; together one walk down the index to the lowest of them (no window, no sort)
+    "ladder_rank_step": "SELECT COUNT(*) FROM ladder WHERE game=? AND elo<=? AND elo>=? AND (elo<? OR bot>?) "
+                        "AND (elo>? OR bot<=?)",
     "ladder_size": "SELECT COUNT(*) FROM ladder WHERE game=?",
     # one bot's rating: the primary key (game, bot)
     "ladder_row": "SELECT bot, elo, ci95, games FROM ladder WHERE game=? AND bot=?",
@@ -122,7 +123,7 @@ PLAN_CASES: list[tuple[str, str, tuple]] = [
     ("ladder_below", SQL["ladder_below"], ("ecarte", 1500.0, 1500.0, "bot00042", 50)),
     ("ladder_above", SQL["ladder_above"], ("ecarte", 1500.0, 1500.0, "bot00042", 50)),
     ("ladder_rank", SQL["ladder_rank"], ("ecarte", 1500.0, 1500.0, "bot00042")),
-    ("ladder_ranks", SQL["ladder_ranks"].format(_in(3)), ("ecarte", 1400.0, "bot00001", "bot00002", "bot00003")),
+    ("ladder_rank_step", SQL["ladder_rank_step"], ("ecarte", 1500.0, 1400.0, 1500.0, "bot00001", 1400.0, "bot00002")),
     ("ladder_size", SQL["ladder_size"], ("ecarte",)),
     ("ladder_row", SQL["ladder_row"], ("ecarte", "bot00042")),
     ("ladder_search", SQL["ladder_search"], ("ecarte", "bot0004", "bot0005", "", "", 50)),
@@ -300,11 +301,13 @@ def leaderboard_page(store: Any, game: str, *, after: str | None = None, before:
     if backwards:
         rows.reverse()
     out = [_rating_row(r) for r in rows]
-    if q and out:
-        ranks = dict(db.execute(SQL["ladder_ranks"].format(_in(len(out))),
-                                (game, min(r["elo"] for r in out), *(r["bot"] for r in out))).fetchall())
-        for row in out:
-            row["rank"] = ranks[row["bot"]]
+    if q and out:  # listed by name: ranked in rank order, each from the one above it
+        by_rank = sorted(out, key=lambda r: (-r["elo"], r["bot"]))
+        rank = by_rank[0]["rank"] = rank_of(store, game, by_rank[0]["elo"], by_rank[0]["bot"])
+        for above, row in zip(by_rank, by_rank[1:]):
+            rank += db.execute(SQL["ladder_rank_step"], (game, above["elo"], row["elo"], above["elo"], above["bot"],
+                                                         row["elo"], row["bot"])).fetchone()[0]
+            row["rank"] = rank
     elif out:
         first = rank_of(store, game, out[0]["elo"], out[0]["bot"])
         for i, row in enumerate(out):
