@@ -58,6 +58,7 @@ from arena.schedule.gate import DoctorGate, UploadConfig
 from arena.schedule.launcher import BotProcess, Limits, SandboxError, load_manifest
 from arena.schedule.supervisor import Supervisor, publish
 from arena.schedule.tournament import play_match
+from arena.store.checkpoint import for_store as checkpointer_for
 from arena.store.health import STORAGE_ERRORS, StorageHealth
 from arena.store.log_archive import Retention, keep_retention
 from arena.store.queue import MatchQueue
@@ -546,6 +547,8 @@ class Contest:
         try:
             async with trio.open_nursery() as outer:
                 outer.start_soon(self.fitter.run)
+                if (checkpoints := checkpointer_for(self.store)) is not None:  # off the loop (arena.store.checkpoint)
+                    outer.start_soon(checkpoints.run)
                 self.hub.nursery = outer
                 self._outer = outer
                 outer.start_soon(self.health.watch)
