@@ -52,8 +52,8 @@ def test_a_decision_runs_no_statement_once_the_bots_are_loaded(tmp_path):
     assert contest.pairs.loads == 60
 
 
-def test_the_counts_in_memory_stay_those_of_the_store_after_the_contests_results(tmp_path):
-    store = Store(tmp_path / "x.db")
+def test_the_counts_in_memory_stay_those_of_the_store_after_the_contests_results(tmp_path, db_target):
+    store = Store(db_target)  # on each backend
     _, bots = _history(store, 12, 150)
     contest = _contest(tmp_path, store, bots[:9])  # three bots of the history are not connected
     contest.next_pair()
