@@ -62,10 +62,11 @@ SQL: dict[str, str] = {
                     "ORDER BY elo DESC, bot LIMIT ?",
     "ladder_above": "SELECT bot, elo, ci95, games FROM ladder WHERE game=? AND elo>=? AND (elo>? OR bot<?) "
                     "ORDER BY elo, bot DESC LIMIT ?",
-    "ladder_rank": "SELECT COUNT(*) FROM ladder WHERE game=? AND elo>=? AND (elo>? OR bot<?)",
-    # the ranks of a page of search results, by rank: the rows from one to the next (elo DESC, bot), counted
-    # in ladder_by_elo; together one walk down the index to the lowest of them (no window, no sort)
-    "ladder_rank_step": "SELECT COUNT(*) FROM ladder WHERE game=? AND elo<=? AND elo>=? AND (elo<? OR bot>?) "
+    "ladder_rank": "SELECT COUNT(*) AS n FROM ladder WHERE game=? AND elo>=? AND (elo>? OR bot<?)",
+    # the ranks of a page of search results, by rank: the rows above the first (ladder_rank), then from one to
+    # the next (elo DESC, bot), counted in ladder_by_elo; one statement of these parts (UNION ALL), together one
+    # walk down the index to the lowest of them (no window, no sort)
+    "ladder_rank_step": "SELECT COUNT(*) AS n FROM ladder WHERE game=? AND elo<=? AND elo>=? AND (elo<? OR bot>?) "
                         "AND (elo>? OR bot<=?)",
     "ladder_size": "SELECT COUNT(*) FROM ladder WHERE game=?",
     # one bot's rating: the primary key (game, bot)
@@ -301,12 +302,17 @@ def leaderboard_page(store: Any, game: str, *, after: str | None = None, before:
     if backwards:
         rows.reverse()
     out = [_rating_row(r) for r in rows]
-    if q and out:  # listed by name: ranked in rank order, each from the one above it
+    if q and out:  # listed by name: ranked in rank order, each from the one above it, in one statement
         by_rank = sorted(out, key=lambda r: (-r["elo"], r["bot"]))
-        rank = by_rank[0]["rank"] = rank_of(store, game, by_rank[0]["elo"], by_rank[0]["bot"])
+        parts, params = [SQL["ladder_rank"]], [game, by_rank[0]["elo"], by_rank[0]["elo"], by_rank[0]["bot"]]
         for above, row in zip(by_rank, by_rank[1:]):
-            rank += db.execute(SQL["ladder_rank_step"], (game, above["elo"], row["elo"], above["elo"], above["bot"],
-                                                         row["elo"], row["bot"])).fetchone()[0]
+            parts.append(SQL["ladder_rank_step"])
+            params += [game, above["elo"], row["elo"], above["elo"], above["bot"], row["elo"], row["bot"]]
+        union = " UNION ALL ".join(f"SELECT {i} AS i, n FROM ({sql}) AS s{i}" for i, sql in enumerate(parts))
+        steps = db.execute(union, params).fetchall()
+        rank = 1
+        for step, row in zip(sorted(steps, key=lambda r: r[0]), by_rank):
+            rank += step[1]
             row["rank"] = rank
     elif out:
         first = rank_of(store, game, out[0]["elo"], out[0]["bot"])
