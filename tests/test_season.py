@@ -172,9 +172,11 @@ def test_pairing_never_reads_the_history(tmp_path):
         nonlocal pair
         pair = contest.next_pair()
 
-    statements = _statements(store, decide)
-    assert pair is not None and len(statements) == 1
-    assert "matches" not in statements[0] and _scans(store, statements) == []
+    statements = _statements(store, decide)  # the bots have just connected: each one's pair counts are read
+    assert pair is not None and len(statements) == len(bots)
+    assert not any("matches" in s for s in statements) and _scans(store, statements) == []
+    contest.busy.update(pair)
+    assert _statements(store, decide) == [] and pair is not None  # then a decision runs no SQL at all
 
 
 @pytest.fixture

@@ -31,6 +31,7 @@ The configuration is a TOML file (see docs/contest.example.toml and :class:`Cont
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import random
@@ -54,11 +55,12 @@ from arena.schedule.copies import PAIR_COPIES, bot_log, secrets_of
 from arena.schedule.fitter import FitReport, FitWatch, LadderFitter, spawn, stop_process
 from arena.schedule.fleet import Fleet, StoreSink, wait_child
 from arena.schedule.formats import Pairing, derive_seed
-from arena.schedule.formats.ladder import LadderPairing
+from arena.schedule.formats.ladder import LadderPairing, PairCounts
 from arena.schedule.gate import DoctorGate, UploadConfig
 from arena.schedule.launcher import BotProcess, Limits, SandboxError, load_manifest
 from arena.schedule.on_demand import AuthorsConfig, OnDemand
 from arena.schedule.supervisor import Supervisor, publish
+from arena.store.checkpoint import for_store as checkpointer_for
 from arena.store.health import STORAGE_ERRORS, StorageHealth
 from arena.store.log_archive import Retention, keep_retention
 from arena.store.queue import MatchQueue
@@ -221,8 +223,9 @@ class Contest:
         self.unsaved = ""
         """What the shutdown could not write (``"what: error"``), empty if nothing: a full or
         read-only disk when the server stopped (nothing recorded is lost; ``arena serve`` says so)."""
-        self.pairing = LadderPairing(config.pairing, lambda bot, others: self.store.pair_counts(config.game, bot,
-                                                                                                 others), self.seed)
+        self.pairs = PairCounts(lambda bot: self.store.opponents(config.game, bot))
+        """The connected bots' pair counts, in memory (read when a bot connects, counted by :meth:`_record`)."""
+        self.pairing = LadderPairing(config.pairing, self.pairs.counts, self.seed)
         if self.store.path == ":memory:":  # no other process can open it: fitted in a thread here
             self.fitter: LadderFitter | FitWatch = LadderFitter(self.store, config.game, on_fit=self._fitted)
         else:  # fitted by a process of its own (arena.schedule.fitter); the server watches the results
@@ -270,12 +273,25 @@ class Contest:
 
     def next_pair(self) -> tuple[str, str] | None:
         """The pair to play next among ready bots (:mod:`arena.schedule.formats.ladder`: pair
-        counts and the last fit's ratings, never the history), or None."""
+        counts in memory and the last fit's ratings, never the history nor the database), or None.
+        The bots connected since the last decision have their pair counts read first (one indexed
+        read each, :class:`PairCounts`: the cost of a connection, not of the decision, which
+        ``arena_pairing_decision_seconds`` times). Raises a storage error only from that read."""
+        live = {n: c for n, c in self.server.bots.items() if not c.closed.is_set()}
+        self.pairs.sync(live, self.busy)
         t0 = time.perf_counter()
-        connected = [n for n, c in self.server.bots.items() if not c.closed.is_set()]
-        pair = self.pairing.choose(self.ready_bots(), connected, self.running)
+        pair = self.pairing.choose(self.ready_bots(), list(live), self.running)
         METRICS.pairing.observe(time.perf_counter() - t0)
         return pair
+
+    def _record(self, bot0: str, bot1: str, match_key: str, result: MatchResult, log_path: str | None,
+                log_hash: str | None = None) -> None:
+        """Commit the result of ``match_key`` (``bot0`` against ``bot1``; :meth:`Store.record_result`,
+        whose errors it raises) and count it in the pairing's memory in the same step (not an
+        aborted one: the store does not count those either)."""
+        self.store.record_result(match_key, result, log_path, log_hash)
+        if result.reason != "aborted":
+            self.pairs.add(bot0, bot1)
 
     async def _play_unit(self, a: str, b: str) -> None:
         """A duplicate pair (or one match) between ``a`` and ``b``."""
@@ -310,8 +326,10 @@ class Contest:
                         self._wagers("betting", self.desk.close, row.match_key)
                     if cfg.workers > 0 and {x, y} <= self.launched:  # a worker plays it (arena.schedule.worker)
                         result = await self._play_queued(row.match_key)
+                        if result.reason != "aborted":  # committed by the worker; x and y are busy till the unit ends
+                            self.pairs.add(x, y)
                     else:
-                        sink = StoreSink(row, self.store.record_result, self.health)
+                        sink = StoreSink(row, functools.partial(self._record, x, y), self.health)
                         result = await self.fleet.play(row, cfg.match_config(), logs, sink, hub=self.hub, pair=pair,
                                                        copies=copies, on_cancel="abort")
                 except Exception:  # a bug in one match ends that match, never the server
@@ -533,6 +551,8 @@ class Contest:
         try:
             async with trio.open_nursery() as outer:
                 outer.start_soon(self.fitter.run)
+                if (checkpoints := checkpointer_for(self.store)) is not None:  # off the loop (arena.store.checkpoint)
+                    outer.start_soon(checkpoints.run)
                 self.hub.nursery = outer
                 self._outer = outer
                 outer.start_soon(self.health.watch)

@@ -64,6 +64,16 @@ def _bot_history(side: str) -> str:
             f"AND status<>'pending' AND {side}) AS s1 ORDER BY id {'DESC ' if 'DESC' in side else ''}LIMIT :n")
 
 
+LADDER_RANK = "SELECT COUNT(*) AS n FROM ladder WHERE game=:game AND elo>=:elo AND (elo>:elo OR bot<:bot)"
+"""A bot's rank minus one: the rows above it (elo DESC, bot), counted in ``ladder_by_elo``."""
+
+RANK_STEP = ("SELECT COUNT(*) AS n FROM ladder WHERE game=:game AND elo<=:ae{i} AND elo>=:e{i} AND "
+             "(elo<:ae{i} OR bot>:ab{i}) AND (elo>:e{i} OR bot<=:b{i})")
+"""The ranks of a page of search results, by rank: the rows above the first (:data:`LADDER_RANK`), then
+from one to the next (step ``i``: from the row above, ``ae``/``ab``, to this one, ``e``/``b``), counted
+in ``ladder_by_elo``; :func:`leaderboard_page` joins the steps in one statement (``UNION ALL``): together
+one walk down the index to the lowest of them (no window, no sort)."""
+
 SQL: dict[str, Any] = {name: text(sql) for name, sql in {
     # how old the ratings are (one row per game; arena.store.results)
     "ratings_state": "SELECT results, fitted_results, fitted_at, fit_ms FROM ladder_state WHERE game=:game",
@@ -75,10 +85,7 @@ SQL: dict[str, Any] = {name: text(sql) for name, sql in {
     "ladder_above": "SELECT bot, elo, ci95, games FROM ladder WHERE game=:game AND elo>=:elo AND "
                     "(elo>:elo OR bot<:bot) "
                     "ORDER BY elo, bot DESC LIMIT :n",
-    "ladder_rank": "SELECT COUNT(*) FROM ladder WHERE game=:game AND elo>=:elo AND (elo>:elo OR bot<:bot)",
-    # the ranks of a page of search results, in one pass down the ladder to the lowest of them
-    "ladder_ranks": "SELECT bot, r FROM (SELECT bot, ROW_NUMBER() OVER (ORDER BY elo DESC, bot) AS r FROM ladder "
-                    "WHERE game=:game AND elo>=:elo) AS ranked WHERE bot IN :bots",
+    "ladder_rank": LADDER_RANK,
     "ladder_size": "SELECT COUNT(*) FROM ladder WHERE game=:game",
     # one bot's rating: the primary key (game, bot)
     "ladder_row": "SELECT bot, elo, ci95, games FROM ladder WHERE game=:game AND bot=:bot",
@@ -122,7 +129,7 @@ SQL: dict[str, Any] = {name: text(sql) for name, sql in {
 }.items()}
 """Every statement of this module by name: ``text()`` with named binds (standard SQL, the same on
 both backends), built once; ``:bots`` and ``:keys`` are expanding ``IN`` lists."""
-for _name in ("ladder_ranks", "scores_as_a", "scores_as_b"):
+for _name in ("scores_as_a", "scores_as_b"):
     SQL[_name] = SQL[_name].bindparams(_BOTS)
 SQL["stored_logs"] = SQL["stored_logs"].bindparams(bindparam("keys", expanding=True, type_=Text()))
 
@@ -133,7 +140,8 @@ PLAN_CASES: list[tuple[str, Any, dict[str, Any]]] = [
     ("ladder_below", SQL["ladder_below"], {"game": "ecarte", "elo": 1500.0, "bot": "bot00042", "n": 50}),
     ("ladder_above", SQL["ladder_above"], {"game": "ecarte", "elo": 1500.0, "bot": "bot00042", "n": 50}),
     ("ladder_rank", SQL["ladder_rank"], {"game": "ecarte", "elo": 1500.0, "bot": "bot00042"}),
-    ("ladder_ranks", SQL["ladder_ranks"], {"game": "ecarte", "elo": 1400.0, "bots": _THREE}),
+    ("ladder_rank_step", text(RANK_STEP.format(i=1)), {"game": "ecarte", "ae1": 1500.0, "e1": 1400.0,
+                                                              "ab1": "bot00001", "b1": "bot00002"}),
     ("ladder_size", SQL["ladder_size"], {"game": "ecarte"}),
     ("ladder_row", SQL["ladder_row"], {"game": "ecarte", "bot": "bot00042"}),
     ("ladder_search", SQL["ladder_search"], {"game": "ecarte", "lo": "bot0004", "hi": "bot0005", "key": "",
@@ -315,11 +323,19 @@ def leaderboard_page(store: Any, game: str, *, after: str | None = None, before:
     if backwards:
         rows.reverse()
     out = [_rating_row(r) for r in rows]
-    if q and out:
-        ranks = {r[0]: r[1] for r in run(SQL["ladder_ranks"], {"game": game, "elo": min(r["elo"] for r in out),
-                                                                "bots": [r["bot"] for r in out]})}
-        for row in out:
-            row["rank"] = ranks[row["bot"]]
+    if q and out:  # listed by name: ranked in rank order, each from the one above it, in one statement
+        by_rank = sorted(out, key=lambda r: (-r["elo"], r["bot"]))
+        parts = [LADDER_RANK]
+        params: dict[str, Any] = {"game": game, "elo": by_rank[0]["elo"], "bot": by_rank[0]["bot"]}
+        for i, (above, row) in enumerate(zip(by_rank, by_rank[1:]), start=1):
+            parts.append(RANK_STEP.format(i=i))
+            params.update({f"ae{i}": above["elo"], f"ab{i}": above["bot"], f"e{i}": row["elo"], f"b{i}": row["bot"]})
+        union = " UNION ALL ".join(f"SELECT {i} AS i, n FROM ({sql}) AS s{i}" for i, sql in enumerate(parts))
+        steps = run(text(union), params).all()
+        rank = 1
+        for step, row in zip(sorted(steps, key=lambda r: r[0]), by_rank):
+            rank += step[1]
+            row["rank"] = rank
     elif out:
         first = rank_of(store, game, out[0]["elo"], out[0]["bot"])
         for i, row in enumerate(out):

@@ -104,6 +104,8 @@ SAVE_FIT = upsert(ladder_state, ("game",), lambda new: {"fitted_results": new.fi
 PAIR_COUNTS = select(pair_counts.c.b, pair_counts.c.n).where(
     pair_counts.c.game == _GAME, pair_counts.c.a == bindparam("bot"),
     pair_counts.c.b.in_(bindparam("others", expanding=True)))
+OPPONENTS = select(pair_counts.c.b, pair_counts.c.n).where(pair_counts.c.game == _GAME,
+                                                           pair_counts.c.a == bindparam("bot"))
 UNITS = select(ladder_units.c.a, ladder_units.c.b, ladder_units.c.points, ladder_units.c.games,
                ladder_units.c.n).where(ladder_units.c.game == _GAME, ladder_units.c.n > 0).order_by(
     ladder_units.c.a, ladder_units.c.b, ladder_units.c.points, ladder_units.c.games)
@@ -238,6 +240,12 @@ class Results:
         if not others:
             return {}
         return {r[0]: r[1] for r in self.run(PAIR_COUNTS, {"game": game, "bot": bot, "others": list(others)})}
+
+    def opponents(self, game: str, bot: str) -> dict[str, int]:
+        """Every bot ``bot`` has met in ``game`` and how many finished (not aborted) matches they
+        played (table ``pair_counts``): one range of its primary key, as long as the bot's list of
+        opponents, whatever the history (the contest's pairing loads it when a bot connects)."""
+        return {r[0]: r[1] for r in self.run(OPPONENTS, {"game": game, "bot": bot})}
 
     def ladder_units(self, game: str) -> dict[tuple[str, str, float, int], int]:
         """The ladder's units of ``game`` as kept by each result (table ``ladder_units``):

@@ -1,9 +1,10 @@
 """The contest's ladder pairing: which two ready bots play next (``arena serve``).
 
 A contest pairs continuously among the bots that are connected and idle. Each decision costs the
-same on the last day of a season as on the first: it never reads the history, only the pair
-counts the store keeps per result (``pair_counts``, one index probe for a bounded set of
-candidates) and the ratings of the last background fit (held in memory, :attr:`LadderPairing.elo`).
+same on the last day of a season as on the first: it never reads the history nor the database,
+only the pair counts of the connected bots (:class:`PairCounts`: each bot's row of the store's
+``pair_counts`` read once when it connects, then kept up to date by the contest's own results)
+and the ratings of the last background fit (held in memory, :attr:`LadderPairing.elo`).
 
 Rules (``pairing`` in the contest file):
 
@@ -17,7 +18,7 @@ few bots the idle ones are often the pair that just played: rather than replay i
 scheduler waits for the busy bot whose meeting is due).
 
 Larger fields choose among a bounded set of candidates, so a decision costs ``O(ready bots)``
-in memory and one query of :data:`CANDIDATES` keys, never the square of the field:
+in memory and :data:`CANDIDATES` dictionary lookups, never the square of the field:
 
 * the *anchor* is the ready bot that has waited longest (ready since the earliest moment:
   bots that just connected first, then by the order in which their last unit ended, then
@@ -38,7 +39,7 @@ from __future__ import annotations
 
 import heapq
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Literal
 
 SMALL_FIELD = 16
@@ -50,7 +51,64 @@ FIRST_ELO = 1500.0
 
 Counts = Callable[[str, list[str]], Mapping[str, int]]
 """``counts(bot, others) -> {other: finished matches between them}`` (missing: none):
-:meth:`arena.store.sqlite.Store.pair_counts` for one game."""
+:meth:`PairCounts.counts` (in memory) or :meth:`arena.store.sqlite.Store.pair_counts` for one game."""
+
+Load = Callable[[str], Mapping[str, int]]
+"""``load(bot) -> {opponent: finished matches between them}``: every opponent ``bot`` has met
+(:meth:`arena.store.sqlite.Store.opponents` for one game: one index range of ``pair_counts``)."""
+
+
+class PairCounts:
+    """The pair counts of the connected bots, in memory, so that a pairing decision runs no SQL.
+
+    ``rows[bot]`` is ``{opponent: finished (not aborted) matches between them}`` for every bot
+    loaded. :meth:`sync` loads a bot when it connects (``load``: one indexed read, its row of
+    ``pair_counts``), again when it reconnects (a new connection object: what other processes
+    recorded meanwhile is picked up), and forgets a bot once it is gone; :meth:`add` counts
+    each result the contest commits, in the same trio step as the commit, so a row is always
+    what the store holds. A bot that reconnects while its unit is in play is reloaded once the
+    unit has ended (its results are then all committed), never in between.
+
+    Memory: the rows of the connected bots, one entry per opponent each has met, whatever the
+    number of matches (a season's bot meets a few hundred). Raises whatever ``load`` raises
+    (a storage error, for the caller's health check)."""
+
+    def __init__(self, load: Load) -> None:
+        self.load = load
+        self.rows: dict[str, dict[str, int]] = {}
+        self._conn: dict[str, object] = {}
+        self.loads = 0
+        """Rows read from the store so far (a statistic for tests and the curious)."""
+
+    def sync(self, connected: Mapping[str, object], busy: Collection[str] = ()) -> None:
+        """Bring the rows in line with ``connected`` (bot -> its connection object, any object
+        whose identity changes when the bot reconnects): load the bots not loaded for that
+        connection (not while ``busy``: in a unit), forget those gone. Cost: one read per bot
+        (re)connected since the last call; none otherwise."""
+        for gone in [b for b in self.rows if b not in connected]:
+            del self.rows[gone]
+            self._conn.pop(gone, None)
+        for bot, conn in connected.items():
+            if self._conn.get(bot) is not conn and not (bot in busy and bot in self.rows):
+                self.rows[bot] = dict(self.load(bot))
+                self._conn[bot] = conn
+                self.loads += 1
+
+    def add(self, a: str, b: str) -> None:
+        """One more finished (not aborted) match between ``a`` and ``b``, just committed."""
+        if (row := self.rows.get(a)) is not None:
+            row[b] = row.get(b, 0) + 1
+        if (row := self.rows.get(b)) is not None:
+            row[a] = row.get(a, 0) + 1
+
+    def counts(self, bot: str, others: list[str]) -> dict[str, int]:
+        """``{other: matches met}`` for each of ``others`` that ``bot`` has met (a :data:`Counts`),
+        from memory. A bot not loaded (never synced) is loaded here first."""
+        row = self.rows.get(bot)
+        if row is None:
+            row = self.rows[bot] = dict(self.load(bot))
+            self.loads += 1
+        return {o: n for o in others if (n := row.get(o))}
 
 
 class LadderPairing:
