@@ -11,6 +11,7 @@ import pytest
 import trio
 
 from arena.authors.accounts import TOKEN_SEPARATOR
+from arena.authors.pages import MOUNTS as AUTHOR_MOUNTS
 from arena.net.server import ServerConfig
 from arena.schedule.contest import Contest, ContestConfig
 from arena.schedule.gate import UploadConfig
@@ -62,6 +63,7 @@ async def test_no_page_scrolls_sideways_at_420_or_1366_px(tmp_path: Path, monkey
     config = ContestConfig(db=str(tmp_path / "arena.db"), logs=str(tmp_path / "logs"), http_port=0,
                            server=ServerConfig(port=0), max_matches=0, uploads=UploadConfig(dir=str(tmp_path / "up")))
     contest = Contest(config, store)
+    contest.web_mounts = AUTHOR_MOUNTS  # as `arena serve` mounts the author pages
     contest.fitter.run = trio.sleep_forever  # the seeded standings stay as they are
     monkeypatch.setattr("arena.schedule.contest.spawn", lambda *args, **kw: None)  # nor a fitter process
     paths = ["/", f"/?bot={LONG}", "/author/", f"/author/uploads/{upload}", f"/match/{match}"]
