@@ -48,20 +48,23 @@ import math
 import random
 from collections import deque
 from collections.abc import Callable
+from itertools import chain as _chain
+from itertools import combinations as _combinations
 from typing import Any, Literal
 
 import msgspec
+from msgspec import Raw
 
 from arena.games import GAMES
 from arena.games.base import IllegalAction, Seen, offer
 from arena.match.clock import Clock
 from arena.match.limits import LIMITS, Limits
 from arena.match.log import LOG_VERSION, RAW_BYTES, LogAction, LogIncident, LogSeen, offered_fields, raw_fields
-from protocol.framing import ProtocolError, append_json, decode_client, encode, encode_into
+from protocol.framing import ProtocolError, decode_client, encode, encode_into
 from protocol.messages import (
     ActionMsg,
+    Compact,
     Error,
-    EventMsg,
     Hello,
     MatchEnd,
     MatchStart,
@@ -374,6 +377,8 @@ class MatchCore:
         self._ids = request_ids
         self._seq = [0, 0]
         self._outbox = (bytearray(), bytearray())
+        self._match_json = _encode(match_id)
+        self._event_head = b'{"type":"event","match_id":%b,"seq":' % self._match_json
         self.pending: list[_Pending | None] = [None, None]
         self._held: list[tuple[str, str, str, dict[str, Any]] | None] = [None, None]
         self.strikes = [0, 0]
@@ -427,16 +432,18 @@ class MatchCore:
         if p is None or p.rid != rid or self.result is not None:
             return NOTHING
         self.pending[seat] = None
-        out = Output()
-        elapsed_ns = 0 if p.sent_ns is None else max(0, t_ns - p.sent_ns)
+        sent_ns = p.sent_ns
+        elapsed_ns = 0 if sent_ns is None else max(0, t_ns - sent_ns)
         elapsed = elapsed_ns / 1_000_000
         if not self.clocks[seat].charge(elapsed):
+            out = Output()
             self._timed_out(out, seat, p, elapsed)
             return out
         engine = self.engine
         try:
             events = engine.apply(action)
         except IllegalAction as exc:
+            out = Output()
             out.illegal = (seat, exc.code)
             out.log.append(LogIncident(seat, exc.code, str(exc), **_refused(action, raw, raw_len),
                                        **offered_fields(offer(engine, self.compact[seat]))))
@@ -451,9 +458,7 @@ class MatchCore:
                 self._ask(out)
             return out
         self.decisions += 1
-        out.elapsed_ns = elapsed_ns
-        out.decided = seat
-        out.log.append(LogAction(seat, p.decision, action))
+        out = Output(log=[LogAction(seat, p.decision, action)], elapsed_ns=elapsed_ns, decided=seat)
         self._emit(out, events)
         self._ask(out)
         return out
@@ -589,18 +594,23 @@ class MatchCore:
         self.result = out.result = result
 
     def _emit(self, out: Output, events: list[Seen]) -> None:
-        """Log every event, queue it for the seats allowed to see it (sent with their next write)."""
-        match_id = self.match_id
+        """Log every event, queue it for the seats allowed to see it (sent with their next write).
+
+        Each event is encoded once, for its log line (a :class:`~arena.match.log.LogSeen` holding
+        it as :class:`msgspec.Raw`) and each seat's ``event`` message, built around those bytes:
+        the bytes of :class:`~protocol.messages.EventMsg` encoded whole (type tag first, then
+        the fields in order)."""
         seq = self._seq
         outbox = self._outbox
         log = out.log
+        head = self._event_head
         for event, seen_by in events:
-            log.append(LogSeen(list(seen_by), event))
+            raw = _encode(event)
+            log.append(LogSeen(list(seen_by), Raw(raw)))  # type: ignore[arg-type]  # the event, encoded
             for s in seen_by:
                 n = seq[s] = seq[s] + 1
                 buf = outbox[s]
-                append_json(EventMsg(match_id=match_id, seq=n, event=event), buf, -1)
-                buf += b"\n"
+                buf += b'%b%d,"event":%b}\n' % (head, n, raw)
         out.events.extend(events)
 
     def _ask(self, out: Output) -> None:
@@ -624,15 +634,51 @@ class MatchCore:
         clock = self.clocks[s]
         rid = self._ids[s]()
         buf = self._outbox[s]
-        start = len(buf)
-        append_json(Request(id=rid, match_id=self.match_id, decision=decision, legal=offer(engine, self.compact[s]),
-                            state=engine.view(s), time_ms=clock.time_ms, bank_ms=clock.bank_ms), buf, -1)
-        buf += b"\n"
-        self.pending[s] = _Pending(rid, decision, len(buf) - start, clock.deadline_ms)
-        out.sends.append((s, bytes(buf)))
-        buf.clear()
+        time_ms, bank_ms = clock.time_ms, clock.bank_ms
+        word = _DECISION_JSON.get(decision)
+        if word is not None and type(rid) is int and type(time_ms) is int and type(bank_ms) is int:
+            # the request built around its encoded pieces: the bytes of Request(...) encoded whole
+            line = _REQUEST % (rid, self._match_json, word, legal_json(engine, self.compact[s]),
+                               _encode(engine.view(s)), time_ms, bank_ms)
+        else:
+            line = encode(Request(id=rid, match_id=self.match_id, decision=decision,  # type: ignore[arg-type]
+                                  legal=offer(engine, self.compact[s]), state=engine.view(s), time_ms=time_ms,
+                                  bank_ms=bank_ms))
+        self.pending[s] = _Pending(rid, decision, len(line), clock.deadline_ms)
+        if buf:  # the events queued for the seat go first, in the same write
+            buf += line
+            line = bytes(buf)
+            buf.clear()
+        out.sends.append((s, line))
         out.asked = (s, rid)
 
 
+_encode = msgspec.json.Encoder().encode
+
+_REQUEST = (b'{"type":"request","id":%d,"match_id":%b,"decision":%b,"legal":%b,"state":%b,"time_ms":%d,'
+            b'"bank_ms":%d}\n')
+"""A :class:`protocol.messages.Request` line around its encoded pieces (its fields in order)."""
+
+_DECISION_JSON: dict[str, bytes] = {
+    d: _encode(d) for d in ("propose", "respond", "discard", "king", "play", "look", "expose", "bid")}
+"""Each decision of :class:`protocol.messages.Request` encoded (any other takes the struct's path)."""
+
+def legal_json(engine: Any, compact: bool) -> bytes:
+    """The ``legal`` field of the request for ``engine``'s pending decision, encoded: the bytes of
+    :func:`arena.games.base.offer` ``(engine, compact)`` encoded. A choice of cards asked in the
+    full form is encoded from the sets as tuples (an array each, as the lists of
+    :func:`arena.games.base.expand_choice`, in its order), without a list made of each."""
+    choose = engine.choice()
+    if choose is None:
+        return _encode(engine.legal_actions())
+    if compact:
+        return _encode(Compact(choose=choose))
+    least, most = choose.min, choose.max
+    if least < 0:  # no choice the rules make: as offer() gives it
+        return _encode(engine.legal_actions())
+    cards = choose.from_
+    return _encode(list(_chain(*[_combinations(cards, k) for k in range(least, most + 1)])))
+
+
 __all__ = ["NOTHING", "Answer", "ConnectionCore", "Fault", "MatchConfig", "MatchCore", "MatchResult", "Output",
-           "Refusal", "Verdict", "long_line_note", "result_line", "unplayed"]
+           "Refusal", "Verdict", "legal_json", "long_line_note", "result_line", "unplayed"]

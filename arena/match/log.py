@@ -230,6 +230,7 @@ class MatchLog:
         self._block: Any = None  # the open block's running hash (lines since the last hash), or None
         self._open = 0  # lines in the open block
         self._buf = bytearray()  # lines not yet handed to the file
+        self._start = 0  # where the open block's lines not yet hashed begin in _buf
 
     @property
     def last_hash(self) -> str:
@@ -268,49 +269,46 @@ class MatchLog:
         if self._fh is None:
             return  # no file, no chain to keep
         buf = self._buf
-        h = self._block
-        last = None
+        count = 0
         for obj in objs:
-            if last is not None:
-                buf += last
-                buf += b"\n"
-                if h is None:
-                    h = _sha256(self._prev)
-                h.update(last)
-                h.update(b"\n")
-            last = _encode(obj)
-            self._open += 1
-        if last is None:
+            buf += _encode(obj)
+            buf += b"\n"
+            count += 1
+        if not count:
             return
-        if h is None:
-            h = _sha256(self._prev)
-        h.update(last)
+        self._open += count
         if seal or self._open >= HASH_EVERY or self._prev is _GENESIS:
+            # the block's lines since the buffer's last hand-over, hashed in one piece: each with
+            # its newline but the last, which is hashed without its newline (and hash field)
+            h = self._block
+            if h is None:
+                h = _sha256(self._prev)
+            h.update(buf[self._start:-1])
             digest = h.hexdigest().encode()
-            buf += last
-            del buf[-1]  # the closing brace: the hash field goes before it
-            buf += b',"hash":"'
-            buf += digest[:HASH_CHARS]
-            buf += b'"}\n'
+            del buf[-2:]  # the closing brace and the newline: the hash field goes before them
+            buf += b',"hash":"%b"}\n' % digest[:HASH_CHARS]
             self._prev = digest
             self._block = None
             self._open = 0
-        else:
-            buf += last
-            buf += b"\n"
-            h.update(b"\n")
-            self._block = h
+            self._start = len(buf)
         if len(buf) >= BUFFER_BYTES:
             self._spill()
 
     def _spill(self) -> None:
-        """Hand the gathered lines to the file (errors: see :attr:`error`)."""
-        if self._fh is not None and self._buf:
+        """Hand the gathered lines to the file (errors: see :attr:`error`); the lines of the
+        open block go into its running hash first."""
+        buf = self._buf
+        if self._open and self._start < len(buf):
+            if self._block is None:
+                self._block = _sha256(self._prev)
+            self._block.update(buf[self._start:])
+        if self._fh is not None and buf:
             try:
-                self._fh.write(self._buf)
+                self._fh.write(buf)
             except OSError as exc:
                 self._failed(exc)
-        self._buf.clear()
+        buf.clear()
+        self._start = 0
 
     def flush(self) -> None:
         """Push the lines written so far to the operating system (errors: see :attr:`error`)."""

@@ -70,7 +70,7 @@ class Referee:
         self.on_event = on_event
         self.core = MatchCore(match_id, seed, config, (conns[0].name, conns[1].name),
                               (conns[0].legal_form == "compact", conns[1].legal_form == "compact"), packs,
-                              (conns[0].new_request_id, conns[1].new_request_id))
+                              (conns[0].core.new_request_id, conns[1].core.new_request_id))
         self.engine = self.core.engine
         self.result: MatchResult | None = None
         self._over = trio.Event()
