@@ -63,9 +63,6 @@ INSERT_STATUS = insert(bot_status)
 ALL_STATUS = select(bot_status)
 DELETE_SUBMISSION = delete(submissions).where(submissions.c.name == _NAME)
 DELETE_BOT = delete(bots).where(bots.c.name == _NAME)
-BOTS_OVERVIEW = text(
-    "SELECT b.name, s.name IS NOT NULL, l.elo, COALESCE(l.games, 0) FROM bots b "
-    "LEFT JOIN submissions s ON s.name=b.name LEFT JOIN ladder l ON l.bot=b.name AND l.game=:game ORDER BY b.name")
 
 NEWEST_ARCHIVE = select(bot_archives.c.version, bot_archives.c.sha256, bot_archives.c.data).where(
     bot_archives.c.bot == _BOT).order_by(bot_archives.c.version.desc()).limit(1)
@@ -292,10 +289,6 @@ class Accounts:
             self.run(DELETE_SUBMISSION, {"name": name})
             return self.run(DELETE_BOT, {"name": name}).rowcount > 0
 
-    def bots_overview(self, game: str) -> list[tuple[str, str, float | None, int]]:
-        """Every registered bot: ``(name, kind, ladder Elo or None, ladder games)``; kind is
-        ``submitted`` (launched by the server) or ``remote`` (connects with its token)."""
-        return [(r[0], "submitted" if r[1] else "remote", r[2], r[3]) for r in self.run(BOTS_OVERVIEW, {"game": game})]
 
     # ------------------------------------------------------------------ authors (self-service)
 

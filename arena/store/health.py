@@ -92,9 +92,6 @@ class StorageHealth:
         for cb in self.on_resume:
             cb()
 
-    async def wait_resumed(self) -> None:
-        """Return once scheduling is not paused."""
-        await self._resumed.wait()
 
     async def commit(self, what: str, write: Callable[..., T], *args: Any) -> T:
         """Call ``write(*args)``; while it raises one of :data:`STORAGE_ERRORS`, pause, wait

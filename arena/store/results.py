@@ -67,18 +67,12 @@ ALL_MATCHES = select(matches).where(m.tournament_id == _TID).order_by(m.idx)
 RECORDED_KEYS = select(m.match_key).where(m.tournament_id == _TID, m.status != "pending").order_by(m.idx)
 MATCH_BY_KEY = select(matches).where(m.match_key == _KEY)
 RESULTS = select(m.bot0, m.bot1, m.winner_seat).where(m.tournament_id == _TID, m.status == "done").order_by(m.idx)
-PAIR_RESULTS = select(m.pair_key, m.bot0, m.bot1, m.winner_seat).where(
-    m.tournament_id == _TID, m.status == "done", m.pair_key.is_not(None)).order_by(m.idx)
 OUTCOME = select(m.status, m.winner_seat, m.reason).where(m.match_key == _KEY)
 PAIR_KEY = select(m.pair_key).where(m.match_key == _KEY)
 ABORT_LADDER = update(matches).where(
     m.status == "pending",
     m.tournament_id.in_(select(tournaments.c.id).where(tournaments.c.format == "ladder")),
 ).values(status="aborted", reason="aborted", detail="server stopped")
-BOT_FAULTS = text(
-    "SELECT match_key, reason, detail, finished_at FROM matches WHERE status='done' AND "
-    "((bot0=:bot AND faulty_seat=0) OR (bot1=:bot AND faulty_seat=1)) ORDER BY finished_at DESC, id DESC "
-    "LIMIT :lim")
 
 INSERT_AUCTION = insert(auctions)
 AUCTION = select(auctions).where(auctions.c.tournament_id == _TID, auctions.c.idx == bindparam("idx"))
@@ -195,19 +189,6 @@ class Results:
         out["bids"] = json.loads(out["bids"])
         return out
 
-    def pair_results(self, tournament_id: int) -> list[tuple[str, str, float]]:
-        """Completed duplicate pairs as ``(a, b, points of a over the two matches)`` (0-2, a
-        draw counting ½), ``a`` being seat 0 of the pair's first match."""
-        first: dict[str, tuple[str, str, float]] = {}
-        out = []
-        for key, b0, b1, w in self.run(PAIR_RESULTS, {"tid": tournament_id}):
-            s0 = _points(w)
-            if key not in first:
-                first[key] = (b0, b1, s0)
-            else:
-                a, b, sa = first.pop(key)
-                out.append((a, b, sa + (s0 if b0 == a else 1.0 - s0)))
-        return out
 
     # ------------------------------------------------------------------ the ladder
 
@@ -414,7 +395,3 @@ class Results:
                 out[key] = (row[0], row[1], row[2])
         return out
 
-    def bot_faults(self, bot: str, limit: int = 10) -> list[dict[str, Any]]:
-        """The newest finished matches that ``bot`` lost by its own fault (a timeout, a crash,
-        an illegal action...): ``{match_key, reason, detail, finished_at}``."""
-        return [dict(r._mapping) for r in self.run(BOT_FAULTS, {"bot": bot, "lim": limit})]

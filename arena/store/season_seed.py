@@ -40,7 +40,6 @@ ANALYZE`` (what autovacuum does to a table that grew). On both, the secondary in
 from __future__ import annotations
 
 import itertools
-import json
 import math
 import time
 from collections.abc import Callable, Iterator
@@ -425,6 +424,3 @@ class _PgLoader:
         self.conn.execute("RESET synchronous_commit")
 
 
-def config_json(spec: SeasonSpec) -> str:
-    """The spec as JSON (kept beside a cached seed, to tell what it holds)."""
-    return json.dumps(spec.__dict__, sort_keys=True)
