@@ -101,11 +101,13 @@ def test_a_season_of_10000_bots_timing_out_and_connected_scrapes_under_1_mb(monk
     /metrics stays under 1 MB, no metric has more than MAX_BOT_SERIES bots of its own, and
     the sums over bots are the totals (nothing is lost in ``(other)``)."""
     import arena.metrics
+    import arena.schedule.supervisor
     from arena.metrics import MAX_BOT_SERIES, OTHER_BOT
     from arena.schedule.supervisor import Supervisor, publish
 
     metrics = Metrics(CollectorRegistry())
-    monkeypatch.setattr(arena.metrics, "METRICS", metrics)  # what the referee and the supervisor update
+    monkeypatch.setattr(arena.metrics, "METRICS", metrics)  # what the referee updates
+    monkeypatch.setattr(arena.schedule.supervisor, "METRICS", metrics)  # the supervisor's own (module-level) name
 
     class Store:  # publish() also saves the view for `arena bots list`
         def save_bot_status(self, rows: list[tuple]) -> None:
