@@ -55,12 +55,13 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import io
 import re
 import struct
 import zlib
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 
@@ -213,8 +214,8 @@ class MatchLog:
 
     def __init__(self, path: str | Path | None) -> None:
         self.path = Path(path) if path is not None else None
-        self._fh = None
-        self._raw = None
+        self._fh: io.BufferedIOBase | None = None  # what lines are written to: the file, or gzip over it
+        self._raw: io.BufferedWriter | None = None  # the file itself
         self.error: OSError | None = None
         if self.path is not None:
             try:
@@ -323,7 +324,9 @@ class MatchLog:
         """Append an engine event with its visibility; ``event`` may be the event already
         encoded (:func:`protocol.framing.encode_event`), which is then not encoded again."""
         self.seq += 1
-        self.write(LogSeen(list(seen_by), event))
+        # an event already encoded is written as its bytes (msgspec encodes a Raw as it is); LogSeen's
+        # field is typed for what its readers decode, a GameEvent
+        self.write(LogSeen(list(seen_by), cast(GameEvent, event)))
 
     def action(self, seat: int, decision: str, action: Any, auto: bool = False) -> None:
         """Append a seat's action (its own block)."""
@@ -421,10 +424,10 @@ def verify_chain(raw: bytes, expected_last: str | None = None) -> str:
     if h is not None:
         raise ChainError(f"lines {first}-{len(lines)} carry no hash: the log was cut before the line that would "
                          "(a crash mid-match, or a partial copy); the lines before them verify")
-    prev = prev.decode()
-    if expected_last is not None and prev != expected_last:
-        raise ChainError(f"the log's last hash {prev[:12]}… differs from the recorded {expected_last[:12]}…")
-    return prev
+    last = prev.decode()
+    if expected_last is not None and last != expected_last:
+        raise ChainError(f"the log's last hash {last[:12]}… differs from the recorded {expected_last[:12]}…")
+    return last
 
 
 def read_bytes(path: str | Path) -> bytes:
@@ -706,7 +709,8 @@ def _least_max_line(limits: Any) -> int:
     import typing
 
     hints = typing.get_type_hints(limits, include_extras=True)["max_line_bytes"]
-    return next(m.ge for m in getattr(hints, "__metadata__", ()) if getattr(m, "ge", None) is not None)
+    least: int = next(m.ge for m in getattr(hints, "__metadata__", ()) if getattr(m, "ge", None) is not None)
+    return least
 
 
 def replay(lines: list[dict[str, Any]]) -> dict[str, Any]:
