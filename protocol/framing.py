@@ -19,7 +19,7 @@ from typing import Any
 
 import msgspec
 
-from protocol.messages import ClientMessage, ServerMessage
+from protocol.messages import ClientMessage, ErrorCode, ServerMessage
 
 DEFAULT_MAX_LINE = 64 * 1024
 """Default maximum line length in bytes, newline excluded (design.md: 64 KiB)."""
@@ -35,7 +35,7 @@ class ProtocolError(Exception):
     """A line that is not a valid message. ``code`` is the protocol error code; ``fatal`` is
     True when the connection cannot continue (the stream can no longer be split into lines)."""
 
-    def __init__(self, code: str, message: str, fatal: bool = False) -> None:
+    def __init__(self, code: ErrorCode, message: str, fatal: bool = False) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
@@ -210,7 +210,7 @@ class LineReader:
         """Bytes received and not yet taken as lines."""
         return len(self._buf)
 
-    def feed(self, data: bytes) -> None:
+    def feed(self, data: bytes | bytearray) -> None:
         """Append bytes received (see :meth:`pop_line`)."""
         self._buf += data
 

@@ -461,6 +461,10 @@ class Compact(msgspec.Struct, gc=False):
     choose: Choose
 
 
+Decision = Literal["propose", "respond", "discard", "king", "play", "look", "expose", "bid"]
+"""Every decision a request may ask for (Écarté, Piquet, and a chouette's bid)."""
+
+
 class Request(_Msg, tag="request"):
     """A decision is wanted: answer with ``action`` carrying the same ``id`` before the time
     runs out. ``legal`` is the complete list of legal actions, or for a discard asked of a bot
@@ -470,7 +474,7 @@ class Request(_Msg, tag="request"):
 
     id: int
     match_id: str
-    decision: Literal["propose", "respond", "discard", "king", "play", "look", "expose", "bid"]
+    decision: Decision
     legal: Union[list[Action], Compact]
     state: GameView
     time_ms: int

@@ -14,7 +14,8 @@ import msgspec
 import pytest
 import trio
 
-from arena.match.log import read_log, verify_file
+from arena.match.log import read_log
+from arena.match.replay import verify_file
 from arena.match.runner import MatchRunner, MatchSpec
 from arena.match.seat import Connection
 from protocol.framing import LineReader

@@ -128,7 +128,7 @@ def _log_lines(seed: int, rules: Rules) -> list[dict]:
 @settings(max_examples=examples(500), deadline=None, derandomize=True)
 @given(seed=st.integers(0, 2**63 - 1), rules=RULES)
 def test_the_public_view_of_a_log_knows_no_more_than_either_seat(seed, rules):
-    from arena.match.log import public_view
+    from arena.match.views import public_view
 
     public = public_view(_log_lines(seed, rules))
     assert "seed" not in public[0]

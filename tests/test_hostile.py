@@ -477,7 +477,9 @@ def check_judgement_replayed(mode: str, row: dict[str, Any], seat: int, transcri
     """The log keeps what the bot sent when it was charged (the line as it sent it, or the first
     RAW_BYTES bytes of a long one, with its length), and ``arena replay`` judges the charge
     again (``rechecked``); the opponent's view of the log never holds it (issue 22 item 9)."""
-    from arena.match.log import RAW_BYTES, raw_bytes, seat_view, verify_file
+    from arena.match.log import RAW_BYTES, raw_bytes
+    from arena.match.replay import verify_file
+    from arena.match.views import seat_view
 
     lines, result = verify_file(row["log_path"], row["log_hash"])
     charged = [line for line in lines if line["type"] == "incident"]

@@ -20,8 +20,9 @@ import trio
 import trio.testing
 
 from arena.games import GAMES
-from arena.match.log import ChainError, MatchLog, decompress, verify_bytes
+from arena.match.log import ChainError, MatchLog, decompress
 from arena.match.referee import MatchConfig, MatchResult
+from arena.match.replay import verify_bytes
 from arena.schedule.formats import Pairing
 from arena.store import log_archive, test_matches
 from arena.store.log_archive import (

@@ -9,8 +9,9 @@ import re
 
 import pytest
 
-from arena.match.log import ReplayError, read_log, replay
+from arena.match.log import read_log
 from arena.match.referee import MatchConfig
+from arena.match.replay import ReplayError, replay
 from protocol.messages import TimeControl
 from tests.test_referee import _run
 
@@ -344,7 +345,8 @@ def _illegal_once(at):
 
 
 def _lines(path):
-    from arena.match.log import read_bytes, verify_bytes
+    from arena.match.log import read_bytes
+    from arena.match.replay import verify_bytes
 
     return verify_bytes(read_bytes(path))
 
@@ -373,7 +375,7 @@ def test_tampered_judgements_fail_replay_with_one_line(tmp_path):
     rewrite it, and only the database's last hash catches that)."""
     import copy
 
-    from arena.match.log import ReplayError, replay
+    from arena.match.replay import ReplayError, replay
 
     _play(tmp_path / "m.jsonl.gz", _illegal_once(12), config=MatchConfig(max_illegal=1))
     lines, _ = _lines(tmp_path / "m.jsonl.gz")
@@ -426,7 +428,8 @@ def test_logs_of_the_previous_format_still_replay(tmp_path):
 
     import msgspec
 
-    from arena.match.log import GENESIS, verify_bytes
+    from arena.match.log import GENESIS
+    from arena.match.replay import verify_bytes
 
     _play(tmp_path / "m.jsonl.gz", _illegal_once(12), config=MatchConfig(max_illegal=1))
     lines, _ = _lines(tmp_path / "m.jsonl.gz")
@@ -456,7 +459,7 @@ def test_a_raw_answer_is_shown_to_its_own_author_only(tmp_path):
     import subprocess
     import sys
 
-    from arena.match.log import public_view, seat_view
+    from arena.match.views import public_view, seat_view
 
     _play(tmp_path / "m.jsonl.gz", _illegal_once(12))  # the first illegal answer forfeits
     lines, res = _lines(tmp_path / "m.jsonl.gz")

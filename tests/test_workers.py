@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from arena.match.log import verify_file
 from arena.match.referee import MatchConfig
+from arena.match.replay import verify_file
 from arena.schedule.formats import make_format
 from arena.schedule.tournament import TournamentConfig
 from arena.schedule.worker import Worker, store_archives

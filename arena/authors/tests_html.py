@@ -10,7 +10,7 @@ import time
 from html import escape
 from typing import Any
 
-from arena.match.log import describe
+from arena.match.views import describe
 
 
 def _when(t: float | None) -> str:

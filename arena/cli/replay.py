@@ -12,7 +12,9 @@ from rich.text import Text
 from arena.bounds import float_in
 from arena.cli.common import DB_HELP, Commands, add_command, make_console
 from arena.errors import Unavailable, UserError
-from arena.match.log import ChainError, ReplayError, decompress, describe, public_view, seat_view, verify_bytes
+from arena.match.log import ChainError, decompress
+from arena.match.replay import ReplayError, verify_bytes
+from arena.match.views import describe, public_view, seat_view
 from arena.names import plain
 from arena.schedule.contest import load_config
 from arena.store.log_archive import (

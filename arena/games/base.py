@@ -23,7 +23,7 @@ from typing import Any, ClassVar, Protocol
 
 import msgspec
 
-from protocol.messages import Choose, Compact, Exchange, GameEvent, GameView, Rules
+from protocol.messages import Choose, Compact, ErrorCode, Exchange, GameEvent, GameView, Rules
 
 SeenBy = tuple[int, ...]
 BOTH: SeenBy = (0, 1)
@@ -38,7 +38,7 @@ class IllegalAction(ValueError):
     """An action the rules forbid. ``code`` is the protocol error code, ``rule`` the section of
     ``../shared/rules/`` it breaks (e.g. ``"ecarte.md §E5.1"``)."""
 
-    code: ClassVar[str] = "illegal_action"
+    code: ClassVar[ErrorCode] = "illegal_action"
 
     def __init__(self, message: str, rule: str = "") -> None:
         super().__init__(f"{message} ({rule})" if rule else message)
@@ -48,7 +48,7 @@ class IllegalAction(ValueError):
 class WrongDecision(IllegalAction):
     """An action of the wrong shape for the decision asked (a card when a call is wanted)."""
 
-    code: ClassVar[str] = "wrong_decision"
+    code: ClassVar[ErrorCode] = "wrong_decision"
 
 
 def quote(value: Any) -> str:

@@ -50,7 +50,7 @@ from collections import deque
 from collections.abc import Callable
 from itertools import chain as _chain
 from itertools import combinations as _combinations
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import msgspec
 from msgspec import Raw
@@ -65,6 +65,8 @@ from protocol.messages import (
     ActionMsg,
     Compact,
     Error,
+    ErrorCode,
+    GameEvent,
     Hello,
     MatchEnd,
     MatchStart,
@@ -279,10 +281,10 @@ class ConnectionCore:
         text = f"{type(msg).__name__} is for spectators; this connection is a bot"
         return Refusal(Error(code="wrong_role", message=text))
 
-    def _protocol_fault(self, code: str, message: str, rid: int | None = None) -> Refusal:
+    def _protocol_fault(self, code: ErrorCode, message: str, rid: int | None = None) -> Refusal:
         self.errors += 1
         close = "too_many_errors" if self.errors >= self.limits.max_errors else None
-        return Refusal(Error(code=code, message=message, id=rid, fatal=self.seated),  # type: ignore[arg-type]
+        return Refusal(Error(code=code, message=message, id=rid, fatal=self.seated),
                        Fault(code, message), close)
 
     def too_many(self) -> Error:
@@ -298,7 +300,7 @@ class ConnectionCore:
     @staticmethod
     def broken(exc: ProtocolError) -> Error:
         """The fatal error for a line the framing refused (the connection then closes)."""
-        return Error(code=exc.code, message=exc.message, fatal=True)  # type: ignore[arg-type]
+        return Error(code=exc.code, message=exc.message, fatal=True)
 
 
 # ----------------------------------------------------------------------------- one match
@@ -449,7 +451,7 @@ class MatchCore:
                                        **offered_fields(offer(engine, self.compact[seat]))))
             self.illegal[seat] += 1
             over = self.illegal[seat] > self.limits.max_illegal
-            out.sends.append((seat, encode(Error(code=exc.code, message=str(exc), id=rid, fatal=over))))  # type: ignore[arg-type]
+            out.sends.append((seat, encode(Error(code=exc.code, message=str(exc), id=rid, fatal=over))))
             if over:  # the result goes to both bots and the public: it names the rule, not the hand
                 allowed = self.limits.max_illegal
                 why = f"{allowed + 1} illegal answers, {allowed} allowed" + (f" ({exc.rule})" if exc.rule else "")
@@ -548,9 +550,9 @@ class MatchCore:
         assert r is not None, "the match is not over"
         sends = []
         for s in (0, 1):
-            you = "none" if r.winner is None else ("win" if r.winner == s else "loss")
+            you: Literal["win", "loss", "none"] = "none" if r.winner is None else ("win" if r.winner == s else "loss")
             buf = self._outbox[s]
-            encode_into(MatchEnd(match_id=self.match_id, winner=r.winner, you=you, reason=r.reason,  # type: ignore[arg-type]
+            encode_into(MatchEnd(match_id=self.match_id, winner=r.winner, you=you, reason=r.reason,
                                  scores=r.scores, manches=r.manches, detail=r.detail), buf)
             sends.append((s, bytes(buf)))
             buf.clear()
@@ -606,7 +608,9 @@ class MatchCore:
         head = self._event_head
         for event, seen_by in events:
             raw = _encode(event)
-            log.append(LogSeen(list(seen_by), Raw(raw)))  # type: ignore[arg-type]  # the event, encoded
+            # the event, encoded: msgspec writes a Raw's bytes as they are (LogSeen's field is typed for
+            # what readers decode, a GameEvent)
+            log.append(LogSeen(list(seen_by), cast(GameEvent, Raw(raw))))
             for s in seen_by:
                 n = seq[s] = seq[s] + 1
                 buf = outbox[s]
@@ -619,11 +623,12 @@ class MatchCore:
         engine = self.engine
         held = self._held
         if held[0] is not None or held[1] is not None:
-            first = (0, 1) if engine.over else (1 - engine.to_act, engine.to_act)
-            for s in first:
-                fault = held[s]
+            to_act = engine.to_act  # None only once over
+            first = (0, 1) if engine.over or to_act is None else (1 - to_act, to_act)
+            for seat in first:
+                fault = held[seat]
                 if fault is not None:
-                    self._forfeit(out, s, *fault, incident=True)
+                    self._forfeit(out, seat, *fault, incident=True)
                     return
         if engine.over:
             self._end(out, MatchResult(match_id=self.match_id, winner=engine.winner, reason=engine.end_reason,
@@ -631,6 +636,7 @@ class MatchCore:
             return
         s = engine.to_act
         decision = engine.decision
+        assert s is not None and decision is not None, "a match not over has a seat to act and a decision"
         clock = self.clocks[s]
         rid = self._ids[s]()
         buf = self._outbox[s]
@@ -641,6 +647,8 @@ class MatchCore:
             line = _REQUEST % (rid, self._match_json, word, legal_json(engine, self.compact[s]),
                                _encode(engine.view(s)), time_ms, bank_ms)
         else:
+            # an engine names its decisions as str (GameMatch.decision); each is one of the protocol's
+            # (Decision), which encoding does not check
             line = encode(Request(id=rid, match_id=self.match_id, decision=decision,  # type: ignore[arg-type]
                                   legal=offer(engine, self.compact[s]), state=engine.view(s), time_ms=time_ms,
                                   bank_ms=bank_ms))

@@ -46,7 +46,7 @@ from arena.match.dispatch import Dispatcher
 from arena.match.limits import LIMITS
 from arena.metrics import METRICS
 from protocol.framing import LineReader, ProtocolError, encode
-from protocol.messages import Compact, Error, GameView, Request
+from protocol.messages import Compact, Decision, Error, ErrorCode, GameView, Request
 
 INF = math.inf
 
@@ -239,7 +239,8 @@ class Connection:
         self._slow -= 1  # _send_rest counts it again
         if self.closed.is_set():
             if write.held:
-                self._turn.release()  # type: ignore[union-attr]
+                assert self._turn is not None, "a held write took the turn (send_now)"
+                self._turn.release()
             raise SendFailed(f"connection closed ({self.close_reason})")
         await self._send_rest(write.data, write.held)
 
@@ -283,9 +284,9 @@ class Connection:
         """Encode and send one message (see :meth:`send_bytes`)."""
         await self.send_bytes(encode(msg))
 
-    async def send_error(self, code: str, message: str, id: int | None = None, fatal: bool = False) -> None:
+    async def send_error(self, code: ErrorCode, message: str, id: int | None = None, fatal: bool = False) -> None:
         """Send an ``error`` message, ignoring a failed send."""
-        await self._tell(Error(code=code, message=message, id=id, fatal=fatal))  # type: ignore[arg-type]
+        await self._tell(Error(code=code, message=message, id=id, fatal=fatal))
 
     async def _tell(self, error: Error) -> None:
         try:
@@ -308,7 +309,7 @@ class Connection:
 
     # -- reading
 
-    async def _receive(self, streak: int) -> bytes:
+    async def _receive(self, streak: int) -> bytes | bytearray:
         """The next bytes (b"" at the end); sets ``_arrived_ns`` (fair clock). ``streak``: reads in
         a row that found data waiting: past one, yield first, so a flood cannot hold the loop."""
         if streak:
@@ -356,7 +357,8 @@ class Connection:
         while True:
             kind, value = await dispatcher.park(self)
             if kind == _DATA:
-                return value
+                data: bytes = value  # what on_readable read
+                return data
             if kind == _FINISH:
                 await value
             elif await self._verdict(value):
@@ -583,7 +585,7 @@ class _Asker:
         self.done.set()
 
 
-async def ask_once(conn: Connection, match_id: str, decision: str, legal: list[Any] | Compact, state: GameView,
+async def ask_once(conn: Connection, match_id: str, decision: Decision, legal: list[Any] | Compact, state: GameView,
                    clock: Clock) -> tuple[int, Any] | None:
     """Ask ``conn`` one question outside a match (a chouette bid, docs/protocol.md §8.12):
     ``(request id, action)`` if it answers before ``clock``'s deadline, else None (a timeout, a
@@ -592,7 +594,7 @@ async def ask_once(conn: Connection, match_id: str, decision: str, legal: list[A
     conn.attach(asker, 0)
     try:
         rid = conn.new_request_id()
-        data = encode(Request(id=rid, match_id=match_id, decision=decision, legal=legal, state=state,  # type: ignore[arg-type]
+        data = encode(Request(id=rid, match_id=match_id, decision=decision, legal=legal, state=state,
                               time_ms=clock.time_ms, bank_ms=clock.bank_ms))
         conn.core.expect(rid)
         conn.arm(int(trio.current_time() * 1e9) + clock.deadline_ms * 1_000_000, rid)

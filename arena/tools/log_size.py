@@ -3,7 +3,7 @@
 Plays seeded matches on the match core (:class:`arena.match.core.MatchCore`: the referee's
 decisions, no sockets, no clock) and writes each log as tournaments and contests do (a
 ``.jsonl.gz`` through :class:`arena.match.log.MatchLog`, one :meth:`~arena.match.log.MatchLog.write_all`
-per output of the core), then verifies it (:func:`arena.match.log.verify_file`). Policies:
+per output of the core), then verifies it (:func:`arena.match.replay.verify_file`). Policies:
 
 * ``instant``: what ``sample_bots/bench/instant`` answers: the first legal action, the compact form
   (a compact discard: the first ``min`` cards). Écarté's longest matches: both bots propose and
@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from arena.match.core import MatchConfig, MatchCore, result_line
-from arena.match.log import MatchLog, read_bytes, verify_file
+from arena.match.log import MatchLog, read_bytes
+from arena.match.replay import verify_file
 
 POLICIES = ("instant", "random")
 
@@ -81,7 +82,7 @@ def measure(game: str, policy: str, matches: int) -> dict[str, float]:
     """Play ``matches`` seeded matches (seeds 1 to ``matches``) and return ``{"mean", "max"}``
     (compressed bytes per match), ``"raw"`` (uncompressed bytes, the mean) and ``"cpu_ms"`` (CPU
     milliseconds writing a log, the mean). Every log is verified (:class:`arena.match.log.ChainError`
-    or :class:`arena.match.log.ReplayError` if one does not)."""
+    or :class:`arena.match.replay.ReplayError` if one does not)."""
     sizes, raws, cpu = [], [], 0.0
     with tempfile.TemporaryDirectory(prefix="arena-log-size-") as tmp:
         for seed in range(1, matches + 1):
