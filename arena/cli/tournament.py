@@ -118,6 +118,9 @@ def _add_worker(sub: Commands) -> None:
                          "alone (arena tournament/serve --workers pin their workers to the cores in turn; default: "
                          "not pinned)")
     wk.add_argument("--quiet", action="store_true", help="no line per match")
+    wk.add_argument("--no-log-copies", dest="log_copies", action="store_false",
+                    help="do not commit a copy of each match log to the database: the front reads this host's "
+                         "logs folder (arena tournament --workers passes it; a front on another host needs the copies)")
     wk.set_defaults(run=cmd_worker)
 
 
@@ -370,7 +373,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
     worker = Worker(store, args.id, args.tournament, lease_s=args.lease_s, trust_bots=args.trust_bots,
                     logs=args.logs, exit_when_finished=args.tournament is not None,
-                    on_result=None if args.quiet else said, slots=args.slots)
+                    on_result=None if args.quiet else said, slots=args.slots, log_copies=args.log_copies)
     if not args.quiet:
         print(plain(f"worker {worker.id}: playing the matches queued in {shown_db(args.db)}"), flush=True)
     if args.cpu is not None:

@@ -24,7 +24,8 @@ host only).
 Logs: a worker writes a match log into a private folder (``<logs>/t<id>/.w-<pid>-<n>/``) and
 moves it to ``<logs>/t<id>/<match>.jsonl.gz`` inside the commit, once its lease is known good:
 a worker that lost its lease never overwrites the log of the worker that replaced it. The commit
-also puts a copy of the log in the database (``match_logs``), for a front on another host; the
+also puts a copy of the log in the database (``match_logs``), for a front on another host (not
+for the local workers of ``arena tournament --workers``, which share the front's folder); the
 front (the contest server, or ``arena tournament --workers``) makes sure it has the log as a file
 under its own logs folder, then deletes the copy (:func:`keep_worker_logs`), so the copies are
 only the logs of the results the front has not looked at yet.
@@ -346,14 +347,18 @@ class Worker:
     directory by default). With ``exit_when_finished`` the worker returns once its tournament
     is finished; ``max_matches`` stops it after that many claims (tests); ``on_result(row,
     result)`` is called after each commit; ``slots``: matches played at once (each slot with its
-    own copies of the bots)."""
+    own copies of the bots); ``log_copies``: see :attr:`log_copies`."""
 
     def __init__(self, store: Store, worker_id: str | None = None, tournament_id: int | None = None,
                  lease_s: float = LEASE_S, poll_s: float = POLL_S, trust_bots: bool = False,
                  logs: str | None = None, workdir: str | None = None, exit_when_finished: bool = True,
                  max_matches: int | None = None, clock: Callable[[], float] | None = None,
-                 on_result: OnDone | None = None, slots: int = SLOTS) -> None:
+                 on_result: OnDone | None = None, slots: int = SLOTS, log_copies: bool = True) -> None:
         self.store = store
+        self.log_copies = log_copies
+        """Commit a copy of each log with its result (``match_logs``), for a front on another host;
+        False when the front shares this host's logs folder (``arena tournament --workers``), which
+        has the file as soon as the commit moved it into place."""
         self.id = worker_id or default_worker_id()
         self.tournament_id = tournament_id
         self.queue = MatchQueue(store, lease_s=lease_s, **({"clock": clock} if clock else {}))
@@ -586,7 +591,8 @@ class Worker:
             def move_and_store() -> None:  # inside the commit: the log in place here, and in the database
                 assert log_path is not None and final is not None
                 _move_log(log_path, final)
-                self.store.put_match_log(match_key, Path(final).read_bytes())
+                if self.log_copies:
+                    self.store.put_match_log(match_key, Path(final).read_bytes())
 
             self.queue.commit(claim, result, final, log_hash, before=move_and_store if log_path else None)
 
@@ -747,9 +753,11 @@ class LocalWorkers:
 
 def worker_command(db: str, tournament_id: int, worker_id: str, trust_bots: bool, lease_s: float,
                    cpu: int | None = None) -> list[str]:
-    """The command line of a local worker process of ``arena tournament --workers N``."""
+    """The command line of a local worker process of ``arena tournament --workers N``: on this host,
+    in the front's folder, so with the front's logs folder: no copy of each log in the database
+    (``--no-log-copies``; the front has the file once the commit moved it there)."""
     cmd = [sys.executable, "-m", "arena.cli", "worker", "--db", db, "--tournament", str(tournament_id),
-           "--id", worker_id, "--lease-s", str(lease_s), "--quiet"]
+           "--id", worker_id, "--lease-s", str(lease_s), "--quiet", "--no-log-copies"]
     return cmd + (["--trust-bots"] if trust_bots else []) + ([] if cpu is None else ["--cpu", str(cpu)])
 
 
