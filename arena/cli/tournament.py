@@ -295,6 +295,19 @@ def _new_config(args: argparse.Namespace) -> TournamentConfig:
     )
 
 
+def _newest(store: Store, db: str) -> int | None:
+    """The newest tournament of ``db``, for the ``--resume`` hint after Ctrl-C: read through a
+    fresh connection if ``store``'s was cut in the middle of a statement by the interrupt."""
+    try:
+        return store.newest_tournament()
+    except Exception:  # noqa: BLE001 - the interrupted connection: SQLAlchemy wants a rollback first
+        fresh = Store(db)
+        try:
+            return fresh.newest_tournament()
+        finally:
+            fresh.close()
+
+
 def cmd_tournament(args: argparse.Namespace) -> int:
     """``arena tournament``: run it, show progress, print the Elo table. Ctrl-C stops it with
     the ``--resume`` command that finishes it (exit 130)."""
@@ -348,7 +361,7 @@ def cmd_tournament(args: argparse.Namespace) -> int:
     except BaseException as exc:
         if getattr(args, "debug", False) or not interrupted(exc) or find_user_error(exc) is not None:
             raise
-        tid = resume or store.newest_tournament()
+        tid = resume or _newest(store, args.db)
         console.print(plain(f"interrupted: every finished match is in {shown_db(args.db)}; the rest (including the "
                             f"one in play) is played by `{resume_command(getattr(args, 'argv', []), tid)}`"),
                       soft_wrap=True)

@@ -85,6 +85,9 @@ AHEAD = 2
 """Queued matches whose bots a worker launches ahead, while it plays (static tournaments): a
 launch (a sandbox, an interpreter starting, the handshake) takes about 0.1 s that the next
 match would otherwise wait."""
+FULL_LOOK_S = 5.0
+"""The front of ``arena tournament --workers`` reads the recorded results when the queue's count
+of committed matches changed, and at least this often (seconds) whatever it says."""
 EVENT_FLUSH_S = 0.1
 """How often a worker writes the live events it has buffered (seconds)."""
 
@@ -892,11 +895,15 @@ async def play_on_workers(store: Store, tid: int, fmt: Format, workers: int, tru
             nursery.start_soon(run_worker, n)
         if play_steps is not None:
             nursery.start_soon(steps)
+        committed: int | None = None  # the queue's done count when the results were last read
+        looked = trio.current_time()
         while True:
             try:
-                poll()
-                await keep_worker_logs(store, logs, tid)  # the logs are here: the workers' copies go
                 counts = queue.counts(tid)
+                if counts.get("done", 0) != committed or trio.current_time() - looked >= FULL_LOOK_S:
+                    poll()  # read the results only when a worker committed one (or now and then, in any case)
+                    committed, looked = counts.get("done", 0), trio.current_time()
+                    await keep_worker_logs(store, logs, tid)  # the logs are here: the workers' copies go
             except STORAGE_ERRORS:  # the database is away (the workers wait too): look again
                 await trio.sleep(POLL_S)
                 continue
