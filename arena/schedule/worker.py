@@ -603,7 +603,8 @@ class Worker:
             self.forwarder.attempts[row.match_key] = claim.attempt
             renewing.start_soon(self._flush_events)
         return await self.fleet.play(row, setup.match, folder, StoreSink(row, record, self.health),
-                                     hub=self.forwarder if setup.ladder else None, pair=_pair_key(self.store, row),
+                                     hub=self.forwarder if setup.ladder else None,
+                                     pair=_pair_key(self.store, row) if setup.ladder else None,  # spectators' only
                                      copies=copies)
 
     async def _flush_events(self) -> None:
