@@ -57,3 +57,23 @@ def test_a_piped_tournament_prints_plain_lines(tmp_path: Path) -> None:
     assert sum("Score of greedy vs random:" in line for line in lines) == 2
     assert any(line.startswith("[4/4 ") and "Elo: " in line for line in lines)
     assert not any(line.startswith("t1 round-robin") for line in lines)  # no progress bar in the log
+
+
+def test_the_running_elo_keeps_counts_not_matches_and_equals_the_fit_over_every_match() -> None:
+    """The running Elo is fitted from counts of distinct results (at most three per pair of seats),
+    so its input does not grow with the matches; the ratings are those of a fit over every match."""
+    from arena.stats.rating import fit
+
+    lines: list[str] = []
+    p = PlainProgress(every=10**6, every_s=1e9, elo_every=300, out=lines.append, clock=lambda: 0.0)
+    winners = [0, 1, None, 0, 0, 1]
+    games = []
+    for i in range(300):
+        bot0, bot1 = ("a", "b") if i % 3 else ("b", "c")
+        w = winners[i % len(winners)]
+        p.result(bot0, bot1, w)
+        games.append((bot0, bot1, 0.5 if w is None else 1.0 - w))
+    assert len(p.units) <= 6
+    want = ", ".join(f"{r.name} {r.elo:.0f} ±{r.ci95:.0f}" for r in fit(games).ratings)
+    elo = [line for line in lines if "Elo:" in line]
+    assert len(elo) == 1 and want in elo[0]

@@ -122,6 +122,9 @@ def _add_worker(sub: Commands) -> None:
                          "alone (arena tournament/serve --workers pin their workers to the cores in turn; default: "
                          "not pinned)")
     wk.add_argument("--quiet", action="store_true", help="no line per match")
+    wk.add_argument("--no-log-copies", dest="log_copies", action="store_false",
+                    help="do not commit a copy of each match log to the database: the front reads this host's "
+                         "logs folder (arena tournament --workers passes it; a front on another host needs the copies)")
     wk.set_defaults(run=cmd_worker)
 
 
@@ -292,6 +295,19 @@ def _new_config(args: argparse.Namespace) -> TournamentConfig:
     )
 
 
+def _newest(store: Store, db: str) -> int | None:
+    """The newest tournament of ``db``, for the ``--resume`` hint after Ctrl-C: read through a
+    fresh connection if ``store``'s was cut in the middle of a statement by the interrupt."""
+    try:
+        return store.newest_tournament()
+    except Exception:  # noqa: BLE001 - the interrupted connection: SQLAlchemy wants a rollback first
+        fresh = Store(db)
+        try:
+            return fresh.newest_tournament()
+        finally:
+            fresh.close()
+
+
 def cmd_tournament(args: argparse.Namespace) -> int:
     """``arena tournament``: run it, show progress, print the Elo table. Ctrl-C stops it with
     the ``--resume`` command that finishes it (exit 130)."""
@@ -341,7 +357,7 @@ def cmd_tournament(args: argparse.Namespace) -> int:
     except BaseException as exc:
         if getattr(args, "debug", False) or not interrupted(exc) or find_user_error(exc) is not None:
             raise
-        tid = resume or store.newest_tournament()
+        tid = resume or _newest(store, args.db)
         console.print(plain(f"interrupted: every finished match is in {shown_db(args.db)}; the rest (including the "
                             f"one in play) is played by `{resume_command(getattr(args, 'argv', []), tid)}`"),
                       soft_wrap=True)
@@ -364,7 +380,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
     worker = Worker(store, args.id, args.tournament, lease_s=args.lease_s, trust_bots=args.trust_bots,
                     logs=args.logs, exit_when_finished=args.tournament is not None,
-                    on_result=None if args.quiet else said, slots=args.slots)
+                    on_result=None if args.quiet else said, slots=args.slots, log_copies=args.log_copies)
     if not args.quiet:
         print(plain(f"worker {worker.id}: playing the matches queued in {shown_db(args.db)}"), flush=True)
     if args.cpu is not None:

@@ -21,10 +21,11 @@ A progress bar redrawn in place is unreadable in a log file, so when stdout is n
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from arena.stats.rating import fit
+from arena.stats.rating import fit_units
 
 NOTE = ("  (± here counts each match on its own; the final table's counts the two matches of a duplicate "
         "pair as one unit, so it may differ)")
@@ -53,7 +54,9 @@ class PlainProgress:
         self.last_line = self.t0
         self.tally: dict[tuple[str, str], list[int]] = {}
         self.dirty: list[tuple[str, str]] = []
-        self.results: list[tuple[str, str, float]] = []
+        self.units: Counter[tuple[str, str, float, int]] = Counter()
+        """Each distinct result ``(bot0, bot1, score of bot0, 1)`` and how often it came: at most
+        three per pair of seats, whatever the number of matches (the running Elo's input)."""
 
     def start(self, total: int) -> None:
         """The number of matches to play (0 if unknown)."""
@@ -68,7 +71,7 @@ class PlainProgress:
         t[2 if won_by_a is None else 0 if won_by_a else 1] += 1
         if (a, b) not in self.dirty:
             self.dirty.append((a, b))
-        self.results.append((bot0, bot1, 0.5 if winner is None else 1.0 - winner))
+        self.units[(bot0, bot1, 0.5 if winner is None else 1.0 - winner, 1)] += 1
         now = self.clock()
         if self.done % self.every == 0 or now - self.last_line >= self.every_s or self.done == self.total:
             self.flush(now)
@@ -92,7 +95,7 @@ class PlainProgress:
     def elo(self, now: float | None = None) -> None:
         """Print the running Elo of every bot."""
         now = self.clock() if now is None else now
-        ratings = fit(self.results).ratings
+        ratings = fit_units(self.units, variance="model").ratings  # as fit() over the matches one by one
         note = "" if self._elo_said else NOTE
         self._elo_said = True
         self.out(f"{self._prefix(now)} Elo: " + ", ".join(f"{r.name} {r.elo:.0f} ±{r.ci95:.0f}" for r in ratings)

@@ -267,10 +267,14 @@ def plays_pairs(fmt: Format) -> bool:
     return not isinstance(fmt, (Rotation, Chouette))
 
 
-def settle_stored(store: Store, tid: int, fmt: Format, steps: list[Step]) -> list[Step]:
+def settle_stored(store: Store, tid: int, fmt: Format, steps: list[Step],
+                  pending: dict[int, MatchRow] | None = None) -> list[Step]:
     """Feed ``fmt`` the results already stored for any of ``steps`` (a resumed tournament) and
     return the steps still to play. Resuming thus rebuilds the format's state from the stored
-    results, in the order the format hands out its steps, and the same seeds come out."""
+    results, in the order the format hands out its steps, and the same seeds come out.
+    ``pending``: the tournament's pending rows by index, read once (:func:`pending_by_index`):
+    a step found there is still to play without a query of its own. Raises ``ValueError`` if a
+    stored seed differs from the format's."""
     left: list[Step] = []
     for step in steps:
         if isinstance(step, Auction):
@@ -280,6 +284,12 @@ def settle_stored(store: Store, tid: int, fmt: Format, steps: list[Step]) -> lis
             else:
                 fmt.record_auction(step, row["bids"])
             continue
+        known = pending.get(step.index) if pending is not None else None
+        if known is not None:
+            if known.seed != step.seed:
+                raise ValueError(f"match {step.index} of t{tid}: stored seed differs from the format's")
+            left.append(step)
+            continue
         row = store.match_by_index(tid, step.index)
         if row is not None and row["seed"] != step.seed:
             raise ValueError(f"match {step.index} of t{tid}: stored seed differs from the format's")
@@ -288,6 +298,17 @@ def settle_stored(store: Store, tid: int, fmt: Format, steps: list[Step]) -> lis
         else:
             fmt.record(step, row["winner"])
     return left
+
+
+def pending_by_index(store: Store, tid: int, fmt: Format) -> dict[int, MatchRow] | None:
+    """A static format's pending matches of tournament ``tid`` by index, read in one query at the
+    start (they are all in the database from the start, :func:`run_tournament`; as many rows as
+    the schedule the format holds anyway): each match is then started without a query to find
+    its row or schedule it. None for a format that decides as it goes (each match is added as
+    the format hands it out)."""
+    if not isinstance(fmt, StaticFormat):
+        return None
+    return {row.idx: row for row in store.pending_matches(tid)}
 
 
 PlayRow = Callable[[MatchRow, tuple[int, int]], Awaitable[MatchResult]]
@@ -313,6 +334,7 @@ async def _play_format(
     busy: set[str] = set()
     running = 0
     changed = trio.Event()
+    pending = pending_by_index(store, tid, fmt) if play_row is not None else None
 
     def bots_of(step: Step) -> tuple[str, ...]:
         return step.bidders if isinstance(step, Auction) else (step.bot0, step.bot1)
@@ -328,7 +350,9 @@ async def _play_format(
                 fmt.record(step, await play(step))
             else:
                 assert play_row is not None
-                row = store.add_match(tid, config.match.game, step)
+                row = pending.pop(step.index, None) if pending is not None else None
+                if row is None:  # a format that decides as it goes: scheduled now
+                    row = store.add_match(tid, config.match.game, step)
                 copies = halves.assign(step) if halves is not None else (0, 0)
                 result = await play_row(row, copies)
                 fmt.record(step, None if result.winner is None else (step.bot0, step.bot1)[result.winner])
@@ -344,7 +368,7 @@ async def _play_format(
                 fresh = fmt.ready(busy)
                 if not fresh:
                     break
-                queue.extend(settle_stored(store, tid, fmt, fresh))
+                queue.extend(settle_stored(store, tid, fmt, fresh, pending))
             started = False
             for step in list(queue):
                 if running >= config.concurrency:

@@ -24,7 +24,8 @@ host only).
 Logs: a worker writes a match log into a private folder (``<logs>/t<id>/.w-<pid>-<n>/``) and
 moves it to ``<logs>/t<id>/<match>.jsonl.gz`` inside the commit, once its lease is known good:
 a worker that lost its lease never overwrites the log of the worker that replaced it. The commit
-also puts a copy of the log in the database (``match_logs``), for a front on another host; the
+also puts a copy of the log in the database (``match_logs``), for a front on another host (not
+for the local workers of ``arena tournament --workers``, which share the front's folder); the
 front (the contest server, or ``arena tournament --workers``) makes sure it has the log as a file
 under its own logs folder, then deletes the copy (:func:`keep_worker_logs`), so the copies are
 only the logs of the results the front has not looked at yet.
@@ -84,6 +85,9 @@ AHEAD = 2
 """Queued matches whose bots a worker launches ahead, while it plays (static tournaments): a
 launch (a sandbox, an interpreter starting, the handshake) takes about 0.1 s that the next
 match would otherwise wait."""
+FULL_LOOK_S = 5.0
+"""The front of ``arena tournament --workers`` reads the recorded results when the queue's count
+of committed matches changed, and at least this often (seconds) whatever it says."""
 EVENT_FLUSH_S = 0.1
 """How often a worker writes the live events it has buffered (seconds)."""
 
@@ -346,14 +350,18 @@ class Worker:
     directory by default). With ``exit_when_finished`` the worker returns once its tournament
     is finished; ``max_matches`` stops it after that many claims (tests); ``on_result(row,
     result)`` is called after each commit; ``slots``: matches played at once (each slot with its
-    own copies of the bots)."""
+    own copies of the bots); ``log_copies``: see :attr:`log_copies`."""
 
     def __init__(self, store: Store, worker_id: str | None = None, tournament_id: int | None = None,
                  lease_s: float = LEASE_S, poll_s: float = POLL_S, trust_bots: bool = False,
                  logs: str | None = None, workdir: str | None = None, exit_when_finished: bool = True,
                  max_matches: int | None = None, clock: Callable[[], float] | None = None,
-                 on_result: OnDone | None = None, slots: int = SLOTS) -> None:
+                 on_result: OnDone | None = None, slots: int = SLOTS, log_copies: bool = True) -> None:
         self.store = store
+        self.log_copies = log_copies
+        """Commit a copy of each log with its result (``match_logs``), for a front on another host;
+        False when the front shares this host's logs folder (``arena tournament --workers``), which
+        has the file as soon as the commit moved it into place."""
         self.id = worker_id or default_worker_id()
         self.tournament_id = tournament_id
         self.queue = MatchQueue(store, lease_s=lease_s, **({"clock": clock} if clock else {}))
@@ -586,7 +594,8 @@ class Worker:
             def move_and_store() -> None:  # inside the commit: the log in place here, and in the database
                 assert log_path is not None and final is not None
                 _move_log(log_path, final)
-                self.store.put_match_log(match_key, Path(final).read_bytes())
+                if self.log_copies:
+                    self.store.put_match_log(match_key, Path(final).read_bytes())
 
             self.queue.commit(claim, result, final, log_hash, before=move_and_store if log_path else None)
 
@@ -594,7 +603,8 @@ class Worker:
             self.forwarder.attempts[row.match_key] = claim.attempt
             renewing.start_soon(self._flush_events)
         return await self.fleet.play(row, setup.match, folder, StoreSink(row, record, self.health),
-                                     hub=self.forwarder if setup.ladder else None, pair=_pair_key(self.store, row),
+                                     hub=self.forwarder if setup.ladder else None,
+                                     pair=_pair_key(self.store, row) if setup.ladder else None,  # spectators' only
                                      copies=copies)
 
     async def _flush_events(self) -> None:
@@ -747,9 +757,11 @@ class LocalWorkers:
 
 def worker_command(db: str, tournament_id: int, worker_id: str, trust_bots: bool, lease_s: float,
                    cpu: int | None = None) -> list[str]:
-    """The command line of a local worker process of ``arena tournament --workers N``."""
+    """The command line of a local worker process of ``arena tournament --workers N``: on this host,
+    in the front's folder, so with the front's logs folder: no copy of each log in the database
+    (``--no-log-copies``; the front has the file once the commit moved it there)."""
     cmd = [sys.executable, "-m", "arena.cli", "worker", "--db", db, "--tournament", str(tournament_id),
-           "--id", worker_id, "--lease-s", str(lease_s), "--quiet"]
+           "--id", worker_id, "--lease-s", str(lease_s), "--quiet", "--no-log-copies"]
     return cmd + (["--trust-bots"] if trust_bots else []) + ([] if cpu is None else ["--cpu", str(cpu)])
 
 
@@ -884,11 +896,15 @@ async def play_on_workers(store: Store, tid: int, fmt: Format, workers: int, tru
             nursery.start_soon(run_worker, n)
         if play_steps is not None:
             nursery.start_soon(steps)
+        committed: int | None = None  # the queue's done count when the results were last read
+        looked = trio.current_time()
         while True:
             try:
-                poll()
-                await keep_worker_logs(store, logs, tid)  # the logs are here: the workers' copies go
                 counts = queue.counts(tid)
+                if counts.get("done", 0) != committed or trio.current_time() - looked >= FULL_LOOK_S:
+                    poll()  # read the results only when a worker committed one (or now and then, in any case)
+                    committed, looked = counts.get("done", 0), trio.current_time()
+                    await keep_worker_logs(store, logs, tid)  # the logs are here: the workers' copies go
             except STORAGE_ERRORS:  # the database is away (the workers wait too): look again
                 await trio.sleep(POLL_S)
                 continue
