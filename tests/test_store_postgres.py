@@ -179,3 +179,23 @@ async def test_the_same_tournament_on_postgresql_gives_the_same_results_and_logs
         store.close()
     assert runs["sqlite"][0] and runs["sqlite"][1]
     assert runs["sqlite"] == runs["postgres"]
+
+
+def test_the_url_s_own_libpq_options_are_kept(pg_url: str) -> None:
+    """``options=-csearch_path=...`` in the URL puts the store in that schema (a season's full and
+    empty stores share one database this way): the store's own lock timeout is added to the
+    URL's options, never put in their place."""
+    setup = Store(pg_url)
+    setup.run(text("DROP SCHEMA IF EXISTS elsewhere CASCADE"))
+    setup.run(text("CREATE SCHEMA elsewhere"))
+    setup.close()
+    url = f"{pg_url}{'&' if '?' in pg_url else '?'}options=-csearch_path%3Delsewhere"
+    store = Store(url)
+    try:
+        store.add_bot("schemabot")
+        assert store.run(text("SELECT current_schema()")).scalar() == "elsewhere"
+        assert store.run(text("SELECT current_setting('lock_timeout')")).scalar() == "10s"
+        assert store.run(text("SELECT COUNT(*) FROM elsewhere.bots WHERE name='schemabot'")).scalar() == 1
+    finally:
+        store.run(text("DROP SCHEMA elsewhere CASCADE"))
+        store.close()

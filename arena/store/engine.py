@@ -37,6 +37,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs
 
 import sqlalchemy as sa
 from sqlalchemy import event
@@ -82,7 +83,10 @@ def make_engine(target: str) -> Engine:
         given = target.split("?", 1)[1] if "?" in target else ""
         args = {k: v for k, v in (("connect_timeout", CONNECT_TIMEOUT_S), ("keepalives_idle", 10),
                                   ("keepalives_interval", 5), ("keepalives_count", 3)) if f"{k}=" not in given}
-        args["options"] = f"-c lock_timeout={LOCK_TIMEOUT_S * 1000}"
+        # the URL's own libpq options (e.g. ``options=-csearch_path=myschema``) are kept: connect_args
+        # would otherwise replace them
+        own = parse_qs(given).get("options", [""])[-1]
+        args["options"] = f"{own} -c lock_timeout={LOCK_TIMEOUT_S * 1000}".strip()
         return sa.create_engine(sqlalchemy_url(target), isolation_level="AUTOCOMMIT", connect_args=args,
                                 pool_size=1, max_overflow=0, pool_reset_on_return=None)
     engine = sa.create_engine("sqlite+pysqlite:///" + target, isolation_level="AUTOCOMMIT",
