@@ -81,9 +81,11 @@ test-slow: $(TESTS)
 		tests/test_compact_legal.py tests/test_hidden_information.py tests/test_framing.py tests/test_wagers.py
 
 ## make bench: engine deals/s and referee decisions/s next to a raw loopback ping-pong; the server's
-## CPU per decision, decisions/s and added latency with instant C bots (one match, then 100 at once)
+## CPU per decision, decisions/s and added latency with instant C bots (one match, then 100 at once); the
+## store's hot path in CPU per record_result, queue claim + commit and check_token (arena/tools/bench_store.py)
 bench: $(STAMP) $(BENCH_BOT)
 	$(BIN)/arena bench
+	$(BIN)/python -m arena.tools.bench_store --results 2000
 
 ## make bench-scale: the fair-clock study, 1,000 then 2,000 concurrent matches of instant C bots
 ## (largest time charged for one decision, timeouts); a few minutes

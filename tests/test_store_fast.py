@@ -200,3 +200,11 @@ def test_a_lost_postgresql_connection_is_retried_outside_a_transaction_and_lost_
                                                           manches=[1, 0]), None)
     assert store.match_outcomes([f"t{s['tid']}-m0004"]) == {f"t{s['tid']}-m0004": ("done", 0, "score")}
     store.close()
+
+
+def test_the_store_bench_runs_and_prints_its_three_figures(capsys) -> None:
+    from arena.tools import bench_store
+
+    assert bench_store.main(["--results", "12"]) == 0
+    line = capsys.readouterr().out
+    assert "sqlite" in line and all(f"{k} " in line for k in ("record_result", "claim+commit", "check_token"))

@@ -19,6 +19,11 @@ Transactions (:meth:`Connection.transaction`) work as the store always had them:
   queue's claim: it takes its own row locks, ``FOR UPDATE SKIP LOCKED``);
 * nested uses join the outermost, which commits or rolls back all.
 
+The hot statements (:class:`arena.store.fast.Hot`: the result path, the queue's claim, renewal
+and commit, the token checks at hello, the pairing's reads) and ``BEGIN``/``COMMIT`` themselves
+skip SQLAlchemy's execution and run on the driver's cursor (:meth:`Connection.fast`), with the
+same error rules.
+
 SQLite's pragmas (WAL, ``synchronous=NORMAL``, foreign keys, a 5 s busy timeout) are set on each
 new driver connection by an engine ``connect`` event; PostgreSQL's session settings (lock timeout,
 connect timeout, TCP keepalives) are connection arguments.
@@ -114,10 +119,13 @@ class Connection:
         """The driver's cursor of the fast path (:meth:`fast`), made at its first use, dropped with
         the connection (:meth:`_reset`)."""
         self._driver_error: Any = ()
+        """What :meth:`fast` catches: psycopg's errors on PostgreSQL, nothing on SQLite (its errors
+        are raised as they are, as :meth:`run` does)."""
+        self._lost_error: Any = ()
         if self.dialect == "postgresql":
             import psycopg
 
-            self._driver_error = psycopg.Error
+            self._driver_error, self._lost_error = psycopg.Error, psycopg.OperationalError
         self.conn = self._wrap(self.engine.connect)
 
     # ------------------------------------------------------------------ statements
@@ -158,9 +166,7 @@ class Connection:
                 self._reset()
                 if retry and not depth:  # found dead outside a transaction (the server restarted): once more
                     return self.fast(statement, params, retry=False)
-            import psycopg
-
-            if lost or isinstance(exc, psycopg.OperationalError):
+            if lost or isinstance(exc, self._lost_error):
                 raise DatabaseLost(self._lost_text(exc)) from None
             raise
 

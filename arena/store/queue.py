@@ -15,9 +15,10 @@ result and its log hash are written (:meth:`arena.store.sqlite.Store.record_resu
   a match is counted once, whoever played it;
 * two workers racing for one row: the claim is atomic, one gets it.
 
-The statements are SQLAlchemy Core (built once, below) run by the store (``store.run``) in its
+The statements are SQLAlchemy Core (built once, below; the worker's claim, renewal and commit
+through the fast path, :class:`arena.store.fast.Hot`) run by the store (``store.run``) in its
 transactions, so the same statements run on SQLite (``BEGIN IMMEDIATE``: one writer at a time,
-so select-then-update is atomic) and on PostgreSQL, where the claim's SELECT is ``FOR UPDATE SKIP
+so select-then-update is atomic) and on PostgreSQL, where the claim's SELECTs are ``FOR UPDATE SKIP
 LOCKED`` and the commit's lease check ``FOR UPDATE`` (SQLAlchemy leaves both out on SQLite):
 concurrent claimers skip each other's rows instead of waiting. The guarded ``UPDATE`` of a claim
 re-checks the row, so a claim is safe even without the lock.

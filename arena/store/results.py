@@ -2,8 +2,9 @@
 
 Every statement is built once, at import (SQLAlchemy's compiled cache then serves each call); the
 result path (:meth:`Results.record_result`) is a handful of single-row statements whatever the
-history. A mixin of :class:`arena.store.sqlite.Store`: ``self.run`` runs a statement,
-``self._tx()`` opens a writer transaction, ``self.dialect`` picks an upsert.
+history, run through the fast path (:class:`arena.store.fast.Hot`), as are the pairing's reads. A
+mixin of :class:`arena.store.sqlite.Store`: ``self.run`` runs a statement, ``self._tx()`` opens a
+writer transaction, ``self.dialect`` picks an upsert.
 """
 
 from __future__ import annotations
