@@ -113,21 +113,37 @@ class Prepared:
         self.expanding = expanding
 
 
-def _args_maker(order: list[tuple[int, Any]], procs: dict[int, Callable[[Any], Any]]) -> Callable[[dict], tuple]:
-    """The function from a call's parameter dict to the driver's tuple. ``order``: per placeholder
+def _args_maker(order: list[tuple[int, Any]], procs: dict[int, Callable[[Any], Any]]) -> Callable[[dict], Any]:
+    """The function from a call's parameter dict to the driver's sequence. ``order``: per placeholder
     ``(0, name)`` (the call's parameter), ``(1, value)`` (bound in the statement) or ``(2, (name,
-    i))`` (item ``i`` of an expanding list); ``procs``: type processors by placeholder index."""
-    if not procs and all(kind == 0 for kind, _ in order):
-        if len(order) == 1:
-            name = order[0][1]
-            return lambda params: (params[name],)
-        return itemgetter(*(name for _, name in order))
+    i))`` (item ``i`` of an expanding list); ``procs``: type processors by placeholder index.
+    Without an expanding list, one ``operator.itemgetter`` (the statement's own values merged in
+    under names no parameter has), then the processors, if any."""
+    if any(kind == 2 for kind, _ in order):
+        def expanded(params: dict[str, Any]) -> list:
+            out = [params[v] if kind == 0 else v if kind == 1 else params[v[0]][v[1]] for kind, v in order]
+            for i, proc in procs.items():
+                out[i] = proc(out[i])
+            return out
 
-    def args(params: dict[str, Any]) -> tuple:
-        out = [params[v] if kind == 0 else v if kind == 1 else params[v[0]][v[1]] for kind, v in order]
-        for i, proc in procs.items():
+        return expanded
+    names = [v if kind == 0 else f"\0{i}" for i, (kind, v) in enumerate(order)]
+    consts = {f"\0{i}": v for i, (kind, v) in enumerate(order) if kind == 1}
+    get: Callable[[dict], Any] = itemgetter(*names) if len(names) > 1 else (lambda p, name=names[0]: (p[name],))
+    if consts:
+        pick = get
+
+        def get(params: dict[str, Any]) -> Any:
+            return pick({**consts, **params})
+    if not procs:
+        return get
+    converts = list(procs.items())
+
+    def args(params: dict[str, Any]) -> list:
+        out = list(get(params))
+        for i, proc in converts:
             out[i] = proc(out[i])
-        return tuple(out)
+        return out
 
     return args
 
@@ -200,6 +216,17 @@ class Hot:
         """Run the statement on ``cursor`` (the driver's) with ``params`` (a dict, a list of dicts,
         or None) and fetch its rows; ``dialect`` is the engine's, positional (:func:`positional`).
         Raises the driver's errors."""
+        if params.__class__ is dict and not self._expanding:  # the common case, one dict lookup
+            prepared = self._prepared.get((dialect.name, tuple(params))) or self.prepared(dialect, params)
+            if prepared.args is None:
+                cursor.execute(prepared.sql)
+            else:
+                cursor.execute(prepared.sql, prepared.args(params))
+            if cursor.description is None:
+                return Rows([], cursor.rowcount)
+            if not prepared.ready:
+                _ready(prepared, dialect, self.statement, cursor.description)
+            return Rows(list(map(prepared.make_row, cursor.fetchall())), cursor.rowcount)  # type: ignore[arg-type]
         if params is None:
             params = {}
         if isinstance(params, list):
