@@ -88,8 +88,10 @@ test-slow: $(TESTS)
 ## minutes): the user's path (`arena tournament --workers 0`, sandboxed C bots) vs one match of instant C bots; the
 ## match core + log vs a raw trio round trip; the driver vs that floor; p99 with 100 matches of bots thinking 20 ms,
 ## and saturated vs Little's law; --workers 2 vs 1 vs the machine's two-core scaling (Ecarte, Piquet). Exits 1
-## naming each missed target. BENCH=--quick: a smoke test; ACPC_DEALER='command': the ACPC dealer's decisions/s too
+## naming each missed target. BENCH=--quick: a smoke test; ACPC_DEALER='command': the ACPC dealer's decisions/s too.
+## First, the store's hot path: CPU per record_result, queue claim + commit and check_token (arena/tools/bench_store.py)
 bench: $(STAMP) $(C_BOT) $(BENCH_BOT)
+	$(BIN)/python -m arena.tools.bench_store --results 2000
 	$(BIN)/python -m arena.tools.bench_targets $(BENCH)
 
 ## make bench-more: the earlier figures (`arena bench`): engine deals/s, referee decisions/s beside a raw ping-pong,

@@ -19,6 +19,7 @@ from arena.names import check_name
 from arena.store.archives import ArchiveLimits
 from arena.store.archives import check as check_archive
 from arena.store.archives import sha256 as archive_sha256
+from arena.store.fast import Hot
 from arena.store.schema import (
     authors,
     bot_archives,
@@ -45,12 +46,13 @@ UPGRADE_HASH = {name: update(t).where(t.c.name == bindparam("who"), t.c.salt == 
                                       t.c.hash_scheme == bindparam("old_scheme")).values(
     token_hash=bindparam("digest"), hash_scheme=bindparam("scheme")) for name, t in _SECRET_TABLES.items()}
 BOT_ID = select(text("rowid")).select_from(bots).where(bots.c.name == _NAME)
-BOT_TOKEN = select(bots.c.salt, bots.c.token_hash, bots.c.hash_scheme).where(bots.c.name == _NAME)
+_BOT_TOKEN = select(bots.c.salt, bots.c.token_hash, bots.c.hash_scheme).where(bots.c.name == _NAME)
+BOT_TOKEN = Hot(_BOT_TOKEN)  # hot: check_token and bot_secret run at every hello (arena.store.fast)
 WITHDRAWN = select(bot_owners.c.bot).join(authors, authors.c.id == bot_owners.c.author_id).where(
     authors.c.status != "active")
 """The bots of suspended authors: they neither connect nor are launched (a subquery)."""
-BOT_SECRET = BOT_TOKEN.where(~exists().where(bot_owners.c.bot == bots.c.name, authors.c.id == bot_owners.c.author_id,
-                                             authors.c.status != "active"))
+BOT_SECRET = Hot(_BOT_TOKEN.where(~exists().where(
+    bot_owners.c.bot == bots.c.name, authors.c.id == bot_owners.c.author_id, authors.c.status != "active")))
 BOT_NAMES = select(bots.c.name).order_by(bots.c.name)
 SPECTATOR_SECRET = select(spectators.c.salt, spectators.c.token_hash, spectators.c.hash_scheme).where(
     spectators.c.name == _NAME)

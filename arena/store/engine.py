@@ -19,6 +19,11 @@ Transactions (:meth:`Connection.transaction`) work as the store always had them:
   queue's claim: it takes its own row locks, ``FOR UPDATE SKIP LOCKED``);
 * nested uses join the outermost, which commits or rolls back all.
 
+The hot statements (:class:`arena.store.fast.Hot`: the result path, the queue's claim, renewal
+and commit, the token checks at hello, the pairing's reads) and ``BEGIN``/``COMMIT`` themselves
+skip SQLAlchemy's execution and run on the driver's cursor (:meth:`Connection.fast`), with the
+same error rules.
+
 SQLite's pragmas (WAL, ``synchronous=NORMAL``, foreign keys, a 5 s busy timeout) are set on each
 new driver connection by an engine ``connect`` event; PostgreSQL's session settings (lock timeout,
 connect timeout, TCP keepalives) are connection arguments.
@@ -44,6 +49,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError
 
+from arena.store.fast import Hot, positional
 from arena.store.postgres import DatabaseLost, password_of, redact
 
 WRITER_LOCK = 0x61726E61  # "arna"
@@ -59,7 +65,10 @@ BUSY_TIMEOUT_S = 5.0
 CONNECT_TIMEOUT_S = 10
 """Longest wait for a connection to a PostgreSQL server."""
 
-_LOCK = sa.text("SELECT pg_advisory_xact_lock(:key)").bindparams(key=WRITER_LOCK)
+_LOCK = Hot(sa.text("SELECT pg_advisory_xact_lock(:key)").bindparams(key=WRITER_LOCK))
+_BEGINS = {sql: Hot(sa.text(sql)) for sql in ("BEGIN IMMEDIATE", "BEGIN", "BEGIN ISOLATION LEVEL REPEATABLE READ "
+                                              "READ ONLY")}
+_COMMIT, _ROLLBACK = Hot(sa.text("COMMIT")), Hot(sa.text("ROLLBACK"))
 
 
 def sqlalchemy_url(target: str) -> str:
@@ -109,14 +118,29 @@ class Connection:
         self.depth = 0
         """How many :meth:`transaction` blocks are open (0: statements commit by themselves)."""
         self._begin = "BEGIN IMMEDIATE" if self.dialect == "sqlite" else "BEGIN"
+        self._positional = positional(self.engine.dialect)
+        self._cursor: Any = None
+        """The driver's cursor of the fast path (:meth:`fast`), made at its first use, dropped with
+        the connection (:meth:`_reset`)."""
+        self._driver_error: Any = ()
+        """What :meth:`fast` catches: psycopg's errors on PostgreSQL, nothing on SQLite (its errors
+        are raised as they are, as :meth:`run` does)."""
+        self._lost_error: Any = ()
+        if self.dialect == "postgresql":
+            import psycopg
+
+            self._driver_error, self._lost_error = psycopg.Error, psycopg.OperationalError
         self.conn = self._wrap(self.engine.connect)
 
     # ------------------------------------------------------------------ statements
 
-    def run(self, statement: Any, params: Any = None) -> sa.CursorResult:
+    def run(self, statement: Any, params: Any = None) -> Any:
         """Run ``statement`` (a Core construct or ``text()`` with named binds; ``params`` a dict, or
-        a list of dicts for many rows) and return its result. Raises the driver's error, or
+        a list of dicts for many rows) and return its result; a :class:`~arena.store.fast.Hot`
+        statement goes through :meth:`fast`. Raises the driver's error, or
         :class:`~arena.store.postgres.DatabaseLost` for a storage fault on PostgreSQL."""
+        if statement.__class__ is Hot:
+            return self.fast(statement, params)
         try:
             return self.conn.execute(statement, params)
         except DBAPIError as exc:
@@ -124,6 +148,38 @@ class Connection:
                 self._raise(exc)
             self._reset()  # found dead outside a transaction (the server restarted): once more
         return self._wrap(lambda: self.conn.execute(statement, params))
+
+    def fast(self, statement: Hot, params: Any = None, retry: bool = True) -> Any:
+        """Run a hot statement on the driver's cursor (:mod:`arena.store.fast`), its errors mapped as
+        :meth:`run` maps SQLAlchemy's: the driver's error, or on PostgreSQL
+        :class:`~arena.store.postgres.DatabaseLost` for a storage fault; a lost connection is
+        dropped (the next statement reconnects), and outside a transaction the statement is tried
+        once more on a new one. Returns a :class:`~arena.store.fast.Rows`."""
+        cursor = self._cursor
+        try:
+            if cursor is None:
+                cursor = self._cursor = self._wrap(lambda: self.conn.connection.dbapi_connection).cursor()
+            return statement.execute(cursor, self._positional, params)
+        except self._driver_error as exc:
+            self._cursor = None
+            dbapi = self.conn.connection.dbapi_connection if not self.conn.invalidated else None
+            lost = self.engine.dialect.is_disconnect(exc, dbapi, cursor)
+            depth = self.depth
+            if lost:
+                self.conn.invalidate(exc)
+                self._reset()
+                if retry and not depth:  # found dead outside a transaction (the server restarted): once more
+                    return self.fast(statement, params, retry=False)
+            if lost or isinstance(exc, self._lost_error):
+                raise DatabaseLost(self._lost_text(exc)) from None
+            raise
+
+    def _lost_text(self, orig: BaseException) -> str:
+        """What a :class:`DatabaseLost` says: the target (no password) and the driver's message."""
+        text = " ".join(str(orig).split())
+        if self.password:
+            text = text.replace(self.password, "***")
+        return f"PostgreSQL at {self.shown}: {text}"
 
     def _wrap(self, call: Any) -> Any:
         try:
@@ -140,10 +196,7 @@ class Connection:
             import psycopg
 
             if isinstance(orig, psycopg.OperationalError) or exc.connection_invalidated:
-                text = " ".join(str(orig).split())
-                if self.password:
-                    text = text.replace(self.password, "***")
-                raise DatabaseLost(f"PostgreSQL at {self.shown}: {text}") from None
+                raise DatabaseLost(self._lost_text(orig)) from None
         if isinstance(orig, BaseException):
             raise orig from None
         raise exc
@@ -151,6 +204,7 @@ class Connection:
     def _reset(self) -> None:
         """After a lost connection: forget its transaction, so that the next statement reconnects."""
         self.depth = 0
+        self._cursor = None
         if self.conn is None:
             return
         try:
@@ -183,11 +237,13 @@ class Connection:
             begin = self._begin if writer or self.dialect == "sqlite" else "BEGIN"
         if self.dialect == "postgresql" and self.conn.invalidated:
             self._reset()
-        self._wrap(lambda: self.conn.exec_driver_sql(begin))
+        if not self.conn.in_transaction():  # SQLAlchemy's own (a no-op on the driver, AUTOCOMMIT): what
+            self._wrap(self.conn.begin)  # Alembic looks at to join ours rather than commit in the middle
+        self.fast(_BEGINS[begin], retry=False)
         self.depth = 1
         if writer and self.dialect == "postgresql":
             try:
-                self._wrap(lambda: self.conn.execute(_LOCK))
+                self.fast(_LOCK, retry=False)
             except BaseException:
                 self._end(rollback=True)
                 raise
@@ -200,7 +256,7 @@ class Connection:
                 return
             raise DatabaseLost(f"PostgreSQL at {self.shown}: the connection was lost before the commit")
         try:
-            self._wrap(lambda: self.conn.exec_driver_sql("ROLLBACK" if rollback else "COMMIT"))
+            self.fast(_ROLLBACK if rollback else _COMMIT, retry=False)
         except DatabaseLost:
             if not rollback:
                 raise
@@ -215,6 +271,7 @@ class Connection:
 
     def close(self) -> None:
         """Close the connection and the engine."""
+        self._cursor = None
         try:
             self.conn.close()
         finally:

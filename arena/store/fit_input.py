@@ -126,8 +126,11 @@ UNITS = {  # one pass in the table's order (SQLite would otherwise walk an index
 _MATCH = "SELECT id, game, tournament_id, pair_key, bot0, bot1, winner_seat, status FROM matches"
 MATCHES_AFTER = text(_MATCH + " WHERE id>:after ORDER BY id")
 MATCHES_IN = text(_MATCH + " WHERE id IN :ids").bindparams(bindparam("ids", expanding=True))
-TWIN = text("SELECT id, bot0, bot1, winner_seat FROM matches WHERE tournament_id=:tid AND pair_key=:pair "
-            "AND id<>:id AND status='done'")
+TWIN = text("SELECT id, bot0, bot1, winner_seat, status FROM matches WHERE tournament_id=:tid AND pair_key=:pair "
+            "AND id<>:id")
+"""The other half of a duplicate pair, finished or not (the caller keeps a finished one): no status term,
+which could make SQLite's planner walk ``matches_by_status`` over every finished match of the tournament
+instead of ``matches_by_pair`` (as :data:`arena.store.results.TWIN`)."""
 RATINGS = text("SELECT bot, elo, ci95 FROM ladder WHERE game=:game")
 RANKED = text("SELECT bot FROM ladder WHERE game=:game ORDER BY elo DESC")
 """The game's bots, best rated first (the fit bench's made-up results, :mod:`arena.tools.bench_fit`)."""
@@ -224,7 +227,8 @@ def read_new(store: Any, game: str, cursor: FitCursor) -> tuple[FitCursor, NewUn
             m = done[match_id]
             twin = None
             if m[3] is not None:
-                twin = store.run(TWIN, {"tid": m[2], "pair": m[3], "id": match_id}).first()
+                twin = next((r for r in store.run(TWIN, {"tid": m[2], "pair": m[3], "id": match_id})
+                             if r[4] == "done"), None)
                 rows_read += twin is not None
             if twin is not None and counted(twin[0]):
                 units.append((twin[1], twin[2], _points(twin[3]), 1, -1))

@@ -15,9 +15,10 @@ result and its log hash are written (:meth:`arena.store.sqlite.Store.record_resu
   a match is counted once, whoever played it;
 * two workers racing for one row: the claim is atomic, one gets it.
 
-The statements are SQLAlchemy Core (built once, below) run by the store (``store.run``) in its
+The statements are SQLAlchemy Core (built once, below; the worker's claim, renewal and commit
+through the fast path, :class:`arena.store.fast.Hot`) run by the store (``store.run``) in its
 transactions, so the same statements run on SQLite (``BEGIN IMMEDIATE``: one writer at a time,
-so select-then-update is atomic) and on PostgreSQL, where the claim's SELECT is ``FOR UPDATE SKIP
+so select-then-update is atomic) and on PostgreSQL, where the claim's SELECTs are ``FOR UPDATE SKIP
 LOCKED`` and the commit's lease check ``FOR UPDATE`` (SQLAlchemy leaves both out on SQLite):
 concurrent claimers skip each other's rows instead of waiting. The guarded ``UPDATE`` of a claim
 re-checks the row, so a claim is safe even without the lock.
@@ -37,6 +38,7 @@ from typing import Any
 import msgspec
 from sqlalchemy import bindparam, delete, func, insert, select, text, update
 
+from arena.store.fast import Hot
 from arena.store.results import MatchRow
 from arena.store.schema import match_events, match_queue, matches
 
@@ -61,21 +63,32 @@ UPCOMING = select(matches.c.bot0, matches.c.bot1, q.half).join(matches, matches.
     q.state == "queued", q.tournament_id == bindparam("tid")).order_by(q.idx).limit(bindparam("lim"))
 STATE = select(q.state, q.worker, q.lease_until, q.attempts).where(q.match_key == _KEY)
 _NOW = bindparam("now")
-_CLAIMABLE = select(q.match_key).where(
-    (q.state == "queued") | ((q.state == "leased") & (q.lease_until < _NOW)),
-    select(matches.c.id).where(matches.c.match_key == q.match_key, matches.c.status == "pending").exists())
-CANDIDATE = _CLAIMABLE.order_by(q.tournament_id, q.idx).limit(1).with_for_update(skip_locked=True)
-CANDIDATE_OF = _CLAIMABLE.where(q.tournament_id == bindparam("tid")).order_by(q.tournament_id, q.idx).limit(
-    1).with_for_update(skip_locked=True)
-CLAIM = update(match_queue).where(q.match_key == _KEY, (q.state == "queued") | (
+_UNRECORDED = select(matches.c.id).where(matches.c.match_key == q.match_key, matches.c.status == "pending").exists()
+_QUEUED = select(q.match_key, q.tournament_id, q.idx).where(q.state == "queued", _UNRECORDED)
+_EXPIRED = select(q.match_key, q.tournament_id, q.idx).where(q.state == "leased", q.lease_until < _NOW, _UNRECORDED)
+_TID = bindparam("tid")
+
+
+def _first(candidates: Any) -> Hot:
+    """The first row of ``candidates`` in schedule order, locked (``FOR UPDATE SKIP LOCKED``)."""
+    return Hot(candidates.order_by(q.tournament_id, q.idx).limit(1).with_for_update(skip_locked=True))
+
+
+# Hot: the worker's claim, renewal and commit run on the driver's cursor (arena.store.fast). The claim's
+# candidates are two reads in the order of the index match_queue_claim (state, tournament, idx), the first
+# queued row and the first expired lease, each stopping at its first row: one query with an OR of the two
+# states had SQLite sort every queued row at each claim.
+CANDIDATES = (_first(_QUEUED), _first(_EXPIRED))
+CANDIDATES_OF = (_first(_QUEUED.where(q.tournament_id == _TID)), _first(_EXPIRED.where(q.tournament_id == _TID)))
+CLAIM = Hot(update(match_queue).where(q.match_key == _KEY, (q.state == "queued") | (
     (q.state == "leased") & (q.lease_until < _NOW))).values(
     state="leased", worker=bindparam("worker"), lease=bindparam("token"), lease_until=bindparam("until"),
-    attempts=q.attempts + 1)
-CLAIMED = select(q.half, q.attempts).where(q.match_key == _KEY)
-RENEW = update(match_queue).where(q.match_key == _KEY, q.state == "leased", q.lease == bindparam("token"),
-                                  q.lease_until >= _NOW).values(lease_until=bindparam("until"))
-LEASE = select(q.state, q.lease, q.lease_until).where(q.match_key == _KEY).with_for_update()
-DONE = update(match_queue).where(q.match_key == _KEY).values(state="done", lease_until=None)
+    attempts=q.attempts + 1))
+CLAIMED = Hot(select(q.half, q.attempts).where(q.match_key == _KEY))
+RENEW = Hot(update(match_queue).where(q.match_key == _KEY, q.state == "leased", q.lease == bindparam("token"),
+                                      q.lease_until >= _NOW).values(lease_until=bindparam("until")))
+LEASE = Hot(select(q.state, q.lease, q.lease_until).where(q.match_key == _KEY).with_for_update())
+DONE = Hot(update(match_queue).where(q.match_key == _KEY).values(state="done", lease_until=None))
 PUSH_EVENTS = insert(match_events)
 EVENTS_AFTER = select(match_events.c.id, match_events.c.match_key, match_events.c.body).where(
     match_events.c.id > bindparam("last")).order_by(match_events.c.id).limit(bindparam("lim"))
@@ -185,12 +198,17 @@ class MatchQueue:
     # ------------------------------------------------------------------ worker side
 
     def _claim_candidate(self, now: int, tournament_id: int | None) -> str | None:
-        """The claim's SELECT, the one statement PostgreSQL locks (``FOR UPDATE SKIP LOCKED``): the
-        key of the first claimable match in schedule order, or None. A match recorded some other way
-        (a tournament resumed with --workers 0) is never claimed."""
-        if tournament_id is None:
-            return self.store.run(CANDIDATE, {"now": now}).scalar()
-        return self.store.run(CANDIDATE_OF, {"now": now, "tid": tournament_id}).scalar()
+        """The claim's SELECTs, the statements PostgreSQL locks (``FOR UPDATE SKIP LOCKED``): the
+        key of the first claimable match in schedule order (the first queued one or the first
+        whose lease expired, whichever comes first), or None. A match recorded some other way (a
+        tournament resumed with --workers 0) is never claimed."""
+        queued, expired = CANDIDATES if tournament_id is None else CANDIDATES_OF
+        args = {"now": now} if tournament_id is None else {"now": now, "tid": tournament_id}
+        first = self.store.run(queued, {} if tournament_id is None else {"tid": tournament_id}).first()
+        late = self.store.run(expired, args).first()
+        if first is None or (late is not None and (late[1], late[2]) < (first[1], first[2])):
+            first = late
+        return None if first is None else first[0]
 
     def claim(self, worker: str, tournament_id: int | None = None) -> Claim | None:
         """Lease the first claimable match (of ``tournament_id`` if given) to ``worker``; None

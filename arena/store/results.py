@@ -2,8 +2,9 @@
 
 Every statement is built once, at import (SQLAlchemy's compiled cache then serves each call); the
 result path (:meth:`Results.record_result`) is a handful of single-row statements whatever the
-history. A mixin of :class:`arena.store.sqlite.Store`: ``self.run`` runs a statement,
-``self._tx()`` opens a writer transaction, ``self.dialect`` picks an upsert.
+history, run through the fast path (:class:`arena.store.fast.Hot`), as are the pairing's reads. A
+mixin of :class:`arena.store.sqlite.Store`: ``self.run`` runs a statement, ``self._tx()`` opens a
+writer transaction, ``self.dialect`` picks an upsert.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import msgspec
 from sqlalchemy import bindparam, func, insert, select, text, update
 
 from arena.metrics import METRICS
+from arena.store.fast import Hot, hot_each
 from arena.store.schema import auctions, ladder, ladder_state, ladder_units, matches, pair_counts, tournaments
 from arena.store.upserts import upsert
 
@@ -51,7 +53,7 @@ _GAME = bindparam("game")
 
 INSERT_TOURNAMENT = insert(tournaments).returning(tournaments.c.id)
 INSERT_MATCH = upsert(matches, (), None)  # INSERT ... ON CONFLICT DO NOTHING: a resumed tournament keeps its rows
-MATCH_ROW = select(*_ROW_COLUMNS).where(m.match_key == _KEY)
+MATCH_ROW = Hot(select(*_ROW_COLUMNS).where(m.match_key == _KEY))
 MATCH_BY_INDEX = select(matches).where(m.tournament_id == _TID, m.idx == bindparam("idx"))
 PENDING = select(*_ROW_COLUMNS).where(m.tournament_id == _TID, m.status == "pending").order_by(m.idx)
 TOURNAMENT = select(tournaments).where(tournaments.c.id == _TID)
@@ -78,15 +80,20 @@ INSERT_AUCTION = insert(auctions)
 AUCTION = select(auctions).where(auctions.c.tournament_id == _TID, auctions.c.idx == bindparam("idx"))
 
 # ------------------------------------------------------------------ the result path
-RESULT_ROW = select(m.id, m.tournament_id, m.pair_key, m.game, m.bot0, m.bot1, m.status).where(m.match_key == _KEY)
-RECORD = update(matches).where(m.match_key == _KEY)  # the values come as parameters (RESULT_COLUMNS)
-TWIN = select(m.id, m.bot0, m.bot1, m.winner_seat).where(
-    m.tournament_id == _TID, m.pair_key == bindparam("pair"), m.id != bindparam("id"), m.status == "done")
-COUNT_UNIT = upsert(ladder_units, ("game", "a", "b", "points", "games"),
-                    lambda new: {"n": ladder_units.c.n + new.n})
-COUNT_PAIR = upsert(pair_counts, ("game", "a", "b"), lambda new: {"n": pair_counts.c.n + 1})
-COUNT_GAME = upsert(ladder, ("game", "bot"), lambda new: {"games": ladder.c.games + 1})
-COUNT_RESULT = upsert(ladder_state, ("game",), lambda new: {"results": ladder_state.c.results + 1})
+# Hot: run on the driver's cursor (arena.store.fast), each a single-row statement.
+RESULT_ROW = Hot(select(m.id, m.tournament_id, m.pair_key, m.game, m.bot0, m.bot1, m.status).where(
+    m.match_key == _KEY))
+RECORD = Hot(update(matches).where(m.match_key == _KEY))  # the values come as parameters (RESULT_COLUMNS)
+TWIN = Hot(select(m.id, m.bot0, m.bot1, m.winner_seat, m.status).where(
+    m.tournament_id == _TID, m.pair_key == bindparam("pair"), m.id != bindparam("id")))
+"""The other half of a duplicate pair (finished or not: the caller looks at ``status``). No status
+term in SQL: with one, SQLite's planner may take ``matches_by_status`` (tournament, status) over
+``matches_by_pair`` and read every finished match of the tournament at each result."""
+COUNT_UNIT = hot_each(upsert(ladder_units, ("game", "a", "b", "points", "games"),
+                             lambda new: {"n": ladder_units.c.n + new.n}))
+COUNT_PAIR = hot_each(upsert(pair_counts, ("game", "a", "b"), lambda new: {"n": pair_counts.c.n + 1}))
+COUNT_GAME = hot_each(upsert(ladder, ("game", "bot"), lambda new: {"games": ladder.c.games + 1}))
+COUNT_RESULT = hot_each(upsert(ladder_state, ("game",), lambda new: {"results": ladder_state.c.results + 1}))
 
 # ------------------------------------------------------------------ the ladder's fit and reads
 STATE = select(ladder_state.c.results, ladder_state.c.fitted_results, ladder_state.c.fitted_at,
@@ -95,16 +102,16 @@ SAVE_RATING = upsert(ladder, ("game", "bot"), lambda new: {"elo": new.elo, "ci95
                                                            "updated_at": new.updated_at})
 SAVE_FIT = upsert(ladder_state, ("game",), lambda new: {"fitted_results": new.fitted_results,
                                                         "fitted_at": new.fitted_at, "fit_ms": new.fit_ms})
-PAIR_COUNTS = select(pair_counts.c.b, pair_counts.c.n).where(
+PAIR_COUNTS = Hot(select(pair_counts.c.b, pair_counts.c.n).where(
     pair_counts.c.game == _GAME, pair_counts.c.a == bindparam("bot"),
-    pair_counts.c.b.in_(bindparam("others", expanding=True)))
-OPPONENTS = select(pair_counts.c.b, pair_counts.c.n).where(pair_counts.c.game == _GAME,
-                                                           pair_counts.c.a == bindparam("bot"))
+    pair_counts.c.b.in_(bindparam("others", expanding=True))))
+OPPONENTS = Hot(select(pair_counts.c.b, pair_counts.c.n).where(pair_counts.c.game == _GAME,
+                                                               pair_counts.c.a == bindparam("bot")))
 UNITS = select(ladder_units.c.a, ladder_units.c.b, ladder_units.c.points, ladder_units.c.games,
                ladder_units.c.n).where(ladder_units.c.game == _GAME, ladder_units.c.n > 0).order_by(
     ladder_units.c.a, ladder_units.c.b, ladder_units.c.points, ladder_units.c.games)
-LADDER = select(ladder.c.bot, ladder.c.elo, ladder.c.ci95, ladder.c.games).where(ladder.c.game == _GAME).order_by(
-    ladder.c.elo.desc(), ladder.c.bot)
+LADDER = Hot(select(ladder.c.bot, ladder.c.elo, ladder.c.ci95, ladder.c.games).where(
+    ladder.c.game == _GAME).order_by(ladder.c.elo.desc(), ladder.c.bot))
 SINGLE_UNITS = text(
     "SELECT bot0, bot1, winner_seat, COUNT(*) FROM matches m WHERE game=:game AND status='done' "
     "AND (pair_key IS NULL OR NOT EXISTS (SELECT 1 FROM matches t WHERE t.tournament_id=m.tournament_id "
@@ -244,14 +251,15 @@ class Results:
         the caller's transaction: a unit of one game, or, when it completes a duplicate pair, the
         pair's unit of two games in place of its other half's lone one
         (:func:`arena.stats.ladder.ladder_units`)."""
-        twin = None if m.pair_key is None else self.run(TWIN, {"tid": m.tournament_id, "pair": m.pair_key,
-                                                               "id": m.id}).first()
+        twin = None if m.pair_key is None else next(
+            (r for r in self.run(TWIN, {"tid": m.tournament_id, "pair": m.pair_key, "id": m.id}) if r.status == "done"),
+            None)
         if twin is None:
             self._count_ladder_unit(m.game, m.bot0, m.bot1, _points(winner_seat), 1, 1)
             return
         self._count_ladder_unit(m.game, twin.bot0, twin.bot1, _points(twin.winner_seat), 1, -1)
         this = (m.id, m.bot0, m.bot1, winner_seat)
-        first, second = (tuple(twin), this) if twin.id < m.id else (this, tuple(twin))
+        first, second = (tuple(twin)[:4], this) if twin.id < m.id else (this, tuple(twin)[:4])
         s1 = _points(second[3])
         self._count_ladder_unit(m.game, first[1], first[2], _points(first[3])
                                 + (s1 if second[1] == first[1] else 1.0 - s1), 2, 1)

@@ -24,6 +24,7 @@ from typing import Any
 from arena.errors import DatabaseError
 from arena.store.accounts import WITHDRAWN, Accounts
 from arena.store.engine import Connection, Transaction, connect
+from arena.store.fast import Hot
 from arena.store.logs import Logs
 from arena.store.postgres import is_url
 from arena.store.results import FIRST_ELO, MatchRow, Results
@@ -111,7 +112,10 @@ class Store(Results, Accounts, Wagers, Logs):
     def run(self, statement: Any, params: Any = None) -> Any:
         """Run one statement (a Core construct, or ``text()`` with named binds where standard SQL
         serves both backends) with ``params`` (a dict, or a list of dicts for many rows); returns
-        SQLAlchemy's result. See :mod:`arena.store` for how to add a statement."""
+        SQLAlchemy's result (a :class:`arena.store.fast.Hot` statement: its
+        :class:`~arena.store.fast.Rows`). See :mod:`arena.store` for how to add a statement."""
+        if statement.__class__ is Hot:
+            return self.connection.fast(statement, params)
         return self.connection.run(statement, params)
 
     @property
