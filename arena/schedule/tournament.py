@@ -129,7 +129,7 @@ async def run_tournament(
     :class:`~arena.schedule.launcher.SandboxError` if the bots are to be sandboxed (the default) and
     ``bwrap`` is missing.
 
-    ``workers`` (an :class:`arena.schedule.worker.LocalWorkers`): the matches are played by
+    ``workers`` (an :class:`arena.schedule.front.LocalWorkers`): the matches are played by
     worker processes, each with its own copies of the bots, unpacked from archives stored in the
     database; same seeds, logs and ratings as in one process. A chouette (whose auctions ask
     every bot at once) is always played in one process.
