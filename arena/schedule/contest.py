@@ -497,35 +497,9 @@ class Contest:
                     if proc is not None and proc.running:
                         continue
                     # the other copy of a running bot starts at once; a bot backing off waits for all of its copies
-                    if not (self.supervisor.health(name).state == "running" or self.supervisor.due(name)):
-                        continue
-                    try:
-                        m = load_manifest(manifest_path)
-                    except ValueError as exc:
-                        self.supervisor.failed(name, [str(exc)])
-                        continue
-                    m.name = name  # its stored token was never shown: each copy gets its own
-                    local = self.server.local_port  # with TLS on, a plain loopback port (trust_bots)
-                    env = {"ARENA_HOST": "127.0.0.1" if local else self.config.server.host,
-                           "ARENA_PORT": str(local or self.port),
-                           "ARENA_BOT_SEED": str(derive_seed(self.seed, "bot", name))}
-                    others = [str(Path(r[1]).parent) for r in rows if r[0] != name]
-                    try:
-                        log = bot_log(Path(self.config.logs), self.store.bot_id(name), copy)
-                    except KeyError:  # removed meanwhile
-                        continue
-                    except STORAGE_ERRORS as exc:  # tried again next round
-                        self.health.fail("database", exc)
-                        continue
-                    try:
-                        await self.fleet.launch(
-                            nursery, m, copy, env, log, self.config.limits,
-                            bool(sandbox) or self.config.sandbox or not self.config.trust_bots, hide, others)
-                        self.supervisor.launched(name)
-                        self._log_start[key] = log.stat().st_size  # this launch's output starts here
-                    except (OSError, SandboxError) as exc:
-                        self.supervisor.failed(name, [f"cannot start: {exc}"])
-                        continue
+                    if self.supervisor.health(name).state == "running" or self.supervisor.due(name):
+                        others = [str(Path(r[1]).parent) for r in rows if r[0] != name]
+                        await self._launch_copy(nursery, name, manifest_path, copy, bool(sandbox), hide, others)
             try:  # the bots' state for `arena bots list`: a storage fault pauses, never stops, the server
                 publish(self.store, self.supervisor,
                         {n for n, c in self.server.bots.items() if not c.closed.is_set()})
@@ -537,6 +511,37 @@ class Contest:
                 rows = self.store.submissions()
             except STORAGE_ERRORS as exc:
                 self.health.fail("database", exc)
+
+    async def _launch_copy(self, nursery: trio.Nursery, name: str, manifest_path: str, copy: int, sandbox: bool,
+                           hide: list[str], others: list[str]) -> None:
+        """Launch copy ``copy`` of submitted bot ``name`` (:meth:`_launch_submitted`), sandboxed
+        if it asked to be (``sandbox``) or the contest does, with ``hide`` and ``others`` (the other
+        bots' folders) out of its sight; a failure (a bad manifest, a process that cannot start)
+        is the supervisor's to count, a storage fault the health's (tried again next round)."""
+        try:
+            m = load_manifest(manifest_path)
+        except ValueError as exc:
+            self.supervisor.failed(name, [str(exc)])
+            return
+        m.name = name  # its stored token was never shown: each copy gets its own
+        local = self.server.local_port  # with TLS on, a plain loopback port (trust_bots)
+        env = {"ARENA_HOST": "127.0.0.1" if local else self.config.server.host,
+               "ARENA_PORT": str(local or self.port),
+               "ARENA_BOT_SEED": str(derive_seed(self.seed, "bot", name))}
+        try:
+            log = bot_log(Path(self.config.logs), self.store.bot_id(name), copy)
+        except KeyError:  # removed meanwhile
+            return
+        except STORAGE_ERRORS as exc:  # tried again next round
+            self.health.fail("database", exc)
+            return
+        try:
+            await self.fleet.launch(nursery, m, copy, env, log, self.config.limits,
+                                    sandbox or self.config.sandbox or not self.config.trust_bots, hide, others)
+            self.supervisor.launched(name)
+            self._log_start[(name, copy)] = log.stat().st_size  # this launch's output starts here
+        except (OSError, SandboxError) as exc:
+            self.supervisor.failed(name, [f"cannot start: {exc}"])
 
     # ------------------------------------------------------------------ lifecycle
 

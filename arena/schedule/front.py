@@ -250,6 +250,45 @@ def result_of(row: dict[str, Any]) -> MatchResult:
                        duration_ms=row["duration_ms"] or 0, margin=row["margin"] or 0)
 
 
+async def _worker_process(store: Store, tid: int, wid: str, trust_bots: bool, lease_s: float,
+                          cpu: int | None) -> tuple[int, str]:
+    """Run one local worker process of :func:`play_on_workers` (:func:`worker_command`) to its end;
+    return its exit status and what it wrote to stderr. Cancelled: the process is
+    stopped (:func:`arena.schedule.fleet.wait_child`)."""
+    with tempfile.TemporaryFile() as err:
+        # forked here, in the main thread: PR_SET_PDEATHSIG follows the forking thread, not the process
+        db, env = store.child_db()  # never a password on a command line
+        proc = subprocess.Popen(worker_command(db, tid, wid, trust_bots, lease_s, cpu), stdin=subprocess.DEVNULL,
+                                stderr=err, env={**os.environ, **env}, preexec_fn=die_with_parent)
+        await wait_child(proc)
+        err.seek(0)
+        return proc.returncode, err.read().decode(errors="replace")
+
+
+async def _follow(queue: MatchQueue, tid: int, logs: Path, poll: Callable[[], None],
+                  steps_over: Callable[[], bool]) -> None:
+    """The front's loop of :func:`play_on_workers`: ``poll()`` reads the recorded results when a
+    worker committed one (the queue's count of committed matches changed), and at least every
+    :data:`FULL_LOOK_S` in any case; the workers' copies of the logs go then
+    (:func:`keep_worker_logs`). Returns once ``steps_over()`` and nothing is queued or leased. A
+    database that is away (the workers wait too) is looked at again every :data:`POLL_S`."""
+    committed: int | None = None  # the queue's done count when the results were last read
+    looked = trio.current_time()
+    while True:
+        try:
+            counts = queue.counts(tid)
+            if counts.get("done", 0) != committed or trio.current_time() - looked >= FULL_LOOK_S:
+                poll()
+                committed, looked = counts.get("done", 0), trio.current_time()
+                await keep_worker_logs(queue.store, logs, tid)  # the logs are here: the workers' copies go
+        except STORAGE_ERRORS:
+            await trio.sleep(POLL_S)
+            continue
+        if steps_over() and not counts.get("queued") and not counts.get("leased"):
+            return
+        await trio.sleep(POLL_S)
+
+
 async def play_on_workers(store: Store, tid: int, fmt: Format, workers: int, trust_bots: bool,
                           on_result: OnDone | None = None, lease_s: float = LEASE_S,
                           play_steps: Callable[[Callable[[Pairing], Awaitable[str | None]]], Awaitable[None]]
@@ -303,19 +342,10 @@ async def play_on_workers(store: Store, tid: int, fmt: Format, workers: int, tru
         nonlocal respawns
         wid = f"{default_worker_id()}:w{n}"
         while not done:
-            err = tempfile.TemporaryFile()
-            # forked here, in the main thread: PR_SET_PDEATHSIG follows the forking thread, not the process
-            db, env = store.child_db()  # never a password on a command line
-            proc = subprocess.Popen(worker_command(db, tid, wid, trust_bots, lease_s, local_cpu(n) if pin else None),
-                                    stdin=subprocess.DEVNULL,
-                                    stderr=err, env={**os.environ, **env}, preexec_fn=die_with_parent)
-            await wait_child(proc)  # cancelled: stopped (arena.schedule.fleet)
-            err.seek(0)
-            said = err.read().decode(errors="replace")
-            err.close()
+            status, said = await _worker_process(store, tid, wid, trust_bots, lease_s, local_cpu(n) if pin else None)
             mistake = [line for line in said.splitlines() if line.startswith("arena: error: ")]
-            if proc.returncode in USER_STATUSES and mistake:  # a bot that cannot start, a bad database...
-                raise UserError(mistake[-1].removeprefix("arena: error: "), proc.returncode)
+            if status in USER_STATUSES and mistake:  # a bot that cannot start, a bad database...
+                raise UserError(mistake[-1].removeprefix("arena: error: "), status)
             if said and not done:
                 sys.stderr.write(said)  # a crash: its traceback, then a replacement
             if done:
@@ -326,7 +356,7 @@ async def play_on_workers(store: Store, tid: int, fmt: Format, workers: int, tru
                 pass
             respawns -= 1
             if respawns < 0:
-                raise Unavailable(f"the workers keep dying (last exit status {proc.returncode}): run "
+                raise Unavailable(f"the workers keep dying (last exit status {status}): run "
                                   f"`arena worker --db {store.path} --tournament {tid}` to see why")
 
     async with trio.open_nursery() as nursery:
@@ -334,21 +364,7 @@ async def play_on_workers(store: Store, tid: int, fmt: Format, workers: int, tru
             nursery.start_soon(run_worker, n)
         if play_steps is not None:
             nursery.start_soon(steps)
-        committed: int | None = None  # the queue's done count when the results were last read
-        looked = trio.current_time()
-        while True:
-            try:
-                counts = queue.counts(tid)
-                if counts.get("done", 0) != committed or trio.current_time() - looked >= FULL_LOOK_S:
-                    poll()  # read the results only when a worker committed one (or now and then, in any case)
-                    committed, looked = counts.get("done", 0), trio.current_time()
-                    await keep_worker_logs(store, logs, tid)  # the logs are here: the workers' copies go
-            except STORAGE_ERRORS:  # the database is away (the workers wait too): look again
-                await trio.sleep(POLL_S)
-                continue
-            if steps_over and not waiting and not counts.get("queued") and not counts.get("leased"):
-                break
-            await trio.sleep(POLL_S)
+        await _follow(queue, tid, logs, poll, lambda: steps_over and not waiting)
         done = True
         store.finish_tournament(tid)  # the workers see it and exit
         nursery.cancel_scope.deadline = trio.current_time() + 10  # then they are stopped
