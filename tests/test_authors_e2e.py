@@ -139,8 +139,7 @@ async def test_authors_register_upload_play_and_stay_apart(tmp_path: Path, capsy
     config = ContestConfig(db=str(tmp_path / "arena.db"), logs=str(tmp_path / "logs"), http_port=0,
                            server=ServerConfig(port=0), seed=11, registration="invite", max_matches=6,
                            time=TimeControl(move_ms=2000), uploads=UploadConfig(dir=str(tmp_path / "uploads")))
-    contest = Contest(config)
-    contest.web_mounts = AUTHOR_MOUNTS  # as `arena serve` does
+    contest = Contest(config, web_mounts=AUTHOR_MOUNTS)  # as `arena serve` does
     store = contest.store
     codes = [store.add_invitation("alice"), store.add_invitation("bob")]
     async with trio.open_nursery() as nursery:

@@ -351,7 +351,7 @@ def test_a_worker_copy_is_deleted_once_the_front_has_the_log(tmp_path):
     """A worker on another host: the front writes the copy it committed as a whole gzip file (the
     worker's own bytes), points the match to it and deletes the copy. A worker on this host: the
     file is there, the copy just goes. A front that cannot write keeps the copy for later."""
-    from arena.schedule.worker import keep_worker_logs
+    from arena.schedule.front import keep_worker_logs
 
     store = Store(tmp_path / "arena.db")
     pairings = [Pairing(i, "a", "b", 50 + i) for i in range(3)]

@@ -256,8 +256,8 @@ async def test_real_bots_unrated_replay_with_own_output_through_the_cli(tmp_path
     in order) and never a line of the other bot, and holds only events the author's seat saw."""
     contest = Contest(ContestConfig(db=str(tmp_path / "arena.db"), logs=str(tmp_path / "logs"), http_port=0,
                                     server=ServerConfig(port=0), seed=7, trust_bots=TRUST_BOTS, max_matches=0,
-                                    registration="open", uploads=UploadConfig(dir=str(tmp_path / "uploads"))))
-    contest.web_mounts = AUTHOR_MOUNTS  # as `arena serve` does
+                                    registration="open", uploads=UploadConfig(dir=str(tmp_path / "uploads"))),
+                      web_mounts=AUTHOR_MOUNTS)  # as `arena serve` does
     store = contest.store
     alice_id, alice_secret = store.add_author("alice")
     bob_id, _ = store.add_author("bob")

@@ -62,8 +62,7 @@ async def test_no_page_scrolls_sideways_at_420_or_1366_px(tmp_path: Path, monkey
     match = store.db.execute("SELECT match_key FROM matches WHERE status='done' ORDER BY id LIMIT 1").fetchone()[0]
     config = ContestConfig(db=str(tmp_path / "arena.db"), logs=str(tmp_path / "logs"), http_port=0,
                            server=ServerConfig(port=0), max_matches=0, uploads=UploadConfig(dir=str(tmp_path / "up")))
-    contest = Contest(config, store)
-    contest.web_mounts = AUTHOR_MOUNTS  # as `arena serve` mounts the author pages
+    contest = Contest(config, store, web_mounts=AUTHOR_MOUNTS)  # as `arena serve` mounts the author pages
     contest.fitter.run = trio.sleep_forever  # the seeded standings stay as they are
     monkeypatch.setattr("arena.schedule.contest.spawn", lambda *args, **kw: None)  # nor a fitter process
     paths = ["/", f"/?bot={LONG}", "/author/", f"/author/uploads/{upload}", f"/match/{match}"]

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from arena.cli import build_parser
-from arena.schedule.worker import worker_command
+from arena.schedule.front import worker_command
 
 
 def test_local_workers_are_told_not_to_copy_their_logs_and_a_plain_worker_copies_them() -> None:

@@ -24,8 +24,9 @@ import pytest
 from arena.match.referee import MatchConfig
 from arena.match.replay import verify_file
 from arena.schedule.formats import make_format
+from arena.schedule.front import store_archives
 from arena.schedule.tournament import TournamentConfig
-from arena.schedule.worker import Worker, store_archives
+from arena.schedule.worker import Worker
 from arena.store.queue import MatchQueue
 from arena.store.sqlite import Store
 from protocol.messages import TimeControl
@@ -299,7 +300,7 @@ def test_worker_cli_refuses_a_core_it_may_not_use_in_one_line(tmp_path):
 def test_the_leases_of_dead_local_workers_are_released_at_once(tmp_path):
     import socket
 
-    from arena.schedule.worker import release_dead_local
+    from arena.schedule.front import release_dead_local
 
     store = Store(tmp_path / "d.db")
     tid = store.create_tournament("ecarte", "round-robin", 1, MatchConfig(), ["a", "b"],
@@ -435,7 +436,8 @@ def test_the_front_follows_the_newest_claim_of_a_match_played_again(tmp_path):
     """A worker that lost its lease and still sends events (its end, late) does not end the
     live match of the worker that plays it again: the front keeps to the newest claim."""
     from arena.net.spectate import SpectatorHub
-    from arena.schedule.worker import EventFeed, EventForwarder
+    from arena.schedule.front import EventFeed
+    from arena.schedule.worker import EventForwarder
     from protocol.messages import Rules
 
     store = Store(tmp_path / "f.db")

@@ -51,10 +51,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         line = problem.replace("pass --trust-bots", "set trust_bots = true")
         console.print(plain(f"submitted bots will not be launched: {line}", "red"), soft_wrap=True)
     made = [p for p in _serve_paths(config) if not os.path.lexists(p)]  # removed again if the start fails
-    contest = Contest(config)
-    # the author pages on the contest's site (arena.net.web reads them there: it sits below the authors' layer);
-    # until Contest takes its web mounts as an argument (issue 23: schedule/contest.py is being reworked)
-    contest.web_mounts = AUTHOR_MOUNTS
+    contest = Contest(config, web_mounts=AUTHOR_MOUNTS)  # the author pages on the contest's site
     tls = config.server.tls_cert is not None  # the web page's HTTPS comes from the same files
     if (warning := exposure_warning(config.server.host, tls, config.http_host, tls)) is not None:
         console.print(plain(warning, "yellow"), soft_wrap=True)

@@ -29,10 +29,11 @@ from arena.names import escape, plain
 from arena.schedule.formats import FORMATS, make_format
 from arena.schedule.formats.duplicate_deals import DEFAULT_DEALS
 from arena.schedule.formats.sprt import SprtFormat
+from arena.schedule.front import LocalWorkers
 from arena.schedule.launcher import load_manifest, sandbox_problem
 from arena.schedule.progress import PlainProgress
 from arena.schedule.tournament import TournamentConfig, TournamentReport, run_tournament
-from arena.schedule.worker import LocalWorkers, Worker, open_db, pin_to_cpu
+from arena.schedule.worker import Worker, open_db, pin_to_cpu
 from arena.stats.sprt import SPRT
 from arena.store.postgres import shown as shown_db
 from arena.store.sqlite import Store

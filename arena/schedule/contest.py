@@ -36,14 +36,20 @@ import logging
 import os
 import random
 import signal
+import socket
+import subprocess
+import sys
 import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import msgspec
 import trio
 
 from arena.bounds import check_contest_numbers
+from arena.errors import Unavailable, UserError, leaves
+from arena.games import validate_rules
 from arena.match.limits import FLEET, LIMITS
 from arena.match.referee import MatchConfig, MatchResult
 from arena.match.runner import aborted
@@ -51,20 +57,24 @@ from arena.metrics import METRICS
 from arena.names import is_valid_name
 from arena.net.server import ArenaServer, ServerConfig
 from arena.net.spectate import SpectatorHub
+from arena.schedule.botlog import tail
 from arena.schedule.copies import PAIR_COPIES, bot_log, secrets_of
 from arena.schedule.fitter import FitReport, FitWatch, LadderFitter, spawn, stop_process
 from arena.schedule.fleet import Fleet, StoreSink, wait_child
 from arena.schedule.formats import Pairing, derive_seed
 from arena.schedule.formats.ladder import LadderPairing, PairCounts
+from arena.schedule.front import die_with_parent, local_cpu, pump_events, result_of
 from arena.schedule.gate import DoctorGate, UploadConfig
 from arena.schedule.launcher import BotProcess, Limits, SandboxError, load_manifest
 from arena.schedule.on_demand import AuthorsConfig, OnDemand
 from arena.schedule.supervisor import Supervisor, publish
+from arena.schedule.worker import POLL_S
 from arena.store.checkpoint import for_store as checkpointer_for
 from arena.store.health import STORAGE_ERRORS, StorageHealth
 from arena.store.log_archive import Retention, keep_retention
 from arena.store.queue import MatchQueue
 from arena.store.sqlite import Store
+from arena.strict import convert_strict, read_toml
 from arena.wagers.desk import BettingDesk
 from protocol.messages import Goodbye, Rules, TimeControl
 
@@ -142,10 +152,6 @@ def load_config(path: str | Path) -> ContestConfig:
     """Read a contest TOML file. Raises :class:`arena.errors.UserError` (a ``ValueError``)
     naming the file and the bad key: an unknown key in any section comes with the closest known
     key (:mod:`arena.strict`)."""
-    from arena.errors import UserError
-    from arena.games import validate_rules
-    from arena.strict import convert_strict, read_toml
-
     raw = read_toml(path, "no such contest file")
     if isinstance(raw.get("server"), dict):
         raw["server"].setdefault("port", 7000)  # the documented default, also with a [server] table
@@ -172,8 +178,6 @@ def load_config(path: str | Path) -> ContestConfig:
 async def _bind(what: str, host: str, port: int, starting) -> int:  # noqa: ANN001 - a coroutine
     """Await ``starting`` (a listener's ``nursery.start``); a port that cannot be bound becomes
     :class:`arena.errors.Unavailable` naming ``what``, the address and the fix."""
-    from arena.errors import Unavailable, leaves
-
     try:
         return await starting
     except BaseException as exc:
@@ -184,12 +188,22 @@ async def _bind(what: str, host: str, port: int, starting) -> int:  # noqa: ANN0
                           "uses it or choose another port in the contest file") from None
 
 
-class Contest:
-    """A running contest; see the module docstring. ``port`` and ``http_port`` are the bound
-    ports once :meth:`run` has started (``task_status.started()`` reports them)."""
+WebMounts = Mapping[str, Callable[["Contest"], Any]]
+"""Extra apps on the contest's web site: path prefix -> a function of the contest giving an ASGI
+app (:func:`arena.net.web.make_app`'s ``mounts``)."""
 
-    def __init__(self, config: ContestConfig, store: Store | None = None) -> None:
+
+class Contest:
+    """A running contest; see the module docstring. ``store``: the contest's database (default:
+    opened from ``config.db``). ``web_mounts``: extra apps on its web site (``arena serve`` mounts
+    the author pages, :data:`arena.authors.pages.MOUNTS`; default none). ``port`` and
+    ``http_port`` are the bound ports once :meth:`run` has started (``task_status.started()``
+    reports them)."""
+
+    def __init__(self, config: ContestConfig, store: Store | None = None, web_mounts: WebMounts | None = None) -> None:
         self.config = config
+        self.web_mounts: WebMounts = dict(web_mounts or {})
+        """The extra apps of :data:`WebMounts` served beside the contest's pages."""
         self.store = store or Store(config.db)
         self.hub = SpectatorHub(config.reveal_delay_s)
         self.server = ArenaServer(self.store, config.server, hub=self.hub)
@@ -348,10 +362,8 @@ class Contest:
 
     async def _play_queued(self, match_key: str) -> MatchResult:
         """Queue ``match_key`` for the workers and wait for its result (polled); its live events
-        reach the hub through :func:`arena.schedule.worker.pump_events`. Cancelled (a shutdown
+        reach the hub through :func:`arena.schedule.front.pump_events`. Cancelled (a shutdown
         past its grace): taken out of the queue and recorded as aborted."""
-        from arena.schedule.worker import POLL_S, result_of
-
         game = self.config.game
         await self.health.commit("database", self.queue.enqueue, self.tournament_id, match_key)
         METRICS.matches_in_play.labels(game).inc()
@@ -384,12 +396,6 @@ class Contest:
     async def _local_workers(self) -> None:
         """Run ``workers`` local ``arena worker`` processes until cancelled; one that dies has its
         match released at once and is started again (after 1 s)."""
-        import socket
-        import subprocess
-        import sys
-
-        from arena.schedule.worker import _die_with_parent, local_cpu
-
         cfg = self.config
         host = socket.gethostname()
 
@@ -402,7 +408,7 @@ class Contest:
             while True:
                 proc = subprocess.Popen(cmd + (["--trust-bots"] if cfg.trust_bots else []), stdin=subprocess.DEVNULL,
                                         env={**os.environ, **env},
-                                        preexec_fn=_die_with_parent)  # main thread: see arena.schedule.worker
+                                        preexec_fn=die_with_parent)  # main thread: see arena.schedule.front
                 self.worker_procs.append(proc)
                 await wait_child(proc)  # cancelled: told to stop (it releases its match, stops its bots)
                 self.worker_procs.remove(proc)
@@ -454,8 +460,6 @@ class Contest:
         """Launch every submitted bot (as ``self.copies`` copies, :mod:`arena.schedule.copies`) and
         relaunch any copy that dies, backing off and disabling a bot that keeps failing
         (:mod:`arena.schedule.supervisor`); publish their states once a second."""
-        from arena.schedule.botlog import tail
-
         rows = self.store.submissions()
         hide = secrets_of(self.store.path, self.config.logs)
         while not self.stopping.is_set():
@@ -493,35 +497,9 @@ class Contest:
                     if proc is not None and proc.running:
                         continue
                     # the other copy of a running bot starts at once; a bot backing off waits for all of its copies
-                    if not (self.supervisor.health(name).state == "running" or self.supervisor.due(name)):
-                        continue
-                    try:
-                        m = load_manifest(manifest_path)
-                    except ValueError as exc:
-                        self.supervisor.failed(name, [str(exc)])
-                        continue
-                    m.name = name  # its stored token was never shown: each copy gets its own
-                    local = self.server.local_port  # with TLS on, a plain loopback port (trust_bots)
-                    env = {"ARENA_HOST": "127.0.0.1" if local else self.config.server.host,
-                           "ARENA_PORT": str(local or self.port),
-                           "ARENA_BOT_SEED": str(derive_seed(self.seed, "bot", name))}
-                    others = [str(Path(r[1]).parent) for r in rows if r[0] != name]
-                    try:
-                        log = bot_log(Path(self.config.logs), self.store.bot_id(name), copy)
-                    except KeyError:  # removed meanwhile
-                        continue
-                    except STORAGE_ERRORS as exc:  # tried again next round
-                        self.health.fail("database", exc)
-                        continue
-                    try:
-                        await self.fleet.launch(
-                            nursery, m, copy, env, log, self.config.limits,
-                            bool(sandbox) or self.config.sandbox or not self.config.trust_bots, hide, others)
-                        self.supervisor.launched(name)
-                        self._log_start[key] = log.stat().st_size  # this launch's output starts here
-                    except (OSError, SandboxError) as exc:
-                        self.supervisor.failed(name, [f"cannot start: {exc}"])
-                        continue
+                    if self.supervisor.health(name).state == "running" or self.supervisor.due(name):
+                        others = [str(Path(r[1]).parent) for r in rows if r[0] != name]
+                        await self._launch_copy(nursery, name, manifest_path, copy, bool(sandbox), hide, others)
             try:  # the bots' state for `arena bots list`: a storage fault pauses, never stops, the server
                 publish(self.store, self.supervisor,
                         {n for n, c in self.server.bots.items() if not c.closed.is_set()})
@@ -534,10 +512,43 @@ class Contest:
             except STORAGE_ERRORS as exc:
                 self.health.fail("database", exc)
 
+    async def _launch_copy(self, nursery: trio.Nursery, name: str, manifest_path: str, copy: int, sandbox: bool,
+                           hide: list[str], others: list[str]) -> None:
+        """Launch copy ``copy`` of submitted bot ``name`` (:meth:`_launch_submitted`), sandboxed
+        if it asked to be (``sandbox``) or the contest does, with ``hide`` and ``others`` (the other
+        bots' folders) out of its sight; a failure (a bad manifest, a process that cannot start)
+        is the supervisor's to count, a storage fault the health's (tried again next round)."""
+        try:
+            m = load_manifest(manifest_path)
+        except ValueError as exc:
+            self.supervisor.failed(name, [str(exc)])
+            return
+        m.name = name  # its stored token was never shown: each copy gets its own
+        local = self.server.local_port  # with TLS on, a plain loopback port (trust_bots)
+        env = {"ARENA_HOST": "127.0.0.1" if local else self.config.server.host,
+               "ARENA_PORT": str(local or self.port),
+               "ARENA_BOT_SEED": str(derive_seed(self.seed, "bot", name))}
+        try:
+            log = bot_log(Path(self.config.logs), self.store.bot_id(name), copy)
+        except KeyError:  # removed meanwhile
+            return
+        except STORAGE_ERRORS as exc:  # tried again next round
+            self.health.fail("database", exc)
+            return
+        try:
+            await self.fleet.launch(nursery, m, copy, env, log, self.config.limits,
+                                    sandbox or self.config.sandbox or not self.config.trust_bots, hide, others)
+            self.supervisor.launched(name)
+            self._log_start[(name, copy)] = log.stat().st_size  # this launch's output starts here
+        except (OSError, SandboxError) as exc:
+            self.supervisor.failed(name, [f"cannot start: {exc}"])
+
     # ------------------------------------------------------------------ lifecycle
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         """Serve until SIGTERM/SIGINT or :meth:`stop`; then shut down cleanly."""
+        # hypercorn and starlette (arena.net.web) stay off the start of `arena replay`, which imports this
+        # module for load_config only
         from arena.net.web import serve_http
 
         cfg = self.config
@@ -561,14 +572,13 @@ class Contest:
                 self.port = await _bind("TCP port for bots and spectators ([server] port)", cfg.server.host,
                                         cfg.server.port, outer.start(self.server.serve))
                 self.http_port = await _bind("HTTP port of the web page (http_port)", cfg.http_host, cfg.http_port,
-                                             outer.start(serve_http, self, cfg.http_host, cfg.http_port))
+                                             outer.start(functools.partial(serve_http, mounts=self.web_mounts),
+                                                         self, cfg.http_host, cfg.http_port))
                 outer.start_soon(self._launch_submitted, outer)
                 if cfg.retention.enabled:  # once a day, in a thread (arena.store.log_archive)
                     outer.start_soon(keep_retention, lambda: Store(cfg.db), cfg.logs, cfg.retention)
                 workers = trio.CancelScope()
                 if cfg.workers > 0:
-                    from arena.schedule.worker import POLL_S, pump_events
-
                     self.queue.drop_recorded()  # matches the last run queued and then aborted
                     outer.start_soon(pump_events, self.queue, self.hub, POLL_S, cfg.logs)  # and the workers' logs
 

@@ -70,9 +70,11 @@ from typing import Any
 import msgspec
 import trio
 
+from arena.errors import UserError
 from arena.names import BadName, check_name
 from arena.schedule import cgroups
 from arena.schedule.botlog import rotate
+from arena.strict import convert_strict, read_toml
 
 log = logging.getLogger(__name__)
 
@@ -265,9 +267,6 @@ def load_manifest(path: str | Path) -> Manifest:
     """Read a manifest TOML file. Raises :class:`arena.errors.UserError` (a ``ValueError``)
     naming the file if it is missing or invalid, or has a key a manifest does not have (with
     the closest known key), or a ``name`` outside the rule of :mod:`arena.names`."""
-    from arena.errors import UserError
-    from arena.strict import convert_strict, read_toml
-
     path = Path(path)
     data = read_toml(path, "no such bot manifest", "bad bot manifest: ")
     manifest = convert_strict(data, Manifest, f"{path}: bad bot manifest")

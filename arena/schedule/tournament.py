@@ -129,7 +129,7 @@ async def run_tournament(
     :class:`~arena.schedule.launcher.SandboxError` if the bots are to be sandboxed (the default) and
     ``bwrap`` is missing.
 
-    ``workers`` (an :class:`arena.schedule.worker.LocalWorkers`): the matches are played by
+    ``workers`` (an :class:`arena.schedule.front.LocalWorkers`): the matches are played by
     worker processes, each with its own copies of the bots, unpacked from archives stored in the
     database; same seeds, logs and ratings as in one process. A chouette (whose auctions ask
     every bot at once) is always played in one process.
@@ -170,6 +170,16 @@ async def run_tournament(
         await workers.play(store, tid, fmt, not isolated, on_result,
                            play_steps=None if isinstance(fmt, StaticFormat) else play_steps)
         return _report(store, tid, names, config, fmt, t0)
+    await _play_in_process(store, tid, manifests, config, fmt, isolated, on_result)
+    return _report(store, tid, names, config, fmt, t0)
+
+
+async def _play_in_process(store: Store, tid: int, manifests: list[Manifest], config: TournamentConfig, fmt: Format,
+                           isolated: bool, on_result: OnResult | None) -> None:
+    """Play tournament ``tid`` (:func:`run_tournament`) in this process: launch every bot's copies
+    (sandboxed if ``isolated``), wait for them all to connect (one that cannot start stops it all:
+    :func:`arena.schedule.copies.start_failure`), play the format's matches, then stop the bots."""
+    names = [m.name for m in manifests]
     server = ArenaServer(store, config.server)
     fleet = Fleet(server, msgspec.structs.replace(FLEET, connect_ms=int(config.connect_timeout_s * 1000)))
     logs = Path(config.logs_dir) / f"t{tid}"
@@ -215,8 +225,6 @@ async def run_tournament(
         finally:
             await fleet.stop_all("tournament over")
             nursery.cancel_scope.cancel()
-
-    return _report(store, tid, names, config, fmt, t0)
 
 
 def _report(store: Store, tid: int, names: list[str], config: TournamentConfig, fmt: Format,

@@ -48,9 +48,10 @@ import msgspec
 import trio
 
 from arena.match.referee import MatchConfig
+from arena.schedule.front import LocalWorkers
 from arena.schedule.launcher import load_manifest, sandbox_problem
 from arena.schedule.tournament import TournamentConfig, run_tournament
-from arena.schedule.worker import LocalWorkers, open_db
+from arena.schedule.worker import open_db
 from arena.store.postgres import shown as shown_db
 
 WORKERS_TARGET_RATIO = 1.7
