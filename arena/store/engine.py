@@ -49,6 +49,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError
 
+from arena.errors import DatabaseError
 from arena.store.fast import Hot, positional
 from arena.store.postgres import DatabaseLost, password_of, redact
 
@@ -305,8 +306,6 @@ def connect(target: str | Path) -> Connection:
     """The :class:`Connection` of ``target``, connected: see :class:`Connection`. Raises
     :class:`arena.errors.DatabaseError` when psycopg is missing or the server cannot be reached
     (one line, no password); ``sqlite3.DatabaseError`` for a file that is not a database."""
-    from arena.errors import DatabaseError
-
     target = str(target)
     if target.startswith(("postgresql://", "postgres://")):
         try:

@@ -23,6 +23,11 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from arena.schedule.formats import Pairing
+from arena.store.queue import MatchQueue
+from arena.store.sqlite import open_store
+from arena.tools.pg_cluster import start_cluster
+
 BOTS = 40
 """Bots of the field: results spread over their pairs (ladder rows and pair counts are upserts)."""
 
@@ -36,8 +41,6 @@ def _result(i: int) -> Any:
 
 def _tournament(store: Any, n: int, seed: int) -> int:
     """A tournament of ``n`` matches in duplicate pairs (two seats each way) among :data:`BOTS` bots."""
-    from arena.schedule.formats import Pairing
-
     bots = [f"b{i:02d}" for i in range(BOTS)]
     matches = []
     for i in range(n):
@@ -52,9 +55,6 @@ def _tournament(store: Any, n: int, seed: int) -> int:
 def measure(target: str, n: int) -> dict[str, float]:
     """CPU µs per ``record_result``, per queue claim + commit and per ``check_token`` on the store at
     ``target`` (empty or new), each over ``n`` calls."""
-    from arena.store.queue import MatchQueue
-    from arena.store.sqlite import open_store
-
     store = open_store(target)
     try:
         keys = [m.match_key for m in store.pending_matches(_tournament(store, n, 1))]
@@ -94,8 +94,6 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         target = args.db or str(Path(tmp) / "bench.db")
         if args.pg and not args.db:
-            from arena.tools.pg_cluster import start_cluster
-
             cluster = start_cluster()
             cluster.sql("CREATE DATABASE bench")
             target = cluster.url("bench")
