@@ -135,7 +135,9 @@ def test_one_and_two_workers_give_the_same_table_and_the_same_logs_byte_for_byte
     usable = {f"cores [{c}]" for c in os.sched_getaffinity(0)}
     for n in (1, 2):  # worker k on core k (the usable cores in turn); its copies of the bot there too
         workers = sorted((tmp_path / f"r{n}" / "logs" / "t1" / "workers").iterdir())
-        assert len(workers) == n
+        # a worker launches its bots for its first claim: on a busy machine the other worker may have
+        # claimed all twelve matches first (the table and the logs above are the same either way)
+        assert 1 <= len(workers) <= n
         said = [{line for log in (w / "bots").glob("*.log") for line in log.read_text().splitlines()
                  if line.startswith("cores")} for w in workers]
         assert all(len(lines) <= 1 and lines <= usable for lines in said), said  # one core per worker
