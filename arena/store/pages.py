@@ -11,7 +11,8 @@ or skips the history: every list pages **by key**, never with ``OFFSET``:
   bots ranked below ``BOT``, ``before=BOT`` those above; a search (``q``) is a case-insensitive
   prefix of the name, listed by name (keyed on ``(lower(bot), bot)``), each row with its rank;
 * counts come from the counters each result keeps (``ladder_state.results``, ``pair_counts``,
-  ``ladder_units`` for a bot's games and points), never from ``COUNT(*)`` over ``matches``: a
+  the ``ladder`` row's ``games``, ``wins``, ``losses`` and ``draws`` for a bot's games and
+  points), never from ``COUNT(*)`` over ``matches``: a
   page of the leaderboard costs the same after a bot's 10th match as after its 10,000th.
 
 The indexes these statements need are part of the schema (:mod:`arena.store.schema`);
@@ -50,9 +51,6 @@ MATCH_COLUMNS = "id, match_key, tournament_id, bot0, bot1, winner, reason, score
 """What a match list shows of each match."""
 
 
-_BOTS = bindparam("bots", expanding=True, type_=Text())
-"""An ``IN`` list of bot names (SQLAlchemy expands it to one placeholder per name)."""
-
 _OLDER = "id<:edge ORDER BY id DESC LIMIT :n"
 _NEWER = "id>:edge ORDER BY id LIMIT :n"
 
@@ -74,33 +72,30 @@ from one to the next (step ``i``: from the row above, ``ae``/``ab``, to this one
 in ``ladder_by_elo``; :func:`leaderboard_page` joins the steps in one statement (``UNION ALL``): together
 one walk down the index to the lowest of them (no window, no sort)."""
 
+_LADDER = "SELECT bot, elo, ci95, games, wins, losses, draws FROM ladder WHERE game=:game"
+"""What a page shows of a ladder row (:func:`_rating_row`)."""
+
 SQL: dict[str, Any] = {name: text(sql) for name, sql in {
     # how old the ratings are (one row per game; arena.store.results)
     "ratings_state": "SELECT results, fitted_results, fitted_at, fit_ms FROM ladder_state WHERE game=:game",
     # the leaderboard by rank: ladder_by_elo (game, elo DESC, bot)
-    "ladder_top": "SELECT bot, elo, ci95, games FROM ladder WHERE game=:game ORDER BY elo DESC, bot LIMIT :n",
-    "ladder_below": "SELECT bot, elo, ci95, games FROM ladder WHERE game=:game AND elo<=:elo AND "
+    "ladder_top": _LADDER + " ORDER BY elo DESC, bot LIMIT :n",
+    "ladder_below": _LADDER + " AND elo<=:elo AND "
                     "(elo<:elo OR bot>:bot) "
                     "ORDER BY elo DESC, bot LIMIT :n",
-    "ladder_above": "SELECT bot, elo, ci95, games FROM ladder WHERE game=:game AND elo>=:elo AND "
+    "ladder_above": _LADDER + " AND elo>=:elo AND "
                     "(elo>:elo OR bot<:bot) "
                     "ORDER BY elo, bot DESC LIMIT :n",
     "ladder_rank": LADDER_RANK,
     "ladder_size": "SELECT COUNT(*) FROM ladder WHERE game=:game",
     # one bot's rating: the primary key (game, bot)
-    "ladder_row": "SELECT bot, elo, ci95, games FROM ladder WHERE game=:game AND bot=:bot",
+    "ladder_row": _LADDER + " AND bot=:bot",
     # a prefix of the name, any case: ladder_by_name (game, lower(bot), bot)
-    "ladder_search": "SELECT bot, elo, ci95, games FROM ladder WHERE game=:game AND lower(bot)>=:lo AND lower(bot)<:hi "
+    "ladder_search": _LADDER + " AND lower(bot)>=:lo AND lower(bot)<:hi "
                      "AND (lower(bot)>:key OR bot>:bot) ORDER BY lower(bot), bot LIMIT :n",
-    "ladder_search_back": "SELECT bot, elo, ci95, games FROM ladder WHERE game=:game AND lower(bot)>=:lo AND "
+    "ladder_search_back": _LADDER + " AND lower(bot)>=:lo AND "
                           "lower(bot)<=:key AND (lower(bot)<:key OR bot<:bot) ORDER BY lower(bot) DESC, bot DESC "
                           "LIMIT :n",
-    # games and points of the bots on a page, from the units each result keeps (arena.stats.ladder:
-    # a match, or a duplicate pair's two; a's points, b has the rest): ladder_units_by_a/b cover
-    # them, a few rows per opponent and outcome, however many matches were played
-    "scores_as_a": "SELECT a, SUM(games*n), SUM(points*n) FROM ladder_units WHERE game=:game AND a IN :bots GROUP BY a",
-    "scores_as_b": "SELECT b, SUM(games*n), SUM((games-points)*n) FROM ladder_units WHERE game=:game AND b IN :bots "
-                   "GROUP BY b",
     # a game's finished matches: matches_done (game, id) WHERE status<>'pending'
     "history_older": f"SELECT {MATCH_COLUMNS} FROM matches WHERE game=:game AND status<>'pending' AND {_OLDER}",
     "history_newer": f"SELECT {MATCH_COLUMNS} FROM matches WHERE game=:game AND status<>'pending' AND {_NEWER}",
@@ -129,11 +124,8 @@ SQL: dict[str, Any] = {name: text(sql) for name, sql in {
 }.items()}
 """Every statement of this module by name: ``text()`` with named binds (standard SQL, the same on
 both backends), built once; ``:bots`` and ``:keys`` are expanding ``IN`` lists."""
-for _name in ("scores_as_a", "scores_as_b"):
-    SQL[_name] = SQL[_name].bindparams(_BOTS)
 SQL["stored_logs"] = SQL["stored_logs"].bindparams(bindparam("keys", expanding=True, type_=Text()))
 
-_THREE = ["bot00001", "bot00002", "bot00003"]
 PLAN_CASES: list[tuple[str, Any, dict[str, Any]]] = [
     ("ratings_state", SQL["ratings_state"], {"game": "ecarte"}),
     ("ladder_top", SQL["ladder_top"], {"game": "ecarte", "n": 50}),
@@ -148,8 +140,6 @@ PLAN_CASES: list[tuple[str, Any, dict[str, Any]]] = [
                                              "bot": "", "n": 50}),
     ("ladder_search_back", SQL["ladder_search_back"], {"game": "ecarte", "lo": "bot0004", "key": "bot00045",
                                                        "bot": "bot00045", "n": 50}),
-    ("scores_as_a", SQL["scores_as_a"], {"game": "ecarte", "bots": _THREE}),
-    ("scores_as_b", SQL["scores_as_b"], {"game": "ecarte", "bots": _THREE}),
     ("history_older", SQL["history_older"], {"game": "ecarte", "edge": NO_ID, "n": 21}),
     ("history_older_deep", SQL["history_older"], {"game": "ecarte", "edge": 1000, "n": 21}),
     ("history_newer", SQL["history_newer"], {"game": "ecarte", "edge": 1000, "n": 21}),
@@ -207,9 +197,11 @@ def describe_age(age: dict[str, Any]) -> str:
 
 
 def _rating_row(r: Any) -> dict[str, Any]:
+    """A ladder row ``(bot, elo, ci95, games, wins, losses, draws)`` as a page shows it."""
     ci95 = r[2]
     return {"bot": r[0], "elo": r[1], "ci95": None if ci95 is None or not math.isfinite(ci95) else ci95,
-            "provisional": is_provisional(ci95), "games": r[3]}
+            "provisional": is_provisional(ci95), "games": r[3], "points": r[4] + r[6] / 2, "wins": r[4],
+            "losses": r[5], "draws": r[6]}
 
 
 def bot_ratings(store: Any, game: str, bots: list[str]) -> dict[str, dict[str, Any]]:
@@ -227,19 +219,6 @@ def rank_of(store: Any, game: str, elo: float, bot: str) -> int:
     """The rank (from 1) of a ladder row: 1 + the rows before it by ``elo`` descending, then
     name. Reads the index entries above it."""
     return 1 + store.run(SQL["ladder_rank"], {"game": game, "elo": elo, "bot": bot}).scalar_one()
-
-
-def _scores(store: Any, game: str, bots: list[str]) -> dict[str, tuple[int, float]]:
-    """``{bot: (games, points)}``: the finished (not aborted) matches of each of ``bots`` and the
-    points it made in them (1 a win, ½ a draw), from ``ladder_units``."""
-    out = {b: (0, 0.0) for b in bots}
-    if not bots:
-        return out
-    for key in ("scores_as_a", "scores_as_b"):
-        for bot, games, points in store.run(SQL[key], {"game": game, "bots": list(bots)}):
-            had = out[bot]
-            out[bot] = (had[0] + int(games or 0), had[1] + float(points or 0.0))
-    return out
 
 
 def _limit(limit: int | None, default: int) -> int:
@@ -288,11 +267,12 @@ def leaderboard_page(store: Any, game: str, *, after: str | None = None, before:
     the bots whose name starts with it, by name, after/before the named bot in that order.
 
     Returns ``{"rows": [{"rank", "bot", "elo", "ci95", "provisional", "games" (finished, not
-    aborted, matches, counted now: the ratings may lag them), "points" (1 a win, ½ a draw)}],
+    aborted, matches, counted now: the ratings may lag them), "points" (1 a win, ½ a draw), "wins",
+    "losses", "draws"}],
     "next" (the ``after`` of the next page,
     or None), "prev" (the ``before`` of the previous page, or None), "q", "bots" (bots in the
     ladder)}``. A cursor naming no bot of the ladder gives the first page. Reads the page's rows,
-    the index entries above them (their ranks) and their units (a few per opponent and outcome), never a whole
+    the index entries above them (their ranks), never a whole
     table nor a bot's matches. Raises :class:`BadCursor` for a ``limit`` out of 1-:data:`MAX_PAGE`, or a
     prefix or cursor that no name could be (:func:`check_text`)."""
     n = _limit(limit, LEADERBOARD_PAGE)
@@ -340,9 +320,6 @@ def leaderboard_page(store: Any, game: str, *, after: str | None = None, before:
         first = rank_of(store, game, out[0]["elo"], out[0]["bot"])
         for i, row in enumerate(out):
             row["rank"] = first + i
-    scores = _scores(store, game, [r["bot"] for r in out])
-    for row in out:
-        row["games"], row["points"] = scores[row["bot"]]
     if backwards:
         prev, nxt = (out[0]["bot"] if more and out else None), (out[-1]["bot"] if out else None)
     else:

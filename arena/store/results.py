@@ -92,7 +92,11 @@ term in SQL: with one, SQLite's planner may take ``matches_by_status`` (tourname
 COUNT_UNIT = hot_each(upsert(ladder_units, ("game", "a", "b", "points", "games"),
                              lambda new: {"n": ladder_units.c.n + new.n}))
 COUNT_PAIR = hot_each(upsert(pair_counts, ("game", "a", "b"), lambda new: {"n": pair_counts.c.n + 1}))
-COUNT_GAME = hot_each(upsert(ladder, ("game", "bot"), lambda new: {"games": ladder.c.games + 1}))
+COUNT_GAME = hot_each(upsert(ladder, ("game", "bot"), lambda new: {
+    "games": ladder.c.games + 1, "wins": ladder.c.wins + new.wins, "losses": ladder.c.losses + new.losses,
+    "draws": ladder.c.draws + new.draws}))
+"""One more finished match for a bot on the ladder: its game count and the count of its outcome
+(``wins``/``losses``/``draws`` given as 1 or 0); a first result makes its provisional row."""
 COUNT_RESULT = hot_each(upsert(ladder_state, ("game",), lambda new: {"results": ladder_state.c.results + 1}))
 
 # ------------------------------------------------------------------ the ladder's fit and reads
@@ -264,16 +268,19 @@ class Results:
         self._count_ladder_unit(m.game, first[1], first[2], _points(first[3])
                                 + (s1 if second[1] == first[1] else 1.0 - s1), 2, 1)
 
-    def _count_pair(self, game: str, a: str, b: str) -> None:
-        """One more finished match between ``a`` and ``b`` (table ``pair_counts``, both
-        orientations), one more game for each on the ladder (a first result makes a provisional
-        row: the anchor rating, no interval, until the next fit) and one more result of ``game``
-        (``ladder_state``), inside the caller's transaction: single-row upserts, whatever the history."""
+    def _count_pair(self, game: str, a: str, b: str, winner_seat: int | None) -> None:
+        """One more finished match between ``a`` (seat 0) and ``b`` (seat 1) won by ``winner_seat``
+        (None: a draw) (table ``pair_counts``, both orientations), one more game and win, loss or
+        draw for each on the ladder (a first result makes a provisional row: the anchor rating, no
+        interval, until the next fit) and one more result of ``game`` (``ladder_state``), inside the
+        caller's transaction: single-row upserts, whatever the history."""
         now = time.time()
         pairs, games = COUNT_PAIR[self.dialect], COUNT_GAME[self.dialect]
-        for x, y in ((a, b), (b, a)):
+        for seat, (x, y) in enumerate(((a, b), (b, a))):
             self.run(pairs, {"game": game, "a": x, "b": y, "n": 1})
-            self.run(games, {"game": game, "bot": x, "elo": FIRST_ELO, "ci95": None, "games": 1, "updated_at": now})
+            won, lost = winner_seat == seat, winner_seat == 1 - seat
+            self.run(games, {"game": game, "bot": x, "elo": FIRST_ELO, "ci95": None, "games": 1, "updated_at": now,
+                             "wins": int(won), "losses": int(lost), "draws": int(not (won or lost))})
         self.run(COUNT_RESULT[self.dialect], {"game": game, "results": 1})
 
     def ladder_unit_counts(self, game: str) -> dict[tuple[str, str, float, int], int]:
@@ -325,7 +332,7 @@ class Results:
         """Commit a match result (an ``arena.match.referee.MatchResult``) in one transaction, with
         what the persistent ladder keeps of it: its unit (``ladder_units``), who met whom
         (``pair_counts``), the game's result count (``ladder_state``) and each bot's game count
-        (``ladder``: a bot's first result gives it a provisional row at once). A handful of
+        and outcome count (``ladder``: a bot's first result gives it a provisional row at once). A handful of
         single-row statements, whatever the history; the ratings themselves are refitted off
         this path (:mod:`arena.schedule.fitter`). Raises ``LookupError`` if the match is unknown
         or already recorded (a result is never counted twice)."""
@@ -344,7 +351,7 @@ class Results:
                 "margin": result.margin, "log_hash": log_hash, "log_path": log_path, "finished_at": time.time()})
             if result.reason != "aborted":  # counted for the ladder's background fit (arena.schedule.fitter)
                 self._count_result_unit(row, result.winner)
-                self._count_pair(row.game, row.bot0, row.bot1)
+                self._count_pair(row.game, row.bot0, row.bot1, result.winner)
         METRICS.result_commit.observe(time.perf_counter() - t0)
 
     def newest_tournament(self) -> int | None:

@@ -56,7 +56,7 @@ Str = Text().with_variant(Text(collation="C"), "postgresql")
 Bytes = LargeBinary()
 """A bytes column: ``BLOB`` on SQLite, ``BYTEA`` on PostgreSQL."""
 
-HEAD = "0002"
+HEAD = "0003"
 """The Alembic revision this code writes (the head of :mod:`arena.store.migrations`); a test checks
 that it is the scripts' head. A database stamped with another known revision is behind
 (``arena db upgrade``); with an unknown one, made by a newer arena."""
@@ -206,6 +206,11 @@ ladder = Table(
     Column("games", Int, nullable=False),
     Column("updated_at", Real, nullable=False),
     Column("ci95", Real),
+    # each bot's finished (not aborted) matches by outcome, kept by each result (revision 0003):
+    # the leaderboard reads its page's rows only; points = wins + draws / 2
+    Column("wins", Int, nullable=False, server_default=text("0")),
+    Column("losses", Int, nullable=False, server_default=text("0")),
+    Column("draws", Int, nullable=False, server_default=text("0")),
     PrimaryKeyConstraint("game", "bot"),
 )
 # the leaderboard by rank, and its search by a prefix of the name in any case

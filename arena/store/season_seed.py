@@ -253,8 +253,9 @@ def pair_count_rows(season: Season) -> Iterator[tuple]:
 
 
 def ladder_rows(season: Season, updated_at: float) -> list[tuple]:
-    """``ladder`` rows ``(game, bot, elo, games, updated_at, ci95)`` of every bot that played:
-    ``games`` its matches; a synthetic prior fit (module docstring)."""
+    """``ladder`` rows ``(game, bot, elo, games, updated_at, ci95, wins, losses, draws)`` of every bot
+    that played: ``games`` its matches and their outcomes (no draws: every match has a winner); a
+    synthetic prior fit (module docstring)."""
     n = season.spec.bots
     games = 2 * (np.bincount(season.a, minlength=n) + np.bincount(season.b, minlength=n))
     p = 1.0 / (1.0 + 10.0 ** ((season.strength[season.b] - season.strength[season.a]) / 400.0))
@@ -264,7 +265,10 @@ def ladder_rows(season: Season, updated_at: float) -> list[tuple]:
     se = np.where(played, 1.0 / np.sqrt(np.where(played, info, 1.0)), np.inf)
     noise = np.random.default_rng(season.spec.seed + 1).normal(0.0, 1.0, n)
     elo = 1500.0 + season.strength - season.strength.mean() + noise * np.where(played, se, 0.0)
-    return [(season.spec.game, season.names[i], float(elo[i]), int(games[i]), updated_at, float(1.96 * se[i]))
+    a_wins = (season.winner_seat[:, 0] == 0).astype(np.int64) + (season.winner_seat[:, 1] == 1)  # of the pair's 2
+    wins = np.bincount(season.a, a_wins, n).astype(np.int64) + np.bincount(season.b, 2 - a_wins, n).astype(np.int64)
+    return [(season.spec.game, season.names[i], float(elo[i]), int(games[i]), updated_at, float(1.96 * se[i]),
+             int(wins[i]), int(games[i] - wins[i]), 0)
             for i in np.flatnonzero(played).tolist()]
 
 
@@ -335,7 +339,8 @@ def seed_store(store: Store, spec: SeasonSpec, progress: Callable[[str], None] =
     for table, columns, rows in (
         ("ladder_units", ("game", "a", "b", "points", "games", "n"), ladder_unit_rows(season)),
         ("pair_counts", ("game", "a", "b", "n"), pair_count_rows(season)),
-        ("ladder", ("game", "bot", "elo", "games", "updated_at", "ci95"), ladder_rows(season, last)),
+        ("ladder", ("game", "bot", "elo", "games", "updated_at", "ci95", "wins", "losses", "draws"),
+         ladder_rows(season, last)),
         ("ladder_state", ("game", "results", "fitted_results", "fitted_at", "fit_ms"),
          [(spec.game, spec.matches, spec.matches, last, None)]),
     ):

@@ -55,6 +55,7 @@ class _Matches:
         self.names, self.strength, self.game, self.total, self.rng = names, strength, game, total, rng
         self.t0 = time.time() - SEASON_S
         self.games = dict.fromkeys(names, 0)
+        self.wins = dict.fromkeys(names, 0)
         self.pairs: dict[tuple[str, str], int] = {}
         self.units: dict[tuple[str, str, float], int] = {}
         self.done = 0
@@ -92,6 +93,7 @@ class _Matches:
         self.done += 1
         self.games[b0] += 1
         self.games[b1] += 1
+        self.wins[(b0, b1)[seat]] += 1
         for pair in ((b0, b1), (b1, b0)):
             self.pairs[pair] = self.pairs.get(pair, 0) + 1
         unit = (b0, b1, 1.0 if seat == 0 else 0.0)
@@ -139,8 +141,10 @@ def season(store: Any, bots: int = 10_000, matches: int = 1_000_000, *, game: st
         for name, strength in zip(names, made.strength, strict=True):
             roll = rng.random()
             ci95 = None if roll < 0.02 else rng.uniform(110, 300) if roll < 0.05 else rng.uniform(20, 60)
-            ladder.append((game, name, strength + rng.gauss(0, 15), made.games[name], now - 12.3, ci95))
-        _insert(store, "ladder", ("game", "bot", "elo", "games", "updated_at", "ci95"), ladder)
+            ladder.append((game, name, strength + rng.gauss(0, 15), made.games[name], now - 12.3, ci95,
+                           made.wins[name], made.games[name] - made.wins[name], 0))
+        _insert(store, "ladder", ("game", "bot", "elo", "games", "updated_at", "ci95", "wins", "losses", "draws"),
+                ladder)
         _insert(store, "pair_counts", ("game", "a", "b", "n"), [(game, a, b, n) for (a, b), n in made.pairs.items()])
         _insert(store, "ladder_units", ("game", "a", "b", "points", "games", "n"),
                 [(game, a, b, s, 1, n) for (a, b, s), n in made.units.items()])
