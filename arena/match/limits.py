@@ -117,6 +117,13 @@ class FleetLimits(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     flush_ms: Annotated[int, Meta(ge=0)] = 50
     """At shutdown, time the spectators' writers get to send their ``goodbye`` before the bots
     are told. Default 50."""
+    exit_poll_ms: Annotated[int, Meta(gt=0)] = 20
+    """How often a launched bot's process is looked at while waiting for it to exit."""
+    rescan_ms: Annotated[int, Meta(gt=0)] = 500
+    """The contest's scheduler looks at the ready bots again at least this often when nothing
+    told it of a change (bots come and go)."""
+    refusal_send_ms: Annotated[int, Meta(gt=0)] = 1_000
+    """Longest wait to send a refusal (``server_full``, ``rate_limited``...) before closing."""
 
 
 FLEET = FleetLimits()

@@ -63,7 +63,7 @@ import trio
 from arena import __version__
 from arena.errors import UserError
 from arena.match.dispatch import Dispatcher
-from arena.match.limits import LIMITS
+from arena.match.limits import FLEET, LIMITS
 from arena.match.seat import Connection
 from arena.metrics import METRICS
 from arena.names import NAME_RULE, is_valid_name
@@ -285,7 +285,7 @@ class ArenaServer:
         if code in ("too_many_connections", "server_full", "rate_limited"):
             self.refused[code] += 1
             METRICS.refused.labels(code).inc()
-        with trio.move_on_after(1):
+        with trio.move_on_after(FLEET.refusal_send_ms / 1000):
             try:
                 await stream.send_all(encode(Error(code=code, message=message, fatal=True)))
             except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):

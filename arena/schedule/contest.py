@@ -447,7 +447,7 @@ class Contest:
                 except STORAGE_ERRORS as exc:
                     self.health.fail("database", exc)
             if pair is None:
-                with trio.move_on_after(0.5):  # bots come and go: look again now and then
+                with trio.move_on_after(self.fleet.limits.rescan_ms / 1000):  # bots come and go: look again
                     await self._changed.wait()
                 continue
             self.busy.update(pair)

@@ -71,6 +71,7 @@ import msgspec
 import trio
 
 from arena.errors import UserError
+from arena.match.limits import FLEET
 from arena.names import BadName, check_name
 from arena.schedule import cgroups
 from arena.schedule.botlog import rotate
@@ -423,9 +424,9 @@ class _Process:
         return self._exited(self.popen.poll())
 
     async def wait(self) -> int:
-        """Wait for the process to exit (polled every 20 ms); return its status."""
+        """Wait for the process to exit (polled every ``FLEET.exit_poll_ms``); return its status."""
         while (code := self.popen.poll()) is None:
-            await trio.sleep(0.02)
+            await trio.sleep(FLEET.exit_poll_ms / 1000)
         self._exited(code)
         return code
 
