@@ -218,15 +218,7 @@ class Hot:
         Raises the driver's errors."""
         if params.__class__ is dict and not self._expanding:  # the common case, one dict lookup
             prepared = self._prepared.get((dialect.name, tuple(params))) or self.prepared(dialect, params)
-            if prepared.args is None:
-                cursor.execute(prepared.sql)
-            else:
-                cursor.execute(prepared.sql, prepared.args(params))
-            if cursor.description is None:
-                return Rows([], cursor.rowcount)
-            if not prepared.ready:
-                _ready(prepared, dialect, self.statement, cursor.description)
-            return Rows(list(map(prepared.make_row, cursor.fetchall())), cursor.rowcount)  # type: ignore[arg-type]
+            return self._one(cursor, dialect, prepared, params)
         if params is None:
             params = {}
         if isinstance(params, list):
@@ -234,7 +226,11 @@ class Hot:
             args = prepared.args or (lambda p: ())
             cursor.executemany(prepared.sql, [args(p) for p in params])
             return Rows([], cursor.rowcount)
-        prepared = self.prepared(dialect, params)
+        return self._one(cursor, dialect, self.prepared(dialect, params), params)
+
+    def _one(self, cursor: Any, dialect: Any, prepared: Prepared, params: dict[str, Any]) -> Rows:
+        """Run ``prepared`` once with ``params`` and fetch its rows (named once the first
+        description is known)."""
         if prepared.args is None:
             cursor.execute(prepared.sql)
         else:
