@@ -44,14 +44,7 @@ class OnDemandRoutes(AuthorSite):
     def test_of(self, request: Request, author: dict[str, Any]) -> dict[str, Any]:
         """The author's test match named by the path's ``test_id``; :class:`HTTPException` 404 for
         one that is not theirs or not a number."""
-        try:
-            test_id = int(request.path_params["test_id"])
-        except ValueError:
-            test_id = -1
-        t = own_test(self.store, author, test_id)
-        if t is None:
-            raise HTTPException(404, "no such test match of yours")
-        return t
+        return self.owned(request, "test_id", lambda i: own_test(self.store, author, i), "no such test match of yours")
 
     async def test_page(self, request: Request) -> Response:
         """One test match: its status, score and replay."""

@@ -7,7 +7,6 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
-from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 
@@ -51,14 +50,7 @@ class UploadRoutes(AuthorSite):
     def upload_of(self, request: Request, author: dict[str, Any]) -> dict[str, Any]:
         """The author's upload named by the path's ``upload_id``; :class:`HTTPException` 404 for
         one that is not theirs or not a number."""
-        try:
-            upload_id = int(request.path_params["upload_id"])
-        except ValueError:
-            upload_id = -1
-        up = own_upload(self.store, author, upload_id)
-        if up is None:
-            raise HTTPException(404, "no such upload")
-        return up
+        return self.owned(request, "upload_id", lambda i: own_upload(self.store, author, i), "no such upload")
 
     async def upload_page(self, request: Request) -> Response:
         """An upload's status and the doctor's report."""

@@ -7,6 +7,7 @@ joins them into one app."""
 from __future__ import annotations
 
 import secrets
+from collections.abc import Callable
 from html import escape
 from typing import Any
 
@@ -81,6 +82,19 @@ class AuthorSite:
         if not self.uploads_by_author.take(str(author["id"]), trio.current_time()):
             raise Refused(429, "rate_limited", f"at most {self.cfg.uploads.uploads_per_hour:g} uploads an hour: try "
                           "again later")
+
+    def owned(self, request: Request, key: str, find: Callable[[int], dict[str, Any] | None],
+              missing: str) -> dict[str, Any]:
+        """The row named by the path parameter ``key`` (an integer id) that ``find(id)`` returns
+        for the author; :class:`HTTPException` 404 with ``missing`` when it is not a number or not
+        theirs (both look the same from outside)."""
+        try:
+            row = find(int(request.path_params[key]))
+        except ValueError:
+            row = None
+        if row is None:
+            raise HTTPException(404, missing)
+        return row
 
     async def read_body(self, request: Request) -> bytes:
         """The request's body; :class:`Refused` 413 once it passes ``[uploads] packed_bytes``."""
