@@ -212,7 +212,7 @@ def test_E8_1_an_illegal_action_forfeits_by_default_with_its_rule():
     assert logged(out)[0]["type"] == "incident" and logged(out)[0]["code"] == "illegal_action"
 
 
-def test_an_illegal_action_s_forfeit_names_the_rule_never_the_faulty_hand():
+def test_E8_1_an_illegal_action_s_forfeit_names_the_rule_never_the_faulty_hand():
     """The error to the faulty bot and its own incident name its hand; the result, which both bots
     receive in ``match_end`` and the public history shows, names only the rule (hidden information)."""
     core, out = begin()
