@@ -55,6 +55,16 @@ def arena(*args: str, cwd: Path | None = None, timeout: float = 60) -> subproces
                           text=True, timeout=timeout)
 
 
+def in_process(*args: str, capsys: pytest.CaptureFixture[str]) -> subprocess.CompletedProcess:
+    """``arena.cli.main`` in this process, its status and output shaped as a finished process."""
+    try:
+        code = main(list(args))
+    except SystemExit as exc:  # argparse's own refusals
+        code = exc.code
+    out = capsys.readouterr()
+    return subprocess.CompletedProcess(args, code, out.out, out.err)
+
+
 def one_error_line(proc: subprocess.CompletedProcess) -> str:
     """The process failed with exit status 2 and one line on stderr (argparse's usage aside)."""
     assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
@@ -77,19 +87,20 @@ def test_the_rule():
     assert not is_valid_name(None) and not is_valid_name(7)
 
 
-def test_hostile_names_are_refused_by_every_command_through_the_real_cli(tmp_path):
-    """A few names through real subprocesses; every name of HOSTILE through ``main`` below."""
+def test_hostile_names_are_refused_by_every_command_through_the_real_cli(tmp_path, capsys):
+    """A few names through the console script (a bot's, and a tournament's manifest), the
+    others through ``main`` in this process; every name of HOSTILE through ``main`` below."""
     db = str(tmp_path / "arena.db")
     line = one_error_line(arena("bots", "add", "--db", db, "--", "gr[i][/i]eedy"))
     assert line.startswith("arena: error: bad bot name 'gr[i][/i]eedy'") and "A-Z a-z 0-9 _ . -" in line, line
-    line = one_error_line(arena("spectators", "add", "--db", db, "--", "../../evil"))
+    line = one_error_line(in_process("spectators", "add", "--db", db, "--", "../../evil", capsys=capsys))
     assert line.startswith("arena: error: bad spectator name '../../evil'"), line
     manifest = tmp_path / "evil.toml"
     manifest.write_text('name = "../../evil"\ncommand = ["{python}", "random_bot.py"]\n')
-    line = one_error_line(arena("bots", "submit", str(manifest), "--db", db))
+    line = one_error_line(in_process("bots", "submit", str(manifest), "--db", db, capsys=capsys))
     assert "bad bot manifest: bad bot name '../../evil'" in line, line
-    line = one_error_line(arena("bots", "submit", str(ROOT / "sample_bots" / "random.toml"), "--name", "[/]",
-                                "--db", db))
+    line = one_error_line(in_process("bots", "submit", str(ROOT / "sample_bots" / "random.toml"), "--name", "[/]",
+                                     "--db", db, capsys=capsys))
     assert "bad bot name '[/]'" in line
     manifest.write_text('name = "[/]"\ncommand = ["{python}", "random_bot.py"]\n')
     line = one_error_line(arena("tournament", "--bots", str(manifest), str(ROOT / "sample_bots" / "random.toml"),

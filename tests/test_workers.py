@@ -201,6 +201,7 @@ def worker_pids(parent: int) -> list[int]:
     return out
 
 
+@pytest.mark.slow  # a real tournament killing a real worker: make test-slow (the replay itself: above)
 def test_a_tournament_replaces_a_killed_worker_and_replays_its_match_at_once(tmp_path):
     """`arena tournament --workers 2`: a worker SIGKILLed mid-match has its lease released at
     once by the tournament (no waiting for the 30 s lease), is started again, and the match is
