@@ -102,7 +102,16 @@ def replay_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
                           env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=60)
 
 
-def test_archived_matches_still_replay_and_verify(any_store, tmp_path):
+def replay_here(args: list[str], capsys) -> tuple[int, str]:
+    """``arena replay ARGS`` through ``arena.cli.main`` in this process: its status and output."""
+    from arena.cli import main
+
+    status = main(["replay", *args])
+    out = capsys.readouterr()
+    return status, out.out + out.err
+
+
+def test_archived_matches_still_replay_and_verify(any_store, tmp_path, capsys):
     """Logs older than the retention go into one bundle per day; every one still verifies
     against the database's hash, through the store, ``arena replay KEY``, ``arena replay OLD_PATH
     --db`` and ``arena replay BUNDLE#MEMBER``; a second run changes nothing."""
@@ -125,11 +134,14 @@ def test_archived_matches_still_replay_and_verify(any_store, tmp_path):
         assert verifies(store, key)["reason"] == "target"
     if store.dialect == "sqlite":  # the CLI, on the same database
         db = str(tmp_path / "arena.db")
+        # the console script once (a bundle's member), the other forms through its entry point here
+        out = replay_cli(moved[keys[2]].rsplit("@", 1)[0], "--db", db, cwd=tmp_path)
+        assert out.returncode == 0 and "verified:" in out.stdout, out.stdout + out.stderr
         for args in ([keys[0], "--db", db], [str(logs / "t1" / f"{keys[1]}.jsonl.gz"), "--db", db],
-                     [moved[keys[2]].rsplit("@", 1)[0], "--db", db], [moved[keys[2]].rsplit("@", 1)[0]]):
-            out = replay_cli(*args, cwd=tmp_path)
-            assert out.returncode == 0 and "verified:" in out.stdout, (args, out.stdout + out.stderr)
-        said = " ".join(replay_cli(keys[0], "--db", db, cwd=tmp_path).stdout.split())
+                     [moved[keys[2]].rsplit("@", 1)[0]]):
+            status, said = replay_here(args, capsys)
+            assert status == 0 and "verified:" in said, (args, said)
+        said = " ".join(replay_here([keys[0], "--db", db], capsys)[1].split())
         assert "last hash matches the database" in said
     again = apply_retention(store, logs, Retention(logs_days=7), now=NOW)
     assert again.archived == 0 and paths(store) == moved
