@@ -130,3 +130,16 @@ def test_path_bots_that_are_not_files_are_one_line_and_status_2(capsys: pytest.C
     out = capsys.readouterr().out
     assert "--path-bots needs two or more manifest files (no/such/bot.toml: not found)" in out
     assert "Traceback" not in out
+
+
+def test_the_machine_s_scaling_is_capped_at_its_cores() -> None:
+    """Two cores cannot do more than twice the work of one: a machine figure above 2 (a neighbour
+    slowed the lone process) is compared as 2, a lower one as measured, none as 0."""
+    from arena.tools.bench_path import ScalingFigures
+
+    def run(n: int) -> TournamentRun:
+        return TournamentRun("x", n, n, 1.0, 1.0, [float(t) for t in range(n)])
+
+    assert ScalingFigures("ecarte", 2, [run(10)], [run(10)], [2.3, 2.5, 2.4]).machine_scaling == 2.0
+    assert ScalingFigures("ecarte", 2, [run(10)], [run(10)], [1.7, 1.9, 2.2]).machine_scaling == 1.9
+    assert ScalingFigures("ecarte", 2, [run(10)], [run(10)], []).machine_scaling == 0.0

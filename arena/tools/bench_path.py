@@ -188,8 +188,12 @@ class ScalingFigures:
 
     @property
     def machine_scaling(self) -> float:
-        """Median of the machine's own two-core scaling over the run (0 when not measured)."""
-        return statistics.median(self.machine) if self.machine else 0.0
+        """Median of the machine's own two-core scaling over the run, at most :attr:`workers`
+        (0 when not measured). N cores cannot do more than N times the work of one: a figure
+        above N says that a neighbour slowed the process measured alone, not that the machine
+        scales beyond its cores, so the baseline the workers are compared with is capped there
+        (each measured figure is still printed)."""
+        return min(statistics.median(self.machine), float(self.workers)) if self.machine else 0.0
 
     @property
     def ratio(self) -> float:
