@@ -417,8 +417,8 @@ def fit_totals(totals: LadderTotals, variance: str = "robust", start: Mapping[st
     :mod:`arena.schedule.fitter`). Raises ``ValueError`` for another ``variance`` or ``intervals``."""
     if variance not in ("model", "robust"):
         raise ValueError(f"variance must be 'model' or 'robust', not {variance!r}")
-    if intervals not in ("auto", "exact", "probing", "none"):
-        raise ValueError(f"intervals must be 'auto', 'exact', 'probing' or 'none', not {intervals!r}")
+    if intervals not in ("auto", "exact", "blocks", "probing", "none"):
+        raise ValueError(f"intervals must be 'auto', 'exact', 'blocks', 'probing' or 'none', not {intervals!r}")
     keep = totals.stats[5] > 0
     keys, stats = totals.keys[keep], totals.stats[:, keep]
     i, j = keys // _KEY, keys % _KEY
@@ -456,8 +456,8 @@ def _fit(
     as in :func:`fit_units` (None: the default split); ``start`` Elo ratings to start from."""
     if variance not in ("model", "robust"):
         raise ValueError(f"variance must be 'model' or 'robust', not {variance!r}")
-    if intervals not in ("auto", "exact", "probing"):
-        raise ValueError(f"intervals must be 'auto', 'exact' or 'probing', not {intervals!r}")
+    if intervals not in ("auto", "exact", "blocks", "probing"):
+        raise ValueError(f"intervals must be 'auto', 'exact', 'blocks' or 'probing', not {intervals!r}")
     keys = list(units)
     m = len(keys)
     a_names, b_names = list(map(itemgetter(0), keys)), list(map(itemgetter(1), keys))

@@ -1,0 +1,281 @@
+"""Exact intervals of a large field whose information matrix is block tridiagonal in the layout's
+order (:class:`arena.stats.information.Layout`): a ladder whose bots meet their rating neighbours.
+
+Shapes. ``n`` bots, laid out in the layout's order and cut into ``N`` consecutive blocks
+(sizes ``s_K``, :func:`partition`) so that no pair of bots that met lies more than one block
+apart: ``H`` (``n x n``, the information) and ``M`` (the robust meat, same pattern) are then block
+tridiagonal. Every quantity below is a dense block (``s_K x s_L``).
+
+Method (a selected inversion: the block form of K. Takahashi, J. Fagan and M.-S. Chen, 1973, as
+two-filter recursions). The forward Schur complements ``S_1 = H_11``, ``S_{K+1} = H_{K+1,K+1} -
+H_{K+1,K} S_K^-1 H_{K,K+1}`` and the backward ones ``S'_N = H_NN``, ``S'_K = H_KK - H_{K,K+1}
+S'_{K+1}^-1 H_{K+1,K}`` give ``A_K = -H_{K+1,K} S_K^-1`` and ``B_K = -H_{K,K+1} S'_{K+1}^-1``.
+With ``C = H^-1``: ``C_KK = (S_K + S'_K - H_KK)^-1``, and a row block of ``C`` far from the
+diagonal is a product: ``C_{T,J} = C_TT B_T B_{T+1} ... B_{J-1}`` for ``J > T``. The sandwich
+``X = C M C`` follows from the same factors: with ``F_1 = M_11``, ``F_{K+1} = A_K F_K A_K^T +
+M_{K+1,K+1} + A_K M_{K,K+1} + M_{K+1,K} A_K^T`` (what ``M`` weighs on the rows of ``C`` left of
+``K``) and its mirror ``E_K`` from the right, ``X_TT = C_TT (F_T + E_T - M_TT) C_TT``; ``X_{T,J}``
+(``J > T``) walks the chain from ``T`` to ``J`` carrying only the rows of the pairs asked for
+(:meth:`Blocks.covariances`). Everything is exact (rounding aside): no probe, no tolerance.
+
+Cost: ``O(sum_K s_K^3)`` for the factors (about ``20 s^3`` flops per block of ``s`` bots, level-3
+BLAS), plus ``O(s^2)`` per pair and block walked for the pairs of rating neighbours, which may lie
+several blocks apart in the layout (the ratings are estimates, the layout follows who met whom).
+Memory: a few dense blocks per block (``8 s^2`` bytes each). A random (expander) graph has no
+narrow layout (one block of ``n``): :func:`partition` says so and the caller uses another method.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.linalg as la
+import scipy.sparse as sp
+
+RANK_TOL = 1e-8
+"""Directions below this fraction of the largest singular value are dropped from the walked rows
+of :meth:`Blocks.covariances` (about the rounding of their Gram matrix: the covariances stay
+exact to about 1e-8 of the largest)."""
+MIN_BLOCK = 64
+"""Fewest bots in a block (smaller blocks make more, smaller BLAS calls: slower)."""
+
+
+def partition(order: np.ndarray, pattern: sp.csr_matrix) -> np.ndarray:
+    """Cut the bots, taken in ``order`` (a permutation of ``0 .. n-1``), into consecutive blocks
+    such that two bots that met (``pattern``, ``n x n``, symmetric) lie in the same block or in
+    two adjacent ones. Returns the blocks' starts in the order, ``N + 1`` values ending with
+    ``n``. Greedy: each block reaches as far as the farthest bot the previous block met, and
+    spans at least :data:`MIN_BLOCK` bots."""
+    n = order.size
+    position = np.empty(n, np.int64)
+    position[order] = np.arange(n)
+    reach = np.arange(n)
+    ptr = pattern.indptr
+    full = np.flatnonzero(np.diff(ptr) > 0)
+    if full.size:
+        far = np.maximum.reduceat(position[pattern.indices], ptr[full])
+        reach[position[full]] = np.maximum(far, position[full])
+    farthest = np.maximum.accumulate(reach)  # the farthest bot met by any bot up to this place
+    starts = [0]
+    end = min(MIN_BLOCK, n) - 1  # the first block: at least MIN_BLOCK
+    while end < n - 1:
+        start = starts[-1]
+        starts.append(end + 1)
+        end = max(int(farthest[end]), end + MIN_BLOCK, start)
+        end = min(end, n - 1)
+    starts.append(n)
+    return np.asarray(starts, np.int64)
+
+
+def cost(starts: np.ndarray) -> float:
+    """The factors' work, in units of ``s^3`` flops summed over the blocks."""
+    s = np.diff(starts).astype(float)
+    return float((s**3).sum())
+
+
+class Blocks:
+    """The block-tridiagonal selected inversion of the module docstring for ``h`` (and ``m``,
+    the meat, or None for the model variance), both ``n x n`` sparse of one symmetric pattern,
+    in the bots' ``order`` cut at ``starts`` (:func:`partition`). Raises ``ArithmeticError`` if
+    ``h`` is not positive definite."""
+
+    def __init__(self, h: sp.csr_matrix, m: sp.csr_matrix | None, order: np.ndarray, starts: np.ndarray) -> None:
+        self.n = n = order.size
+        self.order, self.starts = order, starts
+        self.nb = nb = starts.size - 1
+        self.block = np.repeat(np.arange(nb), np.diff(starts))  # by place in the order
+        self.place = np.empty(n, np.int64)
+        self.place[order] = np.arange(n)
+        hp = h[order][:, order].tocsr()
+        self.hd, self.hl = _blocks(hp, starts)
+        self.md, self.ml = _blocks(m[order][:, order].tocsr(), starts) if m is not None else (self.hd, self.hl)
+        self.robust = m is not None
+        self._factor()
+
+    def _factor(self) -> None:
+        nb, hd, hl = self.nb, self.hd, self.hl
+        # hl[k] = H_{k+1,k}; forward Schur complements (Cholesky factors) and A_k = -H_{k+1,k} S_k^-1
+        self.fwd, self.a = [], []
+        s = hd[0]
+        for k in range(nb):
+            f = _cho(s)
+            self.fwd.append(f)
+            if k + 1 < nb:
+                a = -la.cho_solve(f, hl[k].T, check_finite=False).T
+                self.a.append(a)
+                s = hd[k + 1] + a @ hl[k].T
+        back: list = [None] * nb
+        self.b: list = [None] * max(nb - 1, 0)
+        s_back: list = [None] * nb
+        s = hd[nb - 1]
+        for k in range(nb - 1, -1, -1):
+            s_back[k] = s
+            back[k] = _cho(s)
+            if k > 0:
+                b = -la.cho_solve(back[k], hl[k - 1], check_finite=False).T  # B_{k-1} = -H_{k-1,k} S'_k^-1
+                self.b[k - 1] = b
+                s = hd[k - 1] + b @ hl[k - 1]
+        self.c = []  # C_kk
+        for k in range(nb):
+            s_fwd = self.fwd[k][0]
+            lower = np.tril(s_fwd)
+            total = lower @ lower.T + s_back[k] - hd[k]
+            self.c.append(la.cho_solve(_cho(total), np.eye(total.shape[0]), check_finite=False))
+        if self.robust:
+            self._sandwich()
+
+    def _sandwich(self) -> None:
+        nb, md, ml, a, b = self.nb, self.md, self.ml, self.a, self.b
+        f = [md[0]]
+        for k in range(nb - 1):
+            x = a[k] @ ml[k].T  # A_k M_{k,k+1}
+            f.append(a[k] @ f[k] @ a[k].T + md[k + 1] + x + x.T)
+        e: list = [None] * nb
+        e[nb - 1] = md[nb - 1]
+        for k in range(nb - 2, -1, -1):
+            x = b[k] @ ml[k]  # B_k M_{k+1,k}
+            e[k] = b[k] @ e[k + 1] @ b[k].T + md[k] + x + x.T
+        self.f, self.e = f, e
+        self.x = [self.c[k] @ (f[k] + e[k] - md[k]) @ self.c[k] for k in range(nb)]
+        # the right part of G_{T,J}: E_J - M_JJ - B_J M_{J+1,J}
+        self.tail = [e[k] - md[k] - (b[k] @ ml[k] if k + 1 < nb else 0.0) for k in range(nb)]
+
+    def solve(self, rhs: np.ndarray) -> np.ndarray:
+        """``H^-1 rhs`` (``rhs``: ``n`` or ``n x r``, bots' indices), exact (block forward and back
+        substitution on the factors)."""
+        y = rhs[self.order].astype(float)
+        st, nb = self.starts, self.nb
+        parts = [y[st[k]:st[k + 1]] for k in range(nb)]
+        for k in range(nb - 1):
+            parts[k + 1] = parts[k + 1] + self.a[k] @ parts[k]
+        x: list = [None] * nb
+        x[nb - 1] = la.cho_solve(self.fwd[nb - 1], parts[nb - 1], check_finite=False)
+        for k in range(nb - 2, -1, -1):
+            x[k] = la.cho_solve(self.fwd[k], parts[k] - self.hl[k].T @ x[k + 1], check_finite=False)
+        out = np.empty_like(y)
+        out[self.order] = np.concatenate(x)
+        return out
+
+    def variances(self) -> np.ndarray:
+        """The diagonal of ``C`` (model) or ``C M C`` (robust), per bot (not anchored)."""
+        mats = self.x if self.robust else self.c
+        out = np.empty(self.n)
+        out[self.order] = np.concatenate([np.diag(x) for x in mats])
+        return out
+
+    def covariances(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+        """``C[i, j]`` (model) or ``(C M C)[i, j]`` (robust) for index arrays of bots, exact:
+        walking the blocks between each pair's two bots, all the pairs leaving one block at once
+        (``O(s^2)`` per pair and block walked)."""
+        pi, pj = self.place[i], self.place[j]
+        lo, hi = np.minimum(pi, pj), np.maximum(pi, pj)
+        out = np.empty(i.size)
+        st, blk = self.starts, self.block
+        for t in np.unique(blk[lo]).tolist():
+            rows = np.flatnonzero(blk[lo] == t)
+            rows = rows[np.argsort(blk[hi[rows]], kind="stable")]
+            out[rows] = self._walk(t, lo[rows] - st[t], hi[rows], blk[hi[rows]])
+        return out
+
+    def _walk(self, t: int, local: np.ndarray, far: np.ndarray, target: np.ndarray) -> np.ndarray:
+        """The covariances of bots ``local`` (places within block ``t``) with the bots at places
+        ``far`` in blocks ``target >= t`` (ascending). Walks, for the rows ``z`` of ``C_tt`` of
+        the bots ``local``, ``psi(K) = z B_t ... B_{K-1}`` (rows of ``C_{t,K}``) for ``K = J, J+1,
+        J+2`` and, robust, ``p(J) = z P_{t,J}`` (what ``M`` weighs left of ``J``). These rows
+        span fewer and fewer dimensions as ``J`` moves away (the far covariances are smooth): they
+        are kept as ``coef @ basis``, the basis cut to its numerical rank (:data:`RANK_TOL`)
+        after each block, so a walk of many blocks costs little more than one of two."""
+        st, nb, robust, b, ml = self.starts, self.nb, self.robust, self.b, self.ml
+        out = np.empty(local.size)
+        z = self.c[t]  # the basis: all of C_tt's rows; coef picks the bots' (one-hot)
+        psi = [z, None, None]
+        for d in (1, 2):
+            if t + d < nb:
+                psi[d] = psi[d - 1] @ b[t + d - 1]
+        p = z @ (self.f[t] + (b[t] @ ml[t] if t + 1 < nb else 0.0)) if robust else np.zeros((z.shape[0], 0))
+        coef = np.zeros((local.size, z.shape[0]))
+        coef[np.arange(local.size), local] = 1.0
+        done = 0
+        for jb in range(t, nb):
+            stop = done + int(np.searchsorted(target[done:], jb, side="right"))
+            if stop > done:
+                cols = far[done:stop] - st[jb]
+                g = p + psi[0] @ self.tail[jb] if robust else psi[0]
+                rows = coef[done:stop] @ g
+                out[done:stop] = np.einsum("ij,ij->i", rows, self.c[jb][cols]) if robust else \
+                    rows[np.arange(stop - done), cols]
+                done = stop
+            if done == local.size:
+                break
+            if robust:
+                p = p @ self.a[jb].T + psi[0] @ ml[jb].T + psi[1] @ self.md[jb + 1]
+                if psi[2] is not None:
+                    p += psi[2] @ ml[jb + 1]
+            psi = [psi[1], psi[2], psi[2] @ b[jb + 2] if jb + 3 < nb else None]
+            if jb > t:
+                coef, p, psi = _compress(coef, p, psi)
+        return out
+
+    def x_rows(self, k: int, cols: np.ndarray) -> np.ndarray:
+        """Rows ``cols`` of ``C_kk`` (the ``z`` of the far bots)."""
+        return self.c[k][cols]
+
+
+def _compress(coef: np.ndarray, p: np.ndarray, psi: list) -> tuple[np.ndarray, np.ndarray, list]:
+    """``coef @ [p | psi...]`` with the basis cut to its numerical rank: the eigenvectors of its
+    Gram matrix above :data:`RANK_TOL` squared of the largest eigenvalue."""
+    parts = [p] + [x for x in psi if x is not None]
+    stacked = np.hstack(parts)
+    values, vectors = la.eigh(stacked @ stacked.T, check_finite=False)
+    keep = values > RANK_TOL**2 * max(values[-1], 1e-300)
+    if keep.sum() >= 0.8 * values.size:
+        return coef, p, psi
+    u = vectors[:, keep]
+    new = np.split(u.T @ stacked, np.cumsum([x.shape[1] for x in parts])[:-1], axis=1)
+    rest = iter(new[1:])
+    return coef @ u, new[0], [next(rest) if x is not None else None for x in psi]
+
+
+def _cho(s: np.ndarray) -> tuple[np.ndarray, bool]:
+    try:
+        return la.cho_factor(s, lower=True, check_finite=False)
+    except la.LinAlgError as exc:
+        raise ArithmeticError(f"information matrix not positive definite ({exc})") from None
+
+
+def _blocks(mat: sp.csr_matrix, starts: np.ndarray) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """The dense diagonal blocks ``mat_KK`` and sub-diagonal blocks ``mat_{K+1,K}``."""
+    nb = starts.size - 1
+    diag = [mat[starts[k]:starts[k + 1], starts[k]:starts[k + 1]].toarray() for k in range(nb)]
+    low = [mat[starts[k + 1]:starts[k + 2], starts[k]:starts[k + 1]].toarray() for k in range(nb - 1)]
+    return diag, low
+
+
+BLOCK_WIDTH = 600
+"""Widest typical block (bots: the root of ``sum_K s_K^3 / n``) for which the
+block-tridiagonal intervals are used: beyond (a random, expander-like graph has no narrow layout)
+their cost grows towards a dense inversion's and the caller probes instead. The season's ladder
+(10,000 bots, ~200 opponents each, mean rank distance 30) makes blocks of 190-300 bots."""
+
+
+def plan(order: np.ndarray, pattern: sp.csr_matrix) -> np.ndarray | None:
+    """The blocks' starts (:func:`partition`) if they are narrow enough (:data:`BLOCK_WIDTH`),
+    else None."""
+    starts = partition(order, pattern)
+    return starts if cost(starts) <= BLOCK_WIDTH**2 * order.size else None
+
+
+def intervals(h: sp.csr_matrix, m: sp.csr_matrix | None, order: np.ndarray, starts: np.ndarray,
+              i: np.ndarray, j: np.ndarray) -> tuple[np.ndarray, np.ndarray, Blocks]:
+    """Exact anchored variances per bot (``n``) and of the differences ``theta_i - theta_j`` for
+    the pairs ``(i, j)`` (index arrays), model (``m`` None) or robust, with the :class:`Blocks`
+    that computed them (for other pairs later). Anchoring: ``var_i = X_ii - 2 (X 1)_i / n +
+    1^T X 1 / n^2`` with ``X 1`` from exact block solves."""
+    n = order.size
+    blocks = Blocks(h, m, order, starts)
+    x1 = blocks.solve(np.ones(n))
+    if m is not None:
+        x1 = blocks.solve(m @ x1)
+    diag = blocks.variances()
+    var = diag - 2.0 * x1 / n + x1.sum() / n**2
+    diff = diag[i] + diag[j] - 2.0 * blocks.covariances(i, j) if i.size else np.zeros(0)
+    return var, diff, blocks
