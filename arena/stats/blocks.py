@@ -35,6 +35,8 @@ RANK_TOL = 1e-8
 """Directions below this fraction of the largest singular value are dropped from the walked rows
 of :meth:`Blocks.covariances` (about the rounding of their Gram matrix: the covariances stay
 exact to about 1e-8 of the largest)."""
+SMALL_BASIS = 24
+"""A walked basis of at most this many rows is not cut further (nothing to gain)."""
 MIN_BLOCK = 64
 """Fewest bots in a block (smaller blocks make more, smaller BLAS calls: slower)."""
 
@@ -94,9 +96,10 @@ class Blocks:
     def _factor(self) -> None:
         nb, hd, hl = self.nb, self.hd, self.hl
         # hl[k] = H_{k+1,k}; forward Schur complements (Cholesky factors) and A_k = -H_{k+1,k} S_k^-1
-        self.fwd, self.a = [], []
+        self.fwd, self.a, s_fwd = [], [], []
         s = hd[0]
         for k in range(nb):
+            s_fwd.append(s)
             f = _cho(s)
             self.fwd.append(f)
             if k + 1 < nb:
@@ -116,10 +119,7 @@ class Blocks:
                 s = hd[k - 1] + b @ hl[k - 1]
         self.c = []  # C_kk
         for k in range(nb):
-            s_fwd = self.fwd[k][0]
-            lower = np.tril(s_fwd)
-            total = lower @ lower.T + s_back[k] - hd[k]
-            self.c.append(la.cho_solve(_cho(total), np.eye(total.shape[0]), check_finite=False))
+            self.c.append(_inverse(s_fwd[k] + s_back[k] - hd[k]))
         if self.robust:
             self._sandwich()
 
@@ -223,6 +223,8 @@ class Blocks:
 def _compress(coef: np.ndarray, p: np.ndarray, psi: list) -> tuple[np.ndarray, np.ndarray, list]:
     """``coef @ [p | psi...]`` with the basis cut to its numerical rank: the eigenvectors of its
     Gram matrix above :data:`RANK_TOL` squared of the largest eigenvalue."""
+    if coef.shape[1] <= SMALL_BASIS:
+        return coef, p, psi
     parts = [p] + [x for x in psi if x is not None]
     stacked = np.hstack(parts)
     values, vectors = la.eigh(stacked @ stacked.T, check_finite=False)
@@ -233,6 +235,16 @@ def _compress(coef: np.ndarray, p: np.ndarray, psi: list) -> tuple[np.ndarray, n
     new = np.split(u.T @ stacked, np.cumsum([x.shape[1] for x in parts])[:-1], axis=1)
     rest = iter(new[1:])
     return coef @ u, new[0], [next(rest) if x is not None else None for x in psi]
+
+
+def _inverse(s: np.ndarray) -> np.ndarray:
+    """The inverse of a symmetric positive definite block (LAPACK ``potrf``/``potri``)."""
+    lower, info = la.lapack.dpotrf(s, lower=1)
+    if info == 0:
+        lower, info = la.lapack.dpotri(lower, lower=1)
+    if info:
+        raise ArithmeticError(f"information matrix not positive definite (potrf/potri {info})")
+    return np.tril(lower) + np.tril(lower, -1).T
 
 
 def _cho(s: np.ndarray) -> tuple[np.ndarray, bool]:
