@@ -165,61 +165,110 @@ class Blocks:
         return out
 
     def covariances(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:
-        """``C[i, j]`` (model) or ``(C M C)[i, j]`` (robust) for index arrays of bots, exact:
-        walking the blocks between each pair's two bots, all the pairs leaving one block at once
-        (``O(s^2)`` per pair and block walked)."""
+        """``C[i, j]`` (model) or ``(C M C)[i, j]`` (robust) for index arrays of bots, exact
+        (:data:`RANK_TOL` aside): walking the blocks between each pair's two bots, all the pairs
+        leaving one block at once (:class:`_Walk`): the first :data:`NEAR` blocks one source block
+        at a time, at nearly full rank; then, the walked rows cut to a few directions, every
+        source's walk together in one sweep (one product per block for all)."""
         pi, pj = self.place[i], self.place[j]
         lo, hi = np.minimum(pi, pj), np.maximum(pi, pj)
         out = np.empty(i.size)
         st, blk = self.starts, self.block
+        handed: list[list[_Walk]] = [[] for _ in range(self.nb)]
         for t in np.unique(blk[lo]).tolist():
             rows = np.flatnonzero(blk[lo] == t)
             rows = rows[np.argsort(blk[hi[rows]], kind="stable")]
-            out[rows] = self._walk(t, lo[rows] - st[t], hi[rows], blk[hi[rows]])
+            walk = _Walk(self, t, rows, lo[rows] - st[t], hi[rows], blk[hi[rows]])
+            for jb in range(t, min(t + NEAR, self.nb)):
+                walk.finish(jb, out)
+                if walk.over():
+                    break
+                walk.advance([walk], jb)
+                if jb > t:  # (one block away the rows have nearly full rank still)
+                    walk.compress()
+            else:
+                if t + NEAR < self.nb:
+                    handed[t + NEAR].append(walk)
+        active: list[_Walk] = []
+        for jb in range(self.nb):
+            active = [w for w in active + handed[jb] if not w.finish(jb, out)]
+            if active and jb + 1 < self.nb:
+                active[0].advance(active, jb)
         return out
 
-    def _walk(self, t: int, local: np.ndarray, far: np.ndarray, target: np.ndarray) -> np.ndarray:
-        """The covariances of bots ``local`` (places within block ``t``) with the bots at places
-        ``far`` in blocks ``target >= t`` (ascending). Walks, for the rows ``z`` of ``C_tt`` of
-        the bots ``local``, ``psi(K) = z B_t ... B_{K-1}`` (rows of ``C_{t,K}``) for ``K = J, J+1,
-        J+2`` and, robust, ``p(J) = z P_{t,J}`` (what ``M`` weighs left of ``J``). These rows
-        span fewer and fewer dimensions as ``J`` moves away (the far covariances are smooth): they
-        are kept as ``coef @ basis``, the basis cut to its numerical rank (:data:`RANK_TOL`)
-        after each block, so a walk of many blocks costs little more than one of two."""
-        st, nb, robust, b, ml = self.starts, self.nb, self.robust, self.b, self.ml
-        out = np.empty(local.size)
-        z = self.c[t]  # the basis: all of C_tt's rows; coef picks the bots' (one-hot)
-        psi = [z, None, None]
+
+NEAR = 4
+"""Blocks walked one source block at a time (:meth:`Blocks.covariances`) before the walks join: by
+then a walk keeps 6-10 directions on the season-shaped field (2 or 3: 110-125, and a slower sweep)."""
+
+
+class _Walk:
+    """The walk of :meth:`Blocks.covariances` from block ``t`` for the pairs ``rows`` (their
+    places ``local`` within block ``t``, the other bots' places ``far`` in blocks ``target``,
+    ascending). It carries, for the rows ``z`` of ``C_tt`` of the bots ``local``, ``psi(K) = z
+    B_t ... B_{K-1}`` (rows of ``C_{t,K}``) for ``K = J, J+1, J+2`` and, robust, ``p(J) = z
+    P_{t,J}`` (what ``M`` weighs left of ``J``), kept as ``coef @ basis``: these rows span fewer
+    and fewer dimensions as ``J`` moves away (the far covariances are smooth), so the basis is cut
+    to its numerical rank (:data:`RANK_TOL`)."""
+
+    def __init__(self, blocks: Blocks, t: int, rows: np.ndarray, local: np.ndarray, far: np.ndarray,
+                 target: np.ndarray) -> None:
+        self.blocks, self.rows, self.far, self.target = blocks, rows, far, target
+        nb, b = blocks.nb, blocks.b
+        z = blocks.c[t]  # the basis: all of C_tt's rows; coef picks the bots' (one-hot)
+        self.psi: list = [z, None, None]
         for d in (1, 2):
             if t + d < nb:
-                psi[d] = psi[d - 1] @ b[t + d - 1]
-        p = z @ self.head[t] if robust else np.zeros((z.shape[0], 0))
-        coef = np.zeros((local.size, z.shape[0]))
-        coef[np.arange(local.size), local] = 1.0
-        done = 0
-        for jb in range(t, nb):
-            stop = done + int(np.searchsorted(target[done:], jb, side="right"))
-            if stop > done:
-                cols = far[done:stop] - st[jb]
-                g = p + psi[0] @ self.tail[jb] if robust else psi[0]
-                rows = coef[done:stop] @ g
-                out[done:stop] = np.einsum("ij,ij->i", rows, self.c[jb][cols]) if robust else \
-                    rows[np.arange(stop - done), cols]
-                done = stop
-            if done == local.size:
-                break
-            if robust:
-                p = p @ self.a[jb].T + psi[0] @ ml[jb].T + psi[1] @ self.md[jb + 1]
-                if psi[2] is not None:
-                    p += psi[2] @ ml[jb + 1]
-            psi = [psi[1], psi[2], psi[2] @ b[jb + 2] if jb + 3 < nb else None]
-            if jb > t:  # (one block away the rows have nearly full rank still)
-                coef, p, psi = _compress(coef, p, psi)
-        return out
+                self.psi[d] = self.psi[d - 1] @ b[t + d - 1]
+        self.p = z @ blocks.head[t] if blocks.robust else np.zeros((z.shape[0], 0))
+        self.coef = np.zeros((local.size, z.shape[0]))
+        self.coef[np.arange(local.size), local] = 1.0
+        self.done = 0
 
-    def x_rows(self, k: int, cols: np.ndarray) -> np.ndarray:
-        """Rows ``cols`` of ``C_kk`` (the ``z`` of the far bots)."""
-        return self.c[k][cols]
+    def over(self) -> bool:
+        """Whether every pair is done."""
+        return self.done == self.rows.size
+
+    def finish(self, jb: int, out: np.ndarray) -> bool:
+        """Write to ``out`` the covariances of the pairs ending in block ``jb`` (the walk being
+        there); returns :meth:`over`."""
+        bl, done = self.blocks, self.done
+        stop = done + int(np.searchsorted(self.target[done:], jb, side="right"))
+        if stop > done:
+            cols = self.far[done:stop] - bl.starts[jb]
+            pick = self.coef[done:stop]
+            if bl.robust:
+                rows = pick @ self.p + (pick @ self.psi[0]) @ bl.tail[jb]
+                out[self.rows[done:stop]] = np.einsum("ij,ij->i", rows, bl.c[jb][cols])
+            else:
+                out[self.rows[done:stop]] = (pick @ self.psi[0])[np.arange(stop - done), cols]
+            self.done = stop
+        return self.over()
+
+    @staticmethod
+    def advance(walks: list[_Walk], jb: int) -> None:
+        """Move ``walks`` (all at block ``jb``) to block ``jb + 1``: one product per operator for
+        all of them (their bases stacked)."""
+        bl = walks[0].blocks
+        nb, b, ml = bl.nb, bl.b, bl.ml
+        sizes = np.cumsum([w.p.shape[0] for w in walks])[:-1]
+        psi = [np.vstack([w.psi[d] for w in walks]) if walks[0].psi[d] is not None else None for d in range(3)]
+        p = None
+        if bl.robust:
+            p = np.vstack([w.p for w in walks]) @ bl.a[jb].T + psi[0] @ ml[jb].T + psi[1] @ bl.md[jb + 1]
+            if psi[2] is not None:
+                p += psi[2] @ ml[jb + 1]
+        new = psi[2] @ b[jb + 2] if jb + 3 < nb else None
+        for d, x in enumerate((psi[1], psi[2], new)):
+            parts = np.split(x, sizes) if x is not None else [None] * len(walks)
+            for w, part in zip(walks, parts):
+                w.psi[d] = part
+        for w, part in zip(walks, np.split(p, sizes) if p is not None else [None] * len(walks)):
+            w.p = part if part is not None else np.zeros((w.psi[0].shape[0], 0))
+
+    def compress(self) -> None:
+        """Cut the basis to its numerical rank (:func:`_compress`)."""
+        self.coef, self.p, self.psi = _compress(self.coef, self.p, self.psi)
 
 
 def _compress(coef: np.ndarray, p: np.ndarray, psi: list) -> tuple[np.ndarray, np.ndarray, list]:
