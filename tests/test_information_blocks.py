@@ -84,3 +84,22 @@ def test_auto_uses_blocks_on_a_ladder_and_probing_on_a_random_field(monkeypatch)
     monkeypatch.setattr(blocks, "BLOCK_WIDTH", 120)
     assert fit_units(synthetic_field(300, graph="neighbours", seed=4).units).method == "blocks"
     assert fit_units(synthetic_field(300, graph="random", seed=4).units).method == "probing"
+
+
+@pytest.mark.parametrize("variance", ["model", "robust"])
+def test_long_pairs_left_out_of_the_blocks_are_corrected_exactly(variance, monkeypatch):
+    """Narrow blocks that cannot hold the ladder's random pairs: the longest pairs are left out
+    of the blocks and added back by Woodbury's identity; the intervals still equal the dense ones."""
+    monkeypatch.setattr(blocks, "MIN_BLOCK", 8)
+    monkeypatch.setattr(blocks, "SMALL_BASIS", 2)
+    monkeypatch.setattr(blocks, "BLOCK_WIDTH", 40)
+    monkeypatch.setattr(blocks, "LONG_SHARE", 0.02)
+    units = _ladder_units(400, 33)
+    exact = fit_units(units, variance=variance, intervals="exact")
+    got = fit_units(units, variance=variance, intervals="blocks")
+    assert got._intervals._blocks.long > 20  # noqa: SLF001 - long pairs there are
+    for x in exact.ratings:
+        assert got[x.name].ci95 == pytest.approx(x.ci95, rel=1e-6)
+    assert got.neighbour_sd() == pytest.approx(exact.neighbour_sd(), rel=1e-6)
+    a, b = exact.ratings[0].name, exact.ratings[-1].name
+    assert got.sd_diff(a, b) == pytest.approx(exact.sd_diff(a, b), rel=1e-6)

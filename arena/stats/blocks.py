@@ -47,12 +47,13 @@ MIN_BLOCK = 64
 """Fewest bots in a block (smaller blocks make more, smaller BLAS calls: slower)."""
 
 
-def partition(order: np.ndarray, pattern: sp.csr_matrix) -> np.ndarray:
+def partition(order: np.ndarray, pattern: sp.csr_matrix, limit: int | None = None) -> np.ndarray:
     """Cut the bots, taken in ``order`` (a permutation of ``0 .. n-1``), into consecutive blocks
     such that two bots that met (``pattern``, ``n x n``, symmetric) lie in the same block or in
-    two adjacent ones. Returns the blocks' starts in the order, ``N + 1`` values ending with
-    ``n``. Greedy: each block reaches as far as the farthest bot the previous block met, and
-    spans at least :data:`MIN_BLOCK` bots."""
+    two adjacent ones, but for pairs more than ``limit`` places apart (the long pairs, if a
+    limit is given). Returns the blocks' starts in the order, ``N + 1`` values ending with ``n``.
+    Greedy: each block reaches as far as the farthest bot the previous block met, and spans at
+    least :data:`MIN_BLOCK` bots."""
     n = order.size
     position = np.empty(n, np.int64)
     position[order] = np.arange(n)
@@ -60,7 +61,11 @@ def partition(order: np.ndarray, pattern: sp.csr_matrix) -> np.ndarray:
     ptr = pattern.indptr
     full = np.flatnonzero(np.diff(ptr) > 0)
     if full.size:
-        far = np.maximum.reduceat(position[pattern.indices], ptr[full])
+        other = position[pattern.indices]
+        if limit is not None:
+            mine = np.repeat(position, np.diff(ptr))
+            other = np.where(np.abs(other - mine) > limit, mine, other)
+        far = np.maximum.reduceat(other, ptr[full])
         reach[position[full]] = np.maximum(far, position[full])
     farthest = np.maximum.accumulate(reach)  # the farthest bot met by any bot up to this place
     starts = [0]
@@ -98,6 +103,31 @@ class Blocks:
         self.md, self.ml = cut(m) if m is not None else (self.hd, self.hl)
         self.robust = m is not None
         self._factor()
+        self.long = cut.long.size
+        self.q = self.k = self.y = self.g = np.zeros((0, 0))
+        if self.long:
+            self._long(h, m, order[cut.long_a], order[cut.long_b], -h.data[cut.long], None if m is None else
+                       -m.data[cut.long])
+
+    def _long(self, h: sp.csr_matrix, m: sp.csr_matrix | None, a: np.ndarray, b: np.ndarray, w: np.ndarray,
+              v: np.ndarray | None) -> None:
+        """The long pairs ``(a, b)`` (bots), weights ``w`` in ``H`` and ``v`` in ``M``, left out of
+        the blocks (``H = H_b + U W U^T``, ``U``'s columns ``e_a - e_b``): by Woodbury's identity
+        ``C = C_b - Q K Q^T`` with ``Q = C_b U`` and ``K = (W^-1 + U^T Q)^-1``; and ``C M C =
+        C_b M_b C_b - Q K Y^T - Y K Q^T + Q (K S K + R V R^T) Q^T`` with ``Y = C_b M_b Q``, ``S =
+        Q^T M_b Q``, ``R = I - K U^T Q`` (``C U = Q R``). ``O(n s r + r^3)`` for ``r`` pairs."""
+        r = a.size
+        u = np.zeros((self.n, r))
+        u[a, np.arange(r)], u[b, np.arange(r)] = 1.0, -1.0
+        self.q = self._band_solve(u)
+        uq = self.q[a] - self.q[b]
+        self.k = la.inv(np.diag(1.0 / w) + uq)
+        self.k = 0.5 * (self.k + self.k.T)
+        if m is not None and v is not None:
+            mq = m @ self.q - u @ (v[:, None] * uq)  # M_b Q
+            self.y = self._band_solve(mq)
+            rr = np.eye(r) - self.k @ uq
+            self.g = self.k @ (self.q.T @ mq) @ self.k + (rr * v) @ rr.T
 
     def _factor(self) -> None:
         nb, hd, hl = self.nb, self.hd, self.hl
@@ -148,7 +178,12 @@ class Blocks:
 
     def solve(self, rhs: np.ndarray) -> np.ndarray:
         """``H^-1 rhs`` (``rhs``: ``n`` or ``n x r``, bots' indices), exact (block forward and back
-        substitution on the factors)."""
+        substitution on the factors, and the long pairs' correction)."""
+        x = self._band_solve(rhs)
+        return x - self.q @ (self.k @ (self.q.T @ rhs)) if self.long else x
+
+    def _band_solve(self, rhs: np.ndarray) -> np.ndarray:
+        """``H_b^-1 rhs``: the blocks alone."""
         y = rhs[self.order].astype(float)
         st, nb = self.starts, self.nb
         parts = [y[st[k]:st[k + 1]] for k in range(nb)]
@@ -167,7 +202,18 @@ class Blocks:
         mats = self.x if self.robust else self.c
         out = np.empty(self.n)
         out[self.order] = np.concatenate([np.diag(x) for x in mats])
+        if self.long:
+            every = np.arange(self.n)
+            out += self._low_rank(every, every)
         return out
+
+    def _low_rank(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+        """The long pairs' part of ``C[i, j]`` or ``(C M C)[i, j]``."""
+        qi, qj = self.q[i], self.q[j]
+        if not self.robust:
+            return -np.einsum("ij,ij->i", qi @ self.k, qj)
+        return (np.einsum("ij,ij->i", qi @ self.g, qj) - np.einsum("ij,ij->i", qi @ self.k, self.y[j])
+                - np.einsum("ij,ij->i", self.y[i] @ self.k, qj))
 
     def covariances(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:
         """``C[i, j]`` (model) or ``(C M C)[i, j]`` (robust) for index arrays of bots, exact
@@ -199,7 +245,7 @@ class Blocks:
             active = [w for w in active + handed[jb] if not w.finish(jb, out)]
             if active and jb + 1 < self.nb:
                 active[0].advance(active, jb)
-        return out
+        return out + self._low_rank(i, j) if self.long else out
 
 
 NEAR = 4
@@ -345,11 +391,19 @@ class _Cut:
         self.where_l = low_at[bc[lo]] + (pr[lo] - starts[br[lo]]) * size[bc[lo]] + (pc[lo] - starts[bc[lo]])
         self.size, self.nb, self.diag_at, self.low_at = size, nb, diag_at, low_at
         self.total = int(low_at[-1])
+        # the long pairs (upper entries more than a block apart): left out, their weight taken
+        # off the two bots' diagonal entries (H_b = H - U W U^T)
+        self.long = np.flatnonzero((np.abs(br - bc) > 1) & (pr < pc))
+        self.long_a, self.long_b = pr[self.long], pc[self.long]
+        ends = np.concatenate([self.long_a, self.long_b])
+        self.long_at = diag_at[block[ends]] + (ends - starts[block[ends]]) * (size[block[ends]] + 1)
 
     def __call__(self, mat: sp.csr_matrix) -> tuple[list[np.ndarray], list[np.ndarray]]:
         flat = np.zeros(self.total)
         flat[self.where_d] = mat.data[self.diag]
         flat[self.where_l] = mat.data[self.low]
+        if self.long.size:  # the off-diagonal entries are -weight: adding them takes the weight off
+            np.add.at(flat, self.long_at, np.concatenate([mat.data[self.long], mat.data[self.long]]))
         s, da, la_ = self.size, self.diag_at, self.low_at
         diag = [flat[da[k]:da[k + 1]].reshape(s[k], s[k]) for k in range(self.nb)]
         low = [flat[la_[k]:la_[k + 1]].reshape(s[k + 1], s[k]) for k in range(self.nb - 1)]
@@ -363,11 +417,35 @@ their cost grows towards a dense inversion's and the caller probes instead. The 
 (10,000 bots, ~200 opponents each, mean rank distance 30) makes blocks of 190-300 bots."""
 
 
+LONG_SHARE = 2e-4
+"""When every pair cannot be kept within adjacent blocks at :data:`BLOCK_WIDTH` (a few random
+pairs across a ladder: a newcomer's first opponents, a random pairing), the blocks are cut
+leaving out this share of the pairs, the longest in the layout; those are added back exactly
+as a low-rank correction (:class:`Blocks`), at most :data:`MAX_LONG` of them."""
+MAX_LONG = 400
+"""Most long pairs (:data:`LONG_SHARE`) the blocks correct for (one solve each)."""
+
+
 def plan(order: np.ndarray, pattern: sp.csr_matrix) -> np.ndarray | None:
     """The blocks' starts (:func:`partition`) if they are narrow enough (:data:`BLOCK_WIDTH`),
-    else None."""
+    every pair kept within adjacent blocks, else leaving out the longest pairs
+    (:data:`LONG_SHARE`, at most :data:`MAX_LONG`); None if neither works."""
+    n = order.size
     starts = partition(order, pattern)
-    return starts if cost(starts) <= BLOCK_WIDTH**2 * order.size else None
+    if cost(starts) <= BLOCK_WIDTH**2 * n:
+        return starts
+    position = np.empty(n, np.int64)
+    position[order] = np.arange(n)
+    rows = np.repeat(np.arange(n), np.diff(pattern.indptr))
+    length = np.abs(position[rows] - position[pattern.indices])
+    length = length[length > 0]
+    if not length.size:
+        return None
+    limit = max(int(np.quantile(length, 1.0 - LONG_SHARE)), MIN_BLOCK)
+    starts = partition(order, pattern, limit)
+    block = np.repeat(np.arange(starts.size - 1), np.diff(starts))[position]
+    long = int((np.abs(block[rows] - block[pattern.indices]) > 1).sum()) // 2
+    return starts if long <= MAX_LONG and cost(starts) <= BLOCK_WIDTH**2 * n else None
 
 
 def intervals(h: sp.csr_matrix, m: sp.csr_matrix | None, order: np.ndarray, starts: np.ndarray,
