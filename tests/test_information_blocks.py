@@ -7,7 +7,7 @@ import pytest
 import scipy.sparse as sp
 
 from arena.stats import blocks, information
-from arena.stats.rating import fit_units
+from arena.stats.rating import LadderTotals, fit_totals, fit_units
 from arena.stats.synthetic import synthetic_field
 
 
@@ -103,3 +103,39 @@ def test_long_pairs_left_out_of_the_blocks_are_corrected_exactly(variance, monke
     assert got.neighbour_sd() == pytest.approx(exact.neighbour_sd(), rel=1e-6)
     a, b = exact.ratings[0].name, exact.ratings[-1].name
     assert got.sd_diff(a, b) == pytest.approx(exact.sd_diff(a, b), rel=1e-6)
+
+
+def test_a_ladder_refit_reuses_the_last_layout_and_fits_the_same(monkeypatch):
+    """fit_totals keeps its layout on the totals and the next fit of the same bots reuses it
+    (a few new pairs since): the ratings and intervals equal a fit from scratch."""
+    monkeypatch.setattr(information, "EXACT_BOTS", 100)
+    monkeypatch.setattr(information, "DENSE_NEWTON_BOTS", 50)
+    monkeypatch.setattr(blocks, "MIN_BLOCK", 16)
+    field = synthetic_field(300, graph="neighbours", seed=8)
+    names = field.names
+    index = {x: k for k, x in enumerate(names)}
+    keys = list(field.units)
+
+    def totals(extra: int) -> LadderTotals:
+        t = LadderTotals()
+        a = np.array([index[k[0]] for k in keys] + [0, 5, 9][:extra])
+        b = np.array([index[k[1]] for k in keys] + [299, 250, 150][:extra])
+        s = np.array([k[2] for k in keys] + [1.0, 0.5, 2.0][:extra])
+        g = np.array([float(k[3]) for k in keys] + [2.0, 1.0, 2.0][:extra])
+        c = np.array([float(x) for x in field.units.values()] + [1.0] * extra)
+        t.add_units(names, a, b, s, g, c)
+        return t
+
+    ladder = totals(0)
+    first = fit_totals(ladder)
+    assert first.method == "blocks" and ladder.layout is not None and ladder.layout[1] is first.layout
+    grown = totals(3)  # three new pairs (long ones): the same bots, 0.1% more pairs
+    grown.layout = ladder.layout
+    again = fit_totals(grown)
+    assert again.layout is first.layout  # reused
+    fresh = fit_totals(totals(3))
+    assert fresh.layout is not first.layout
+    for x, y in zip(fresh.ratings, again.ratings):
+        assert x.name == y.name and x.elo == pytest.approx(y.elo, abs=1e-6)
+        assert x.ci95 == pytest.approx(y.ci95, rel=1e-6)
+    assert fresh.neighbour_sd() == pytest.approx(again.neighbour_sd(), rel=1e-6)
