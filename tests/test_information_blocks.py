@@ -93,7 +93,7 @@ def test_long_pairs_left_out_of_the_blocks_are_corrected_exactly(variance, monke
     monkeypatch.setattr(blocks, "MIN_BLOCK", 8)
     monkeypatch.setattr(blocks, "SMALL_BASIS", 2)
     monkeypatch.setattr(blocks, "BLOCK_WIDTH", 40)
-    monkeypatch.setattr(blocks, "LONG_SHARE", 0.02)
+    monkeypatch.setattr(blocks, "LONG_SHARES", (0.02,))
     units = _ladder_units(400, 33)
     exact = fit_units(units, variance=variance, intervals="exact")
     got = fit_units(units, variance=variance, intervals="blocks")

@@ -430,35 +430,57 @@ their cost grows towards a dense inversion's and the caller probes instead. The 
 (10,000 bots, ~200 opponents each, mean rank distance 30) makes blocks of 190-300 bots."""
 
 
-LONG_SHARE = 2e-4
-"""When every pair cannot be kept within adjacent blocks at :data:`BLOCK_WIDTH` (a few random
-pairs across a ladder: a newcomer's first opponents, a random pairing), the blocks are cut
-leaving out this share of the pairs, the longest in the layout; those are added back exactly
-as a low-rank correction (:class:`Blocks`), at most :data:`MAX_LONG` of them."""
+LONG_SHARES = (2e-5, 5e-5, 1e-4, 2e-4, 4e-4)
+"""When every pair cannot be kept within adjacent blocks at a good price (a few random pairs
+across a ladder: a newcomer's first opponents, a random pairing), the blocks may be cut leaving
+out one of these shares of the pairs, the longest in the layout; those are added back exactly as
+a low-rank correction (:class:`Blocks`), at most :data:`MAX_LONG` of them. :func:`plan` takes the
+cheapest cut by :func:`work`."""
+NARROW = 320
+""":func:`plan` keeps every pair within adjacent blocks, without trying to leave out the longest,
+when the blocks are this narrow (bots, as :data:`BLOCK_WIDTH`) already: the season's are 237."""
 MAX_LONG = 400
-"""Most long pairs (:data:`LONG_SHARE`) the blocks correct for (one solve each)."""
+"""Most long pairs the blocks correct for (two solves and a product each)."""
+
+
+def work(starts: np.ndarray, long: int) -> float:
+    """The flops the block intervals take, roughly: about ``60 s^3`` per block of ``s`` bots
+    (factors, sandwich, walks) and ``18 n s`` per long pair (its solves and products), ``s`` the
+    mean block."""
+    n = float(starts[-1])
+    return 60.0 * cost(starts) + 18.0 * long * n * n / max(starts.size - 1, 1)
 
 
 def plan(order: np.ndarray, pattern: sp.csr_matrix) -> np.ndarray | None:
-    """The blocks' starts (:func:`partition`) if they are narrow enough (:data:`BLOCK_WIDTH`),
-    every pair kept within adjacent blocks, else leaving out the longest pairs
-    (:data:`LONG_SHARE`, at most :data:`MAX_LONG`); None if neither works."""
+    """The blocks' starts (:func:`partition`): keeping every pair within adjacent blocks, or
+    leaving out the longest pairs (a share of :data:`LONG_SHARES`, at most :data:`MAX_LONG`),
+    whichever costs least (:func:`work`) among those whose blocks are narrow enough
+    (:data:`BLOCK_WIDTH`); None if none is."""
     n = order.size
     starts = partition(order, pattern)
-    if cost(starts) <= BLOCK_WIDTH**2 * n:
+    if cost(starts) <= min(NARROW, BLOCK_WIDTH)**2 * n:  # every pair kept, and narrow: nothing to gain
         return starts
     position = np.empty(n, np.int64)
     position[order] = np.arange(n)
     rows = np.repeat(np.arange(n), np.diff(pattern.indptr))
-    length = np.abs(position[rows] - position[pattern.indices])
-    length = length[length > 0]
-    if not length.size:
-        return None
-    limit = max(int(np.quantile(length, 1.0 - LONG_SHARE)), MIN_BLOCK)
-    starts = partition(order, pattern, limit)
-    block = np.repeat(np.arange(starts.size - 1), np.diff(starts))[position]
-    long = int((np.abs(block[rows] - block[pattern.indices]) > 1).sum()) // 2
-    return starts if long <= MAX_LONG and cost(starts) <= BLOCK_WIDTH**2 * n else None
+    upper = rows < pattern.indices
+    length = np.abs(position[rows[upper]] - position[pattern.indices[upper]])
+    longer = np.cumsum(np.bincount(length, minlength=n)[::-1])[::-1]  # pairs at least this long
+    best, best_work = None, np.inf
+    for share in (0.0, *LONG_SHARES):
+        limit = None
+        if share:  # the shortest length leaving at most this share of the pairs out
+            limit = max(int(np.searchsorted(-longer, -share * length.size, side="left")), MIN_BLOCK)
+            if limit >= n - 1:
+                continue
+        starts = partition(order, pattern, limit)
+        if cost(starts) > BLOCK_WIDTH**2 * n:
+            continue
+        block = np.repeat(np.arange(starts.size - 1), np.diff(starts))[position]
+        long = int((np.abs(block[rows[upper]] - block[pattern.indices[upper]]) > 1).sum())
+        if long <= MAX_LONG and work(starts, long) < best_work:
+            best, best_work = starts, work(starts, long)
+    return best
 
 
 def intervals(h: sp.csr_matrix, m: sp.csr_matrix | None, order: np.ndarray, starts: np.ndarray,

@@ -54,11 +54,14 @@ derivatives and the robust variance are sums over a pair's units of ``c g``, ``c
 bots, beyond by a preconditioned conjugate gradient to a relative residual of 1e-10; Newton
 stops after a step that moves no strength by more than 1e-6, its convergence being quadratic
 there (what is left is of the order of 1e-12, far below 2e-7 Elo). The intervals are exact up to
-:data:`arena.stats.information.EXACT_BOTS` bots (a dense inverse, only there); beyond, a probing
-estimate with an exact coarse part gives the per-bot variances and those of the differences of
-rating neighbours, within a few percent of the exact ones (the measured accuracy is in
+:data:`arena.stats.information.EXACT_BOTS` bots (a dense inverse, only there); beyond, exact
+still where the bots can be laid out in blocks that only meet their neighbours (a ladder pairing
+rating neighbours, the season's: :mod:`arena.stats.blocks`, a block-tridiagonal selected
+inversion, a few long pairs corrected by Woodbury's identity), else a probing estimate with an
+exact coarse part gives the per-bot variances and those of the differences of rating neighbours,
+within a few percent of the exact ones (the measured accuracy is in
 :mod:`arena.stats.information`; :attr:`Fit.check` is the error found on a few bots solved
-exactly in each fit), and any other pair's difference is solved exactly on demand. The dense
+exactly in each fit); any other pair's difference is computed exactly on demand. The dense
 fit this replaced (pure Python, ``O(n^3)``: 4 s at 200 bots) is kept as the tests' reference in
 tests/dense_fit.py; the two agree within 1e-6 Elo and 1e-6 relative on the intervals. The fit
 runs OpenBLAS on one thread (:func:`arena.stats.information.one_blas_thread`): it shares the
@@ -211,8 +214,9 @@ def fit_units(
     only reached in fewer steps). ``tallies`` gives ``(a, b, wins of a, losses of a, draws)`` per
     unit for the win/loss/draw counts; by default each unit is split with the fewest draws
     (``floor(score)`` wins, one draw for a half point, the rest losses). ``intervals`` is
-    ``"auto"`` (exact up to :data:`arena.stats.information.EXACT_BOTS` bots, probed beyond), ``"exact"`` or
-    ``"probing"`` (to compare the two; see the module docstring). Raises ``ValueError`` for a
+    ``"auto"`` (exact up to :data:`arena.stats.information.EXACT_BOTS` bots; beyond, exact by blocks
+    where the layout allows, else probed), ``"exact"``, ``"blocks"`` or ``"probing"`` (to compare
+    them; see the module docstring). Raises ``ValueError`` for a
     score outside ``[0, g]``, ``g < 1``, a bot playing itself, another ``variance`` or
     ``intervals``.
     """
@@ -234,7 +238,7 @@ def fit_ratings(results: Iterable[tuple[str, str, float]], names: Iterable[str] 
 class Fit:
     """The result of :func:`fit`, :func:`fit_pairs` or :func:`fit_units`: ``ratings`` best
     first, ``names`` sorted, ``variance`` (``"model"`` or ``"robust"``) and ``method``: how the
-    intervals were computed, ``"exact"`` or ``"probing"`` (beyond
+    intervals were computed, ``"exact"``, ``"blocks"`` (exact too) or ``"probing"`` (beyond
     :data:`arena.stats.information.EXACT_BOTS` bots; see the module docstring).
 
     There is no dense covariance matrix but for small fields (:attr:`cov`): the variance of a
@@ -263,7 +267,7 @@ class Fit:
 
     @property
     def method(self) -> str:
-        """``"exact"`` or ``"probing"``: how the intervals were computed."""
+        """``"exact"``, ``"blocks"`` or ``"probing"``: how the intervals were computed."""
         return self._intervals.method if self._intervals is not None else "exact"
 
     @property
