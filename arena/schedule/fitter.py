@@ -89,8 +89,9 @@ class FitPolicy(msgspec.Struct, frozen=True):
     only by a fit that starts this many seconds or more after the last one that computed them;
     the fits between refit the ratings alone and keep each bot's last interval (a bot without one
     yet, a newcomer, is provisional meanwhile). On the 10,000-bot season the intervals (exact, by
-    blocks: :mod:`arena.stats.blocks`) cost about twice the ratings, 2.0-2.2 s of CPU, so a full
-    refit (3 s) misses issue 21's 2 s; a season's intervals narrow slowly (docs/contests.md)."""
+    blocks: :mod:`arena.stats.blocks`) cost 1.6-3.0 s of CPU after 0.5-0.6 s for the ratings (a busy
+    machine), so a full refit misses issue 21's 2 s and is not made at every fit; a season's
+    intervals narrow slowly (docs/contests.md)."""
 
 
 class FitReport(msgspec.Struct, frozen=True):
