@@ -279,7 +279,8 @@ def test_the_fit_bench_reads_a_store_without_writing_it(tmp_path, capsys):
     before = path.read_bytes()
     assert main([str(path), "--rounds", "1", "--results", "10"]) == 0
     out = capsys.readouterr().out
-    assert "first load" in out and "120 results" in out and "refit 2, ratings and intervals" in out
+    assert "first load" in out and "120 results" in out and "refit 1, ratings alone" in out
+    assert "refit 2, full (ratings and intervals)" in out
     assert path.read_bytes() == before
     assert main([str(tmp_path / "missing.db")]) == 2
     assert "run `make bench-season` first" in capsys.readouterr().err

@@ -23,8 +23,9 @@ What a refit costs does not grow with the history (issue 21). The fitter keeps a
 (:class:`arena.stats.rating.LadderTotals`), read in full once at its start and then brought up
 to date before each fit from the matches finished since its last read, and nothing else
 (:mod:`arena.store.fit_input`); the fit's work is vectorised over the bots and the pairs that
-met. Beyond :data:`arena.stats.information.EXACT_BOTS` bots the intervals, about three times the
-cost of the ratings there, are refitted only every :attr:`FitPolicy.intervals_s` seconds (the
+met. Beyond :data:`arena.stats.information.EXACT_BOTS` bots the intervals (exact by blocks on a
+ladder's narrow layout, :mod:`arena.stats.blocks`; about twice the ratings' cost there), are
+refitted only every :attr:`FitPolicy.intervals_s` seconds (the
 fits between keep each bot's last interval; a newcomer stays provisional until the next). On
 the 10,000-bot season store (10 million results, a million pairs; 2-core machine shared with
 other work, load 7-8): the first load 9.4-10.5 s of CPU (15-21 s wall) and 500 MB at the peak, the
@@ -87,8 +88,10 @@ class FitPolicy(msgspec.Struct, frozen=True):
     """Beyond :data:`arena.stats.information.EXACT_BOTS` bots, the intervals are computed again
     only by a fit that starts this many seconds or more after the last one that computed them;
     the fits between refit the ratings alone and keep each bot's last interval (a bot without one
-    yet, a newcomer, is provisional meanwhile). On the 10,000-bot season the intervals cost about
-    three times the ratings (docs/contests.md §12), and a season's intervals narrow slowly."""
+    yet, a newcomer, is provisional meanwhile). On the 10,000-bot season the intervals (exact, by
+    blocks: :mod:`arena.stats.blocks`) cost 1.6-3.0 s of CPU after 0.5-0.8 s for the ratings (a busy
+    machine), so a full refit misses issue 21's 2 s and is not made at every fit; a season's
+    intervals narrow slowly (docs/contests.md)."""
 
 
 class FitReport(msgspec.Struct, frozen=True):

@@ -1,82 +1,63 @@
-"""The linear algebra of the rating fit (:mod:`arena.stats.rating`): the sparse information
-matrix, Newton's method on it, and the variances of the anchored ratings, with no dense matrix
-beyond :data:`EXACT_BOTS` bots.
+"""The linear algebra of the rating fit (:mod:`arena.stats.rating`): the sparse information matrix, Newton's method on
+it, and the variances of the anchored ratings, with no dense matrix beyond :data:`EXACT_BOTS` bots.
 
-Everything here is on the natural-log scale of strengths ``theta``; :mod:`arena.stats.rating`
-turns it into Elo points. The model, prior and robust variance are described there.
+Everything here is on the natural-log scale of strengths ``theta``; :mod:`arena.stats.rating` turns it into Elo
+points. The model, prior and robust variance are described there.
 
-Shapes. ``n`` bots, ``m`` pairs of bots that met (each pair once, ``i < j``). The information
-matrix ``H`` (``n x n``) is a weighted graph Laplacian (weight ``w_e = G_e p_e (1 - p_e)`` per
-pair, ``G_e`` its games) plus the prior's diagonal ``p0 (1 - p0)``: ``n + 2 m`` non-zeros, one
-CSR pattern built once per fit (:class:`Model`). The robust "meat" ``M`` has the same pattern
-(weight ``v_e``: the pair's shrunk squared residuals). Time and memory are ``O(n + m)`` per
-conjugate-gradient step, except the exact intervals (``O(n^3)``, only up to ``EXACT_BOTS``).
+Shapes. ``n`` bots, ``m`` pairs of bots that met (each pair once, ``i < j``). The information matrix ``H`` (``n x
+n``) is a weighted graph Laplacian (weight ``w_e = G_e p_e (1 - p_e)`` per pair, ``G_e`` its games) plus the prior's
+diagonal ``p0 (1 - p0)``: ``n + 2 m`` non-zeros, one CSR pattern built once per fit (:class:`Model`). The robust
+"meat" ``M`` has the same pattern (weight ``v_e``: the pair's shrunk squared residuals). Time and memory are ``O(n +
+m)`` per conjugate-gradient step, except the exact intervals (``O(n^3)``, only up to ``EXACT_BOTS``).
 
-Layout and coarse space. The bots are laid out in one dimension by the reverse Cuthill-McKee
-order of the graph of who met whom (:class:`Layout`, per connected component): a breadth-first
-order, in which bots that met are close. On a ladder whose bots meet their rating neighbours it
-recovers the chain from the weakest to the strongest, whatever the current ratings (which are
-only estimates) say. The coarse space (:class:`Coarse`) holds, per component, piecewise linear
-"hat" functions of the layout's rank, one node every ``2 x`` the median layout distance of two
-bots that met (at least :data:`COARSE_SPAN`), but only where they are smooth modes of the graph
-(:data:`MIN_HATS`, :data:`SMOOTH_HATS`: a chain-like component); elsewhere (a random, expander
-graph: the slow mode is the constant) the component's indicator alone; nothing for a lone bot.
+Layout and coarse space. The bots are laid out in one dimension by the reverse Cuthill-McKee order of the graph of
+who met whom (:class:`Layout`, per connected component): a breadth-first order, in which bots that met are close. On
+a ladder whose bots meet their rating neighbours it recovers the chain from the weakest to the strongest, whatever
+the current ratings (which are only estimates) say. The coarse space (:class:`Coarse`) holds, per component,
+piecewise linear "hat" functions of the layout's rank, one node every ``2 x`` the median layout distance of two bots
+that met (at least :data:`COARSE_SPAN`), but only where they are smooth modes of the graph (:data:`MIN_HATS`,
+:data:`SMOOTH_HATS`: a chain-like component); elsewhere (a random, expander graph: the slow mode is the constant) the
+component's indicator alone; nothing for a lone bot.
 
-Solves. Newton's steps solve ``H x = g`` exactly with LAPACK up to :data:`DENSE_NEWTON_BOTS`
-bots, beyond by the conjugate gradient preconditioned with Jacobi plus the coarse correction
-``K = V (V^T H V)^-1 V^T``, to a relative residual of 1e-10. Measured on 10,000 bots with 40
-opponents each: 15-25 iterations on a random or a banded graph, where Jacobi alone needs 220 on
-the banded one (season store, 1M pairs: 18-41, a warm refit 0.8-1.1 s CPU); a sparse LU takes
-0.07 s on the banded graph but a minute on the random one (nearly dense fill-in): not used.
+Solves. Newton's steps solve ``H x = g`` exactly with LAPACK up to :data:`DENSE_NEWTON_BOTS` bots, beyond by the
+conjugate gradient preconditioned with Jacobi plus the coarse correction ``K = V (V^T H V)^-1 V^T``, to a relative
+residual of 1e-10. Measured on 10,000 bots with 40 opponents each: 15-25 iterations on a random or a banded graph,
+where Jacobi alone needs 220 on the banded one (season store, 1M pairs: 18-41, a warm refit 0.8-1.1 s CPU); a sparse
+LU takes 0.07 s on the banded graph but a minute on the random one (nearly dense fill-in): not used.
 
-Intervals, exact (up to ``EXACT_BOTS`` bots): ``C = H^-1`` by a dense Cholesky factorisation,
-the sandwich ``C M C`` from ``M C`` (sparse times dense), of which only the diagonal and the
-entries of rating neighbours are formed; the anchored variance is ``(P C P)_ii`` with
-``P = I - 11^T/n``.
+Intervals, exact (up to ``EXACT_BOTS`` bots): ``C = H^-1`` by a dense Cholesky factorisation, the sandwich ``C M C``
+from ``M C`` (sparse times dense), of which only the diagonal and the entries of rating neighbours are formed; the
+anchored variance is ``(P C P)_ii`` with ``P = I - 11^T/n``.
 
-Intervals, scalable (beyond ``EXACT_BOTS`` bots): probing (after J. M. Tang and Y. Saad, "A
-probing method for computing the diagonal of a matrix inverse", Numer. Linear Algebra Appl. 19,
-2012) of what remains once the coarse part is taken out exactly. ``H^-1 = K + R`` holds exactly
-for the Galerkin coarse part ``K`` (smooth, global, computed on the small coarse matrix), and
-``R = H^-1 - K`` decays fast away from the diagonal. Each bot gets one of :data:`PROBES` colours
-(:func:`colours`: greedy in the layout's order, never the colour of a bot it met nor of its
-rating neighbours, the least recently used), each colour is a probe vector of seeded random
-signs, and one block solve ``Y = H^-1 Z`` (relative residual 1e-3: the probing error dominates)
-gives ``(R z)_i z_i = R_ii`` plus the entries of same-coloured bots, which are far apart in the
-graph. Where the coarse space is an indicator only, the explicit first-order part of ``R``
-between bots that met (``D^-1 W D^-1``) is subtracted before reading. Slow modes the coarse space
-missed show as low-energy Ritz vectors of ``span(R Z)`` and join it (:func:`_slow_modes`; two
-leagues joined by a few matches, say). The sandwich is ``K M K + K M R + R M K + R M R``: the
-first term exact, the others probed the same way (a second block solve), ``R M R`` less its own
-first-order part. The anchoring uses the exact solves ``H^-1 1`` and ``H^-1 M H^-1 1``. Last,
-:data:`CHECKED` bots spread over the ratings are solved exactly too (relative residual 1e-7):
-their variances replace the estimates, and the largest relative error found on them is the
-fit's ``check``.
+Intervals, by blocks (beyond ``EXACT_BOTS`` bots, when the layout is narrow): exact, by the block-tridiagonal
+selected inversion of :mod:`arena.stats.blocks`, a few long pairs added back by Woodbury (the season's 10,000 bots,
+~200 opponents each, make 43 blocks of 190-300; 1.6-2.6 s of CPU on a busy machine, every bot exact to 1e-13 and
+every difference of rating neighbours to 1e-7).
 
-Accuracy of the scalable intervals against the exact ones, on synthetic fields of 2,000 bots
-(:mod:`arena.stats.synthetic`: 40 units per bot, 40 opponents each, half the units duplicate
-pairs, draws; seed 2000), error of the standard deviation, largest / root mean square over the
-bots (per bot) and over the 1,999 pairs of rating neighbours (difference), model and robust:
+Intervals, scalable (beyond ``EXACT_BOTS`` bots): probing (after J. M. Tang and Y. Saad, "A probing method for
+computing the diagonal of a matrix inverse", Numer. Linear Algebra Appl. 19, 2012) of what remains once the coarse
+part is taken out exactly. ``H^-1 = K + R`` holds exactly for the Galerkin coarse part ``K`` (smooth, global,
+computed on the small coarse matrix), and ``R = H^-1 - K`` decays fast away from the diagonal. Each bot gets one of
+:data:`PROBES` colours (:func:`colours`: greedy in the layout's order, never the colour of a bot it met nor of its
+rating neighbours, the least recently used), each colour is a probe vector of seeded random signs, and one block
+solve ``Y = H^-1 Z`` (relative residual 1e-3: the probing error dominates) gives ``(R z)_i z_i = R_ii`` plus the
+entries of same-coloured bots, which are far apart in the graph. Where the coarse space is an indicator only, the
+explicit first-order part of ``R`` between bots that met (``D^-1 W D^-1``) is subtracted before reading. Slow modes
+the coarse space missed show as low-energy Ritz vectors of ``span(R Z)`` and join it (:func:`_slow_modes`; two
+leagues joined by a few matches, say). The sandwich is ``K M K + K M R + R M K + R M R``: the first term exact, the
+others probed the same way (a second block solve), ``R M R`` less its own first-order part. The anchoring uses the
+exact solves ``H^-1 1`` and ``H^-1 M H^-1 1``. Last, :data:`CHECKED` bots spread over the ratings are solved exactly
+too (relative residual 1e-7): their variances replace the estimates, and the largest relative error found on them is
+the fit's ``check``.
 
-========== ============== ============== ============== ==============
-graph      per bot, model per bot, rob.  diff., model   diff., robust
-========== ============== ============== ============== ==============
-random     1.5 / 0.45 %   2.1 / 0.51 %   1.5 / 0.34 %   1.5 / 0.40 %
-neighbours 2.7 / 0.51 %   2.7 / 0.70 %   3.7 / 0.92 %   4.5 / 1.05 %
-mixed      4.9 / 0.88 %   5.2 / 0.89 %   4.5 / 0.85 %   5.0 / 0.90 %
-========== ============== ============== ============== ==============
-
-The check saw 0.8-1.4 % on these fields. On 4,000 bots (seed 4000), robust: random 2.0 / 0.46 %
-per bot, 1.7 / 0.43 % per difference; neighbours 3.1 / 0.71 % and 4.2 / 1.05 %; mixed 10.7 /
-0.90 % and 6.6 / 0.93 % (the largest errors among the strongest and the weakest bots, where the
-band ends; the check saw 2.6 %). With 150 opponents per bot the errors are smaller
-(random 1.3 %, neighbours 2.4 %, mixed 3.5 % at most per bot). A known weak spot: two ladders of
-rating neighbours joined by a few matches, whose layout interleaves them (two ladders of 1,000
-joined by 5 matches: per bot up to 33 % off; the check says 21 %; two random leagues joined so:
-9 %, check 8 %); see tests/test_rating.py. Another: far more opponents per bot than probes; on
-the season store (~200) the check sees 18 % on 8 bots, 28 % on 40 (128 probes: 11 %, twice the
-cost of 2-3 s CPU, thrice the ratings': the fitter refits them less often). Any pair that
-is not a pair of rating neighbours gets an exact variance on demand (:meth:`Intervals.pair`).
+Accuracy of the probed intervals against the exact ones, on synthetic fields of 2,000 bots
+(:mod:`arena.stats.synthetic`: 40 units and 40 opponents per bot, half duplicate pairs, draws; seed 2000), largest /
+rms error of the standard deviation per bot and per difference of rating neighbours, robust: random 2.1 / 0.51 % and
+1.5 / 0.40 %; neighbours 2.7 / 0.70 % and 4.5 / 1.05 %; mixed 5.2 / 0.89 % and 5.0 / 0.90 % (model: about the same).
+The check saw 0.8-1.4 % on these fields; larger fields and two ladders joined by a few matches do worse (4,000 bots,
+mixed: 10.7 % per bot; two ladders of 1,000 joined by 5 matches: 33 %; the season, ~200 opponents per bot: 18-28 %),
+which is why a narrow layout gets the exact blocks. Any pair not of rating neighbours gets an exact variance on
+demand (:meth:`Intervals.pair`).
 """
 
 from __future__ import annotations
@@ -90,6 +71,8 @@ import numpy as np
 import scipy.linalg as la
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components, reverse_cuthill_mckee
+
+from arena.stats import blocks
 
 EXACT_BOTS = 2000
 """Largest field whose intervals are computed exactly (a dense ``n x n`` inverse, ``O(n^3)``:
@@ -108,8 +91,7 @@ MIN_HATS = 8
 bots that met are as far apart in the layout as the component is long (an expander-like graph,
 with no smooth modes but the constant)."""
 CHECKED = 8
-"""Bots whose variance the scalable intervals also solve exactly, as a check of the probing
-(:attr:`Intervals.check`) and to replace their estimates."""
+"""Bots the probed intervals also solve exactly: the probing's check (:attr:`Intervals.check`)."""
 SLOW_MODES = 0.2
 """Energy (fraction of the Jacobi norm) below which a Ritz vector of the first probes' solutions
 joins the coarse space (:func:`_slow_modes`). Measured on 2,000 bots: the lowest is 0.86 on a
@@ -127,8 +109,7 @@ leaving out pairs met once or twice (random opponents), a few of which make a br
 jump across the chain. Season store with 50 random duplicate pairs added: every pair's layout
 gave 176-183 CG iterations per Newton step, this one 18 (0.15-0.3: 18-22)."""
 LAYOUT_GAIN = 0.75
-"""That layout is used only where it brings the bots that met closer (median distance below this
-fraction of that in every pair's layout): not on the synthetic fields measured below."""
+"""That layout is used only where it brings the bots that met closer (median distance below this fraction)."""
 NEWTON_TOL = 1e-9
 """The accuracy Newton's method reaches on the strengths (natural-log units; 2e-7 Elo)."""
 NEWTON_QUADRATIC = 1e-6
@@ -173,8 +154,8 @@ class Model:
     """The log-likelihood of :mod:`arena.stats.rating` on ``pairs``, with the sparse pattern of
     ``H`` and ``M`` built once (CSR, ``n + 2 m`` entries): :meth:`at` fills it for a ``theta``."""
 
-    def __init__(self, pairs: Pairs, robust_prior_units: float) -> None:
-        self.pairs = pairs
+    def __init__(self, pairs: Pairs, robust_prior_units: float, layout: Layout | None = None) -> None:
+        self.pairs = pairs  # layout: an earlier fit's, of the same bots (any order is right; a close one is fast)
         self.k = robust_prior_units
         n, m = pairs.n, pairs.i.size
         rows = np.concatenate([pairs.i, pairs.j, np.arange(n)])
@@ -190,7 +171,8 @@ class Model:
         self.offdiag = self.rows != self.indices
         self.keys = self.rows.astype(np.int64) * n + self.indices  # sorted: entry lookup
         self.m = m
-        self._layout: Layout | None = None
+        self._layout: Layout | None = layout if layout is not None and layout.position.size == pairs.n else None
+        self.reused = self._layout is not None
 
     @property
     def layout(self) -> Layout:
@@ -530,7 +512,8 @@ class Intervals:
     """Variances (natural-log units squared) of the anchored strengths ``theta - mean theta``:
     ``var`` per bot and ``pairs`` ``{(i, j): var(theta_i - theta_j)}`` (``i < j``) for the pairs
     of rating neighbours in ``order``, computed exactly (``method="exact"``, the default up to
-    :data:`EXACT_BOTS` bots) or probed (``"probing"``); :meth:`pair` gives any other pair
+    :data:`EXACT_BOTS` bots; ``"blocks"``, exact too, the default beyond where
+    :func:`arena.stats.blocks.plan` finds a narrow layout) or probed (``"probing"``); :meth:`pair` gives any other pair
     exactly on demand and :meth:`dense` the whole anchored covariance. ``check`` is, for probed
     intervals, the largest relative error of the per-bot standard deviation found on
     :data:`CHECKED` bots solved exactly as well (0 for exact intervals)."""
@@ -542,12 +525,25 @@ class Intervals:
         self._solver: Solver | None = None
         self._dense: np.ndarray | None = None
         i, j = np.minimum(order[:-1], order[1:]), np.maximum(order[:-1], order[1:])
-        self.method = method if method != "auto" else "exact" if self.n <= EXACT_BOTS else "probing"
+        self._blocks: blocks.Blocks | None = None
+        starts, pattern = None, sp.csr_matrix((np.ones(model.indices.size), model.indices, model.indptr), shape=h.shape)
+        for _ in range(2 if method in ("auto", "blocks") and self.n > (EXACT_BOTS if method == "auto" else 1) else 0):
+            starts = blocks.plan(np.argsort(model.layout.position), pattern)
+            if starts is not None or not model.reused:
+                break
+            model._layout, model.reused = None, False  # an earlier fit's layout: try this field's own
+        starts = np.array([0, self.n]) if starts is None and method == "blocks" else starts  # asked for: dense
+        self.method = method if method != "auto" else "exact" if self.n <= EXACT_BOTS else \
+            "blocks" if starts is not None else "probing"
+        if self.method == "probing" and model.reused:  # probing depends on the layout: this field's own
+            model._layout, model.reused = None, False
         self.check = 0.0
         if self.n < 2:
             self.var, diff = np.zeros(self.n), np.zeros(0)  # a lone bot is the anchor
         elif self.method == "exact":
             self.var, diff = self._exact(i, j)
+        elif self.method == "blocks":
+            self.var, diff, self._blocks = blocks.intervals(h, m, np.argsort(model.layout.position), starts, i, j)
         else:
             self.var, diff, self.check = _probed(model, h, m, i, j)
         self.var = np.maximum(self.var, 0.0)
@@ -595,6 +591,9 @@ class Intervals:
         if self._dense is not None or self.n <= EXACT_BOTS:  # a small field: the whole matrix, once
             d = self.dense()
             return max(float(d[i, i] + d[j, j] - 2.0 * d[i, j]), 0.0)
+        if self._blocks is not None:  # exact: X_ii + X_jj - 2 X_ij
+            x = self._blocks.covariances(np.array([i, j, i]), np.array([i, j, j]))
+            return max(float(x[0] + x[1] - 2.0 * x[2]), 0.0)
         b = np.zeros(self.n)
         b[i], b[j] = 1.0, -1.0
         x = self.solver().solve(b, 1e-12)

@@ -11,7 +11,8 @@ bench-season`` cached in ``~/.cache/arena-bench-season``) opens the file read-on
   memory (duplicate pairs, four in five between bots at most 30 places apart on the stored
   ladder, one in five between random bots; the store is not written, so the rows a refit reads
   are not measured here: tests/test_fit_input.py counts them);
-* one refit with the intervals.
+* the last refit twice: the ratings alone, then ratings and intervals (the full refit), and
+  the intervals' share (the difference).
 
 CPU seconds are this process's (the machine may be shared; the wall time then says little).
 """
@@ -110,10 +111,13 @@ def main(argv: list[str] | None = None) -> int:
         u = Units.of(rows)
         state.totals.add_units(u.names, u.a, u.b, u.s, u.g, u.c)
         intervals = k == args.rounds
-        (ratings, _), wall, cpu = _timed(compute_fit, state.totals, state.elo, intervals, state.ci95)
+        (ratings, _), wall, cpu = _timed(compute_fit, state.totals, state.elo, False, state.ci95)
+        print(f"refit {k + 1}, ratings alone: {wall:.2f} s wall, {cpu:.2f} s CPU; memory {_memory()}")
+        if intervals:  # the same refit with the intervals: the full refit, and the intervals' share
+            (ratings, _), f_wall, f_cpu = _timed(compute_fit, state.totals, state.elo, True, state.ci95)
+            print(f"refit {k + 1}, full (ratings and intervals): {f_wall:.2f} s wall, {f_cpu:.2f} s CPU; "
+                  f"intervals {f_wall - wall:.2f} s wall, {f_cpu - cpu:.2f} s CPU; memory {_memory()}")
         state.fitted(ratings, intervals, 0.0)
-        print(f"refit {k + 1}, {'ratings and intervals' if intervals else 'ratings'}: {wall:.2f} s wall, "
-              f"{cpu:.2f} s CPU; memory {_memory()}")
     print(f"load average {os.getloadavg()[0]:.1f}")
     return 0
 

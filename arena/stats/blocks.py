@@ -1,0 +1,500 @@
+"""Exact intervals of a large field whose information matrix is block tridiagonal in the layout's
+order (:class:`arena.stats.information.Layout`): a ladder whose bots meet their rating neighbours.
+
+Shapes. ``n`` bots, laid out in the layout's order and cut into ``N`` consecutive blocks
+(sizes ``s_K``, :func:`partition`) so that no pair of bots that met lies more than one block
+apart: ``H`` (``n x n``, the information) and ``M`` (the robust meat, same pattern) are then block
+tridiagonal. Every quantity below is a dense block (``s_K x s_L``).
+
+Method (a selected inversion: the block form of K. Takahashi, J. Fagan and M.-S. Chen, 1973, as
+two-filter recursions). The forward Schur complements ``S_1 = H_11``, ``S_{K+1} = H_{K+1,K+1} -
+H_{K+1,K} S_K^-1 H_{K,K+1}`` and the backward ones ``S'_N = H_NN``, ``S'_K = H_KK - H_{K,K+1}
+S'_{K+1}^-1 H_{K+1,K}`` give ``A_K = -H_{K+1,K} S_K^-1`` and ``B_K = -H_{K,K+1} S'_{K+1}^-1``.
+With ``C = H^-1``: ``C_KK = (S_K + S'_K - H_KK)^-1``, and a row block of ``C`` far from the
+diagonal is a product: ``C_{T,J} = C_TT B_T B_{T+1} ... B_{J-1}`` for ``J > T``. The sandwich
+``X = C M C`` follows from the same factors: with ``F_1 = M_11``, ``F_{K+1} = A_K F_K A_K^T +
+M_{K+1,K+1} + A_K M_{K,K+1} + M_{K+1,K} A_K^T`` (what ``M`` weighs on the rows of ``C`` left of
+``K``) and its mirror ``E_K`` from the right, ``X_TT = C_TT (F_T + E_T - M_TT) C_TT``; ``X_{T,J}``
+(``J > T``) walks the chain from ``T`` to ``J`` carrying only the rows of the pairs asked for
+(:meth:`Blocks.covariances`). Everything is exact (rounding aside): no probe, no tolerance.
+
+Cost: ``O(sum_K s_K^3)`` for the factors (about ``20 s^3`` flops per block of ``s`` bots, level-3
+BLAS), plus ``O(s^2)`` per pair and block walked for the pairs of rating neighbours, which may lie
+several blocks apart in the layout (the ratings are estimates, the layout follows who met whom).
+Memory: a few dense blocks per block (``8 s^2`` bytes each). A random (expander) graph has no
+narrow layout (one block of ``n``): :func:`partition` says so and the caller uses another method.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.linalg as la
+import scipy.sparse as sp
+
+RANK_TOL = 1e-7
+"""Directions below this fraction of the largest singular value are dropped from the walked rows
+of :meth:`Blocks.covariances`. Season-shaped field (10,000 bots): the standard deviations of the
+differences of rating neighbours then stay within 1e-6 (relative) of those at 1e-9, with a third
+less work; 1e-4 would cost another tenth and err by 1e-4."""
+SKETCH = 64
+"""Directions of the random sketch that first tries to cut a walked basis (:func:`_compress`):
+three blocks from its start, the season-shaped field's keep 2-40 of ~230 at :data:`RANK_TOL`."""
+PROBE_SEED = 20260421
+"""Seed of the sketch: the same results give the same intervals."""
+SMALL_BASIS = 24
+"""A walked basis of at most this many rows is not cut further (nothing to gain)."""
+MIN_BLOCK = 64
+"""Fewest bots in a block (smaller blocks make more, smaller BLAS calls: slower)."""
+
+
+def partition(order: np.ndarray, pattern: sp.csr_matrix, limit: int | None = None) -> np.ndarray:
+    """Cut the bots, taken in ``order`` (a permutation of ``0 .. n-1``), into consecutive blocks
+    such that two bots that met (``pattern``, ``n x n``, symmetric) lie in the same block or in
+    two adjacent ones, but for pairs more than ``limit`` places apart (the long pairs, if a
+    limit is given). Returns the blocks' starts in the order, ``N + 1`` values ending with ``n``.
+    Greedy: each block reaches as far as the farthest bot the previous block met, and spans at
+    least :data:`MIN_BLOCK` bots."""
+    n = order.size
+    position = np.empty(n, np.int64)
+    position[order] = np.arange(n)
+    reach = np.arange(n)
+    ptr = pattern.indptr
+    full = np.flatnonzero(np.diff(ptr) > 0)
+    if full.size:
+        other = position[pattern.indices]
+        if limit is not None:
+            mine = np.repeat(position, np.diff(ptr))
+            other = np.where(np.abs(other - mine) > limit, mine, other)
+        far = np.maximum.reduceat(other, ptr[full])
+        reach[position[full]] = np.maximum(far, position[full])
+    farthest = np.maximum.accumulate(reach)  # the farthest bot met by any bot up to this place
+    starts = [0]
+    end = min(MIN_BLOCK, n) - 1  # the first block: at least MIN_BLOCK
+    while end < n - 1:
+        start = starts[-1]
+        starts.append(end + 1)
+        end = max(int(farthest[end]), end + MIN_BLOCK, start)
+        end = min(end, n - 1)
+    starts.append(n)
+    return np.asarray(starts, np.int64)
+
+
+def cost(starts: np.ndarray) -> float:
+    """The factors' work, in units of ``s^3`` flops summed over the blocks."""
+    s = np.diff(starts).astype(float)
+    return float((s**3).sum())
+
+
+class Blocks:
+    """The block-tridiagonal selected inversion of the module docstring for ``h`` (and ``m``,
+    the meat, or None for the model variance), both ``n x n`` sparse of one symmetric pattern,
+    in the bots' ``order`` cut at ``starts`` (:func:`partition`). Raises ``ArithmeticError`` if
+    ``h`` is not positive definite."""
+
+    def __init__(self, h: sp.csr_matrix, m: sp.csr_matrix | None, order: np.ndarray, starts: np.ndarray) -> None:
+        self.n = n = order.size
+        self.order, self.starts = order, starts
+        self.nb = nb = starts.size - 1
+        self.block = np.repeat(np.arange(nb), np.diff(starts))  # by place in the order
+        self.place = np.empty(n, np.int64)
+        self.place[order] = np.arange(n)
+        cut = _Cut(h, self.place, self.block, starts)
+        self.hd, self.hl = cut(h)
+        self.md, self.ml = cut(m) if m is not None else (self.hd, self.hl)
+        self.robust = m is not None
+        self._factor()
+        self.long = cut.long.size
+        self.q = self.k = self.y = self.g = np.zeros((0, 0))
+        if self.long:
+            self._long(h, m, order[cut.long_a], order[cut.long_b], -h.data[cut.long], None if m is None else
+                       -m.data[cut.long])
+
+    def _long(self, h: sp.csr_matrix, m: sp.csr_matrix | None, a: np.ndarray, b: np.ndarray, w: np.ndarray,
+              v: np.ndarray | None) -> None:
+        """The long pairs ``(a, b)`` (bots), weights ``w`` in ``H`` and ``v`` in ``M``, left out of
+        the blocks (``H = H_b + U W U^T``, ``U``'s columns ``e_a - e_b``): by Woodbury's identity
+        ``C = C_b - Q K Q^T`` with ``Q = C_b U`` and ``K = (W^-1 + U^T Q)^-1``; and ``C M C =
+        C_b M_b C_b - Q K Y^T - Y K Q^T + Q (K S K + R V R^T) Q^T`` with ``Y = C_b M_b Q``, ``S =
+        Q^T M_b Q``, ``R = I - K U^T Q`` (``C U = Q R``). ``O(n s r + r^3)`` for ``r`` pairs."""
+        r = a.size
+        u = np.zeros((self.n, r))
+        u[a, np.arange(r)], u[b, np.arange(r)] = 1.0, -1.0
+        self.q = self._band_solve(u)
+        uq = self.q[a] - self.q[b]
+        self.k = la.inv(np.diag(1.0 / w) + uq)
+        self.k = 0.5 * (self.k + self.k.T)
+        if m is not None and v is not None:
+            mq = self._band_product(self.q)  # M_b Q, by the dense blocks (far faster than sparse M times Q)
+            self.y = self._band_solve(mq)
+            rr = np.eye(r) - self.k @ uq
+            self.g = self.k @ (self.q.T @ mq) @ self.k + (rr * v) @ rr.T
+
+    def _factor(self) -> None:
+        nb, hd, hl = self.nb, self.hd, self.hl
+        # hl[k] = H_{k+1,k}; forward Schur complements (Cholesky factors) and A_k = -H_{k+1,k} S_k^-1
+        self.fwd, self.a, s_fwd = [], [], []
+        s = hd[0]
+        for k in range(nb):
+            s_fwd.append(s)
+            f = _cho(s)
+            self.fwd.append(f)
+            if k + 1 < nb:
+                a = -la.cho_solve(f, hl[k].T, check_finite=False).T
+                self.a.append(a)
+                s = hd[k + 1] + a @ hl[k].T
+        back: list = [None] * nb
+        self.b: list = [None] * max(nb - 1, 0)
+        s_back: list = [None] * nb
+        s = hd[nb - 1]
+        for k in range(nb - 1, -1, -1):
+            s_back[k] = s
+            back[k] = _cho(s)
+            if k > 0:
+                b = -la.cho_solve(back[k], hl[k - 1], check_finite=False).T  # B_{k-1} = -H_{k-1,k} S'_k^-1
+                self.b[k - 1] = b
+                s = hd[k - 1] + b @ hl[k - 1]
+        self.c = []  # C_kk
+        for k in range(nb):
+            self.c.append(_inverse(s_fwd[k] + s_back[k] - hd[k]))
+        if self.robust:
+            self._sandwich()
+
+    def _sandwich(self) -> None:
+        nb, md, ml, a, b = self.nb, self.md, self.ml, self.a, self.b
+        f = [md[0]]
+        for k in range(nb - 1):
+            x = a[k] @ ml[k].T  # A_k M_{k,k+1}
+            f.append(a[k] @ f[k] @ a[k].T + md[k + 1] + x + x.T)
+        e: list = [None] * nb
+        e[nb - 1] = md[nb - 1]
+        bm = [b[k] @ ml[k] for k in range(nb - 1)] + [np.zeros_like(md[nb - 1])]  # B_k M_{k+1,k}
+        for k in range(nb - 2, -1, -1):
+            e[k] = b[k] @ e[k + 1] @ b[k].T + md[k] + bm[k] + bm[k].T
+        self.f, self.e = f, e
+        self.x = [self.c[k] @ (f[k] + e[k] - md[k]) @ self.c[k] for k in range(nb)]
+        # the right part of G_{T,J}: E_J - M_JJ - B_J M_{J+1,J}; the left part of G_{T,T}: F_T + B_T M_{T+1,T}
+        self.tail = [e[k] - md[k] - bm[k] for k in range(nb)]
+        self.head = [f[k] + bm[k] for k in range(nb)]
+
+    def solve(self, rhs: np.ndarray) -> np.ndarray:
+        """``H^-1 rhs`` (``rhs``: ``n`` or ``n x r``, bots' indices), exact (block forward and back
+        substitution on the factors, and the long pairs' correction)."""
+        x = self._band_solve(rhs)
+        return x - self.q @ (self.k @ (self.q.T @ rhs)) if self.long else x
+
+    def _band_product(self, x: np.ndarray) -> np.ndarray:
+        """``M_b x`` (``x``: ``n x r``, bots' indices): the meat's blocks times ``x``."""
+        y = x[self.order]
+        st, nb, md, ml = self.starts, self.nb, self.md, self.ml
+        parts = [y[st[k]:st[k + 1]] for k in range(nb)]
+        out = [md[k] @ parts[k] for k in range(nb)]
+        for k in range(nb - 1):
+            out[k + 1] += ml[k] @ parts[k]
+            out[k] += ml[k].T @ parts[k + 1]
+        res = np.empty_like(y)
+        res[self.order] = np.concatenate(out)
+        return res
+
+    def _band_solve(self, rhs: np.ndarray) -> np.ndarray:
+        """``H_b^-1 rhs``: the blocks alone."""
+        y = rhs[self.order].astype(float)
+        st, nb = self.starts, self.nb
+        parts = [y[st[k]:st[k + 1]] for k in range(nb)]
+        for k in range(nb - 1):
+            parts[k + 1] = parts[k + 1] + self.a[k] @ parts[k]
+        x: list = [None] * nb
+        x[nb - 1] = la.cho_solve(self.fwd[nb - 1], parts[nb - 1], check_finite=False)
+        for k in range(nb - 2, -1, -1):
+            x[k] = la.cho_solve(self.fwd[k], parts[k] - self.hl[k].T @ x[k + 1], check_finite=False)
+        out = np.empty_like(y)
+        out[self.order] = np.concatenate(x)
+        return out
+
+    def variances(self) -> np.ndarray:
+        """The diagonal of ``C`` (model) or ``C M C`` (robust), per bot (not anchored)."""
+        mats = self.x if self.robust else self.c
+        out = np.empty(self.n)
+        out[self.order] = np.concatenate([np.diag(x) for x in mats])
+        if self.long:
+            every = np.arange(self.n)
+            out += self._low_rank(every, every)
+        return out
+
+    def _low_rank(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+        """The long pairs' part of ``C[i, j]`` or ``(C M C)[i, j]``."""
+        qi, qj = self.q[i], self.q[j]
+        if not self.robust:
+            return -np.einsum("ij,ij->i", qi @ self.k, qj)
+        return (np.einsum("ij,ij->i", qi @ self.g, qj) - np.einsum("ij,ij->i", qi @ self.k, self.y[j])
+                - np.einsum("ij,ij->i", self.y[i] @ self.k, qj))
+
+    def covariances(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+        """``C[i, j]`` (model) or ``(C M C)[i, j]`` (robust) for index arrays of bots, exact
+        (:data:`RANK_TOL` aside): walking the blocks between each pair's two bots, all the pairs
+        leaving one block at once (:class:`_Walk`): the first :data:`NEAR` blocks one source block
+        at a time, at nearly full rank; then, the walked rows cut to a few directions, every
+        source's walk together in one sweep (one product per block for all)."""
+        pi, pj = self.place[i], self.place[j]
+        lo, hi = np.minimum(pi, pj), np.maximum(pi, pj)
+        out = np.empty(i.size)
+        st, blk = self.starts, self.block
+        handed: list[list[_Walk]] = [[] for _ in range(self.nb)]
+        for t in np.unique(blk[lo]).tolist():
+            rows = np.flatnonzero(blk[lo] == t)
+            rows = rows[np.argsort(blk[hi[rows]], kind="stable")]
+            walk = _Walk(self, t, rows, lo[rows] - st[t], hi[rows], blk[hi[rows]])
+            for jb in range(t, min(t + NEAR, self.nb)):
+                walk.finish(jb, out)
+                if walk.over():
+                    break
+                walk.advance([walk], jb)
+                if jb >= t + 2:  # (closer, the rows have nearly full rank still: nothing to cut)
+                    walk.compress()
+            else:
+                if t + NEAR < self.nb:
+                    handed[t + NEAR].append(walk)
+        active: list[_Walk] = []
+        for jb in range(self.nb):
+            active = [w for w in active + handed[jb] if not w.finish(jb, out)]
+            if active and jb + 1 < self.nb:
+                active[0].advance(active, jb)
+        return out + self._low_rank(i, j) if self.long else out
+
+
+NEAR = 4
+"""Blocks walked one source block at a time (:meth:`Blocks.covariances`) before the walks join: by
+then a walk keeps 6-10 directions on the season-shaped field (2 or 3: 110-125, and a slower sweep)."""
+
+
+class _Walk:
+    """The walk of :meth:`Blocks.covariances` from block ``t`` for the pairs ``rows`` (their
+    places ``local`` within block ``t``, the other bots' places ``far`` in blocks ``target``,
+    ascending). It carries, for the rows ``z`` of ``C_tt`` of the bots ``local``, ``psi(K) = z
+    B_t ... B_{K-1}`` (rows of ``C_{t,K}``) for ``K = J, J+1, J+2`` and, robust, ``p(J) = z
+    P_{t,J}`` (what ``M`` weighs left of ``J``), kept as ``coef @ basis``: these rows span fewer
+    and fewer dimensions as ``J`` moves away (the far covariances are smooth), so the basis is cut
+    to its numerical rank (:data:`RANK_TOL`)."""
+
+    def __init__(self, blocks: Blocks, t: int, rows: np.ndarray, local: np.ndarray, far: np.ndarray,
+                 target: np.ndarray) -> None:
+        self.blocks, self.rows, self.far, self.target = blocks, rows, far, target
+        nb, b = blocks.nb, blocks.b
+        z = blocks.c[t]  # the basis: all of C_tt's rows; coef picks the bots' (one-hot)
+        self.psi: list = [z, None, None]
+        for d in (1, 2):
+            if t + d < nb:
+                self.psi[d] = self.psi[d - 1] @ b[t + d - 1]
+        self.p = z @ blocks.head[t] if blocks.robust else np.zeros((z.shape[0], 0))
+        self.coef = np.zeros((local.size, z.shape[0]))
+        self.coef[np.arange(local.size), local] = 1.0
+        self.done = 0
+
+    def over(self) -> bool:
+        """Whether every pair is done."""
+        return self.done == self.rows.size
+
+    def finish(self, jb: int, out: np.ndarray) -> bool:
+        """Write to ``out`` the covariances of the pairs ending in block ``jb`` (the walk being
+        there); returns :meth:`over`."""
+        bl, done = self.blocks, self.done
+        stop = done + int(np.searchsorted(self.target[done:], jb, side="right"))
+        if stop > done:
+            cols = self.far[done:stop] - bl.starts[jb]
+            pick = self.coef[done:stop]
+            if bl.robust:
+                rows = pick @ self.p + (pick @ self.psi[0]) @ bl.tail[jb]
+                out[self.rows[done:stop]] = np.einsum("ij,ij->i", rows, bl.c[jb][cols])
+            else:
+                out[self.rows[done:stop]] = (pick @ self.psi[0])[np.arange(stop - done), cols]
+            self.done = stop
+        return self.over()
+
+    @staticmethod
+    def advance(walks: list[_Walk], jb: int) -> None:
+        """Move ``walks`` (all at block ``jb``) to block ``jb + 1``: one product per operator for
+        all of them (their bases stacked)."""
+        bl = walks[0].blocks
+        nb, b, ml = bl.nb, bl.b, bl.ml
+        sizes = np.cumsum([w.p.shape[0] for w in walks])[:-1]
+        psi = [np.vstack([w.psi[d] for w in walks]) if walks[0].psi[d] is not None else None for d in range(3)]
+        p = None
+        if bl.robust:
+            p = np.vstack([w.p for w in walks]) @ bl.a[jb].T + psi[0] @ ml[jb].T + psi[1] @ bl.md[jb + 1]
+            if psi[2] is not None:
+                p += psi[2] @ ml[jb + 1]
+        new = psi[2] @ b[jb + 2] if jb + 3 < nb else None
+        for d, x in enumerate((psi[1], psi[2], new)):
+            parts = np.split(x, sizes) if x is not None else [None] * len(walks)
+            for w, part in zip(walks, parts):
+                w.psi[d] = part
+        for w, part in zip(walks, np.split(p, sizes) if p is not None else [None] * len(walks)):
+            w.p = part if part is not None else np.zeros((w.psi[0].shape[0], 0))
+
+    def compress(self) -> None:
+        """Cut the basis to its numerical rank (:func:`_compress`)."""
+        self.coef, self.p, self.psi = _compress(self.coef, self.p, self.psi)
+
+
+def _compress(coef: np.ndarray, p: np.ndarray, psi: list) -> tuple[np.ndarray, np.ndarray, list]:
+    """``coef @ [p | psi...]`` with the basis cut to its numerical rank (:data:`RANK_TOL` of the
+    largest singular value): first by a seeded random sketch of :data:`SKETCH` directions (N.
+    Halko, P.-G. Martinsson and J. A. Tropp, 2011), kept when its own smallest singular value is
+    below the tolerance (the rank is then well inside the sketch); else from the eigenvectors of
+    the basis's Gram matrix."""
+    if coef.shape[1] <= SMALL_BASIS:
+        return coef, p, psi
+    parts = [p] + [x for x in psi if x is not None]
+    stacked = np.hstack(parts)
+    k = stacked.shape[0]
+    u = None
+    if SKETCH < k:
+        omega = np.random.default_rng(PROBE_SEED).standard_normal((stacked.shape[1], SKETCH))
+        q, _ = np.linalg.qr(stacked @ omega)
+        small = q.T @ stacked
+        values, left = la.eigh(small @ small.T, check_finite=False)  # ascending: sv^2
+        top = max(values[-1], 1e-300)
+        if values[0] <= RANK_TOL**2 * top:
+            u = q @ left[:, values > RANK_TOL**2 * top]
+    if u is None:
+        values, vectors = la.eigh(stacked @ stacked.T, check_finite=False)
+        keep = values > RANK_TOL**2 * max(values[-1], 1e-300)
+        if keep.sum() >= 0.8 * values.size:
+            return coef, p, psi
+        u = vectors[:, keep]
+    new = np.split(u.T @ stacked, np.cumsum([x.shape[1] for x in parts])[:-1], axis=1)
+    rest = iter(new[1:])
+    return coef @ u, new[0], [next(rest) if x is not None else None for x in psi]
+
+
+def _inverse(s: np.ndarray) -> np.ndarray:
+    """The inverse of a symmetric positive definite block (LAPACK ``potrf``/``potri``)."""
+    lower, info = la.lapack.dpotrf(s, lower=1)
+    if info == 0:
+        lower, info = la.lapack.dpotri(lower, lower=1)
+    if info:
+        raise ArithmeticError(f"information matrix not positive definite (potrf/potri {info})")
+    return np.tril(lower) + np.tril(lower, -1).T
+
+
+def _cho(s: np.ndarray) -> tuple[np.ndarray, bool]:
+    try:
+        return la.cho_factor(s, lower=True, check_finite=False)
+    except la.LinAlgError as exc:
+        raise ArithmeticError(f"information matrix not positive definite ({exc})") from None
+
+
+class _Cut:
+    """Cuts a sparse matrix of ``h``'s pattern (CSR, the same ``indices`` and ``indptr``) into its
+    dense diagonal blocks ``mat_KK`` and sub-diagonal blocks ``mat_{K+1,K}`` (the bots' ``place``
+    in the order, their ``block``): one vectorised scatter per matrix, the positions computed once."""
+
+    def __init__(self, h: sp.csr_matrix, place: np.ndarray, block: np.ndarray, starts: np.ndarray) -> None:
+        rows = np.repeat(np.arange(h.shape[0]), np.diff(h.indptr))
+        pr, pc = place[rows], place[h.indices]
+        br, bc = block[pr], block[pc]
+        size = np.diff(starts)
+        nb = size.size
+        # a flat buffer: the diagonal blocks, then the sub-diagonal ones
+        diag_at = np.concatenate([[0], np.cumsum(size * size)])
+        low_at = diag_at[-1] + np.concatenate([[0], np.cumsum(size[1:] * size[:-1])])
+        self.diag = br == bc
+        self.low = br == bc + 1
+        d, lo = self.diag, self.low
+        self.where_d = diag_at[br[d]] + (pr[d] - starts[br[d]]) * size[br[d]] + (pc[d] - starts[bc[d]])
+        self.where_l = low_at[bc[lo]] + (pr[lo] - starts[br[lo]]) * size[bc[lo]] + (pc[lo] - starts[bc[lo]])
+        self.size, self.nb, self.diag_at, self.low_at = size, nb, diag_at, low_at
+        self.total = int(low_at[-1])
+        # the long pairs (upper entries more than a block apart): left out, their weight taken
+        # off the two bots' diagonal entries (H_b = H - U W U^T)
+        self.long = np.flatnonzero((np.abs(br - bc) > 1) & (pr < pc))
+        self.long_a, self.long_b = pr[self.long], pc[self.long]
+        ends = np.concatenate([self.long_a, self.long_b])
+        self.long_at = diag_at[block[ends]] + (ends - starts[block[ends]]) * (size[block[ends]] + 1)
+
+    def __call__(self, mat: sp.csr_matrix) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        flat = np.zeros(self.total)
+        flat[self.where_d] = mat.data[self.diag]
+        flat[self.where_l] = mat.data[self.low]
+        if self.long.size:  # the off-diagonal entries are -weight: adding them takes the weight off
+            np.add.at(flat, self.long_at, np.concatenate([mat.data[self.long], mat.data[self.long]]))
+        s, da, la_ = self.size, self.diag_at, self.low_at
+        diag = [flat[da[k]:da[k + 1]].reshape(s[k], s[k]) for k in range(self.nb)]
+        low = [flat[la_[k]:la_[k + 1]].reshape(s[k + 1], s[k]) for k in range(self.nb - 1)]
+        return diag, low
+
+
+BLOCK_WIDTH = 600
+"""Widest typical block (bots: the root of ``sum_K s_K^3 / n``) for which the
+block-tridiagonal intervals are used: beyond (a random, expander-like graph has no narrow layout)
+their cost grows towards a dense inversion's and the caller probes instead. The season's ladder
+(10,000 bots, ~200 opponents each, mean rank distance 30) makes blocks of 190-300 bots."""
+
+
+LONG_SHARES = (2e-5, 5e-5, 1e-4, 2e-4, 4e-4)
+"""When every pair cannot be kept within adjacent blocks at a good price (a few random pairs
+across a ladder: a newcomer's first opponents, a random pairing), the blocks may be cut leaving
+out one of these shares of the pairs, the longest in the layout; those are added back exactly as
+a low-rank correction (:class:`Blocks`), at most :data:`MAX_LONG` of them. :func:`plan` takes the
+cheapest cut by :func:`work`."""
+NARROW = 320
+""":func:`plan` keeps every pair within adjacent blocks, without trying to leave out the longest,
+when the blocks are this narrow (bots, as :data:`BLOCK_WIDTH`) already: the season's are 237."""
+MAX_LONG = 400
+"""Most long pairs the blocks correct for (two solves and a product each)."""
+
+
+def work(starts: np.ndarray, long: int) -> float:
+    """The flops the block intervals take, roughly: about ``60 s^3`` per block of ``s`` bots
+    (factors, sandwich, walks) and ``18 n s`` per long pair (its solves and products), ``s`` the
+    mean block."""
+    n = float(starts[-1])
+    return 60.0 * cost(starts) + 18.0 * long * n * n / max(starts.size - 1, 1)
+
+
+def plan(order: np.ndarray, pattern: sp.csr_matrix) -> np.ndarray | None:
+    """The blocks' starts (:func:`partition`): keeping every pair within adjacent blocks, or
+    leaving out the longest pairs (a share of :data:`LONG_SHARES`, at most :data:`MAX_LONG`),
+    whichever costs least (:func:`work`) among those whose blocks are narrow enough
+    (:data:`BLOCK_WIDTH`); None if none is."""
+    n = order.size
+    starts = partition(order, pattern)
+    if cost(starts) <= min(NARROW, BLOCK_WIDTH)**2 * n:  # every pair kept, and narrow: nothing to gain
+        return starts
+    position = np.empty(n, np.int64)
+    position[order] = np.arange(n)
+    rows = np.repeat(np.arange(n), np.diff(pattern.indptr))
+    upper = rows < pattern.indices
+    length = np.abs(position[rows[upper]] - position[pattern.indices[upper]])
+    longer = np.cumsum(np.bincount(length, minlength=n)[::-1])[::-1]  # pairs at least this long
+    best, best_work = None, np.inf
+    for share in (0.0, *LONG_SHARES):
+        limit = None
+        if share:  # the shortest length leaving at most this share of the pairs out
+            limit = max(int(np.searchsorted(-longer, -share * length.size, side="left")), MIN_BLOCK)
+            if limit >= n - 1:
+                continue
+        starts = partition(order, pattern, limit)
+        if cost(starts) > BLOCK_WIDTH**2 * n:
+            continue
+        block = np.repeat(np.arange(starts.size - 1), np.diff(starts))[position]
+        long = int((np.abs(block[rows[upper]] - block[pattern.indices[upper]]) > 1).sum())
+        if long <= MAX_LONG and work(starts, long) < best_work:
+            best, best_work = starts, work(starts, long)
+    return best
+
+
+def intervals(h: sp.csr_matrix, m: sp.csr_matrix | None, order: np.ndarray, starts: np.ndarray,
+              i: np.ndarray, j: np.ndarray) -> tuple[np.ndarray, np.ndarray, Blocks]:
+    """Exact anchored variances per bot (``n``) and of the differences ``theta_i - theta_j`` for
+    the pairs ``(i, j)`` (index arrays), model (``m`` None) or robust, with the :class:`Blocks`
+    that computed them (for other pairs later). Anchoring: ``var_i = X_ii - 2 (X 1)_i / n +
+    1^T X 1 / n^2`` with ``X 1`` from exact block solves."""
+    n = order.size
+    blocks = Blocks(h, m, order, starts)
+    x1 = blocks.solve(np.ones(n))
+    if m is not None:
+        x1 = blocks.solve(m @ x1)
+    diag = blocks.variances()
+    var = diag - 2.0 * x1 / n + x1.sum() / n**2
+    diff = diag[i] + diag[j] - 2.0 * blocks.covariances(i, j) if i.size else np.zeros(0)
+    return var, diff, blocks

@@ -1,0 +1,141 @@
+"""The exact block-tridiagonal intervals (arena/stats/blocks.py) against the dense exact ones."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from arena.stats import blocks, information
+from arena.stats.rating import LadderTotals, fit_totals, fit_units
+from arena.stats.synthetic import synthetic_field
+
+
+def _ladder_units(n: int, seed: int, window: float = 6.0, units: int = 30) -> dict:
+    """A season-like ladder: each unit a duplicate pair between bots a geometric distance apart
+    in strength rank (mean ``window``, a few long edges), plus a few random pairs."""
+    rng = np.random.default_rng(seed)
+    strength = rng.normal(0.0, 1.0, n)
+    order = np.argsort(strength)
+    ra = rng.integers(0, n, n * units)
+    rb = np.clip(ra + np.where(rng.random(ra.size) < 0.5, -1, 1) * rng.geometric(1.0 / window, ra.size), 0, n - 1)
+    rb[:n // 4] = rng.integers(0, n, n // 4)  # random opponents: far apart in the layout
+    keep = ra != rb
+    a, b = order[ra[keep]], order[rb[keep]]
+    p = 1.0 / (1.0 + np.exp(strength[b] - strength[a]))
+    score = (rng.random((a.size, 2)) < p[:, None]).sum(axis=1) * 1.0
+    out: dict = {}
+    for x, y, s in zip(a.tolist(), b.tolist(), score.tolist()):
+        key = (f"b{x:03d}", f"b{y:03d}", s, 2)
+        out[key] = out.get(key, 0) + 1
+    return out
+
+
+FIELDS = {
+    "neighbours": lambda: synthetic_field(300, graph="neighbours", seed=31).units,
+    "mixed": lambda: synthetic_field(300, graph="mixed", seed=32).units,
+    "ladder": lambda: _ladder_units(400, 33),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FIELDS))
+def test_block_intervals_equal_the_dense_exact_ones(name, monkeypatch):
+    """Small blocks (many of them, so the walk across blocks and its rank cut are exercised):
+    every bot's interval, every difference of rating neighbours and a pair far apart agree with
+    the dense inverse to 1e-6 relative, model and robust (the sandwich)."""
+    monkeypatch.setattr(blocks, "MIN_BLOCK", 8)
+    monkeypatch.setattr(blocks, "SMALL_BASIS", 2)
+    units = FIELDS[name]()
+    for variance in ("model", "robust"):
+        exact = fit_units(units, variance=variance, intervals="exact")
+        got = fit_units(units, variance=variance, intervals="blocks")
+        assert got.method == "blocks" and exact.method == "exact"
+        assert got._intervals._blocks.nb > 3  # noqa: SLF001 - several blocks indeed
+        for x, y in zip(exact.ratings, got.ratings):
+            assert y.ci95 == pytest.approx(x.ci95, rel=1e-6)
+        assert got.neighbour_sd() == pytest.approx(exact.neighbour_sd(), rel=1e-6)
+        a, b = exact.ratings[0].name, exact.ratings[-1].name
+        assert got.sd_diff(a, b) == pytest.approx(exact.sd_diff(a, b), rel=1e-6)
+        m = exact.ratings[len(exact.ratings) // 2].name
+        assert got.sd_diff(a, m) == pytest.approx(exact.sd_diff(a, m), rel=1e-6)
+
+
+def test_the_partition_keeps_every_pair_within_adjacent_blocks():
+    units = _ladder_units(300, 7)
+    names = sorted({x for k in units for x in k[:2]})
+    index = {x: k for k, x in enumerate(names)}
+    i = np.array([index[k[0]] for k in units])
+    j = np.array([index[k[1]] for k in units])
+    n = len(names)
+    pattern = sp.csr_matrix((np.ones(2 * i.size), (np.concatenate([i, j]), np.concatenate([j, i]))), shape=(n, n))
+    for order in (np.arange(n), np.argsort(np.random.default_rng(2).random(n))):
+        starts = blocks.partition(order, pattern)
+        assert starts[0] == 0 and starts[-1] == n and np.all(np.diff(starts) > 0)
+        place = np.empty(n, np.int64)
+        place[order] = np.arange(n)
+        block = np.searchsorted(starts, place, side="right") - 1
+        assert np.abs(block[i] - block[j]).max() <= 1
+
+
+def test_auto_uses_blocks_on_a_ladder_and_probing_on_a_random_field(monkeypatch):
+    """Beyond EXACT_BOTS: a ladder of rating neighbours has a narrow layout (exact blocks), a
+    random field has none (one block as wide as the field: probing)."""
+    monkeypatch.setattr(information, "EXACT_BOTS", 100)
+    monkeypatch.setattr(blocks, "BLOCK_WIDTH", 120)
+    assert fit_units(synthetic_field(300, graph="neighbours", seed=4).units).method == "blocks"
+    assert fit_units(synthetic_field(300, graph="random", seed=4).units).method == "probing"
+
+
+@pytest.mark.parametrize("variance", ["model", "robust"])
+def test_long_pairs_left_out_of_the_blocks_are_corrected_exactly(variance, monkeypatch):
+    """Narrow blocks that cannot hold the ladder's random pairs: the longest pairs are left out
+    of the blocks and added back by Woodbury's identity; the intervals still equal the dense ones."""
+    monkeypatch.setattr(blocks, "MIN_BLOCK", 8)
+    monkeypatch.setattr(blocks, "SMALL_BASIS", 2)
+    monkeypatch.setattr(blocks, "BLOCK_WIDTH", 40)
+    monkeypatch.setattr(blocks, "LONG_SHARES", (0.02,))
+    units = _ladder_units(400, 33)
+    exact = fit_units(units, variance=variance, intervals="exact")
+    got = fit_units(units, variance=variance, intervals="blocks")
+    assert got._intervals._blocks.long > 20  # noqa: SLF001 - long pairs there are
+    for x in exact.ratings:
+        assert got[x.name].ci95 == pytest.approx(x.ci95, rel=1e-6)
+    assert got.neighbour_sd() == pytest.approx(exact.neighbour_sd(), rel=1e-6)
+    a, b = exact.ratings[0].name, exact.ratings[-1].name
+    assert got.sd_diff(a, b) == pytest.approx(exact.sd_diff(a, b), rel=1e-6)
+
+
+def test_a_ladder_refit_reuses_the_last_layout_and_fits_the_same(monkeypatch):
+    """fit_totals keeps its layout on the totals and the next fit of the same bots reuses it
+    (a few new pairs since): the ratings and intervals equal a fit from scratch."""
+    monkeypatch.setattr(information, "EXACT_BOTS", 100)
+    monkeypatch.setattr(information, "DENSE_NEWTON_BOTS", 50)
+    monkeypatch.setattr(blocks, "MIN_BLOCK", 16)
+    field = synthetic_field(300, graph="neighbours", seed=8)
+    names = field.names
+    index = {x: k for k, x in enumerate(names)}
+    keys = list(field.units)
+
+    def totals(extra: int) -> LadderTotals:
+        t = LadderTotals()
+        a = np.array([index[k[0]] for k in keys] + [0, 5, 9][:extra])
+        b = np.array([index[k[1]] for k in keys] + [299, 250, 150][:extra])
+        s = np.array([k[2] for k in keys] + [1.0, 0.5, 2.0][:extra])
+        g = np.array([float(k[3]) for k in keys] + [2.0, 1.0, 2.0][:extra])
+        c = np.array([float(x) for x in field.units.values()] + [1.0] * extra)
+        t.add_units(names, a, b, s, g, c)
+        return t
+
+    ladder = totals(0)
+    first = fit_totals(ladder)
+    assert first.method == "blocks" and ladder.layout is not None and ladder.layout[1] is first.layout
+    grown = totals(3)  # three new pairs (long ones): the same bots, 0.1% more pairs
+    grown.layout = ladder.layout
+    again = fit_totals(grown)
+    assert again.layout is first.layout  # reused
+    fresh = fit_totals(totals(3))
+    assert fresh.layout is not first.layout
+    for x, y in zip(fresh.ratings, again.ratings):
+        assert x.name == y.name and x.elo == pytest.approx(y.elo, abs=1e-6)
+        assert x.ci95 == pytest.approx(y.ci95, rel=1e-6)
+    assert fresh.neighbour_sd() == pytest.approx(again.neighbour_sd(), rel=1e-6)
