@@ -23,7 +23,7 @@ from arena.schedule.formats import Pairing
 from arena.stats.ladder import refit
 from arena.stats.rating import LadderTotals, fit_totals, fit_units
 from arena.stats.synthetic import synthetic_field
-from arena.store.fit_input import Units, read_new
+from arena.store.fit_input import Units, read_new, read_totals
 from arena.store.sqlite import Store
 from tests.dense_fit import dense_fit_units
 from tests.test_rating import _close_to_dense
@@ -310,3 +310,99 @@ def test_the_fitter_command_defaults_to_the_default_policy(monkeypatch):
     monkeypatch.setattr(fitter.trio, "run", lambda f, *args: seen.append(args))
     assert fitter.main(["--db", "x.db", "--game", "ecarte"]) == 0
     assert seen == [("x.db", "ecarte", FitPolicy())]
+
+
+def _totals_of(store: Store, chunk_rows: int | None, between=None) -> tuple[LadderTotals, object]:
+    totals = LadderTotals()
+
+    def add(u):
+        nonlocal totals
+        if u is None:
+            totals = LadderTotals()
+        else:
+            totals.add_units(u.names, u.a, u.b, u.s, u.g, u.c)
+
+    cursor = read_totals(store, "ecarte", add, chunk_rows=chunk_rows, between=between)
+    return totals, cursor
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_chunked_first_load_is_exact_whatever_results_are_committed_between_its_chunks(any_store, seed):
+    """The first load in short snapshots (PostgreSQL's default): results committed between two
+    chunks (completing duplicate pairs whose first half was read before or after, new pairs of
+    bots, draws, aborts, matches scheduled meanwhile) are each counted once: the totals are those
+    of a fresh read at the end, its cursor counts the same results, and the fitter reads on from
+    there exactly."""
+    store = any_store
+    rng = random.Random(seed)
+    bots = [f"b{i}" for i in range(9)] + ["é", "Z", "a-b", "b0 "]  # names whose byte order is not their length's
+    tid = store.create_tournament("ecarte", "ladder", 1, {}, bots, _plan(rng, bots, 140))
+    keys = [m.match_key for m in store.pending_matches(tid)]
+    rng.shuffle(keys)
+    for key in keys[:70]:
+        _finish(store, key, rng.choice(["0", "1", "draw"]))
+    chunks = []
+    scheduled = 1000
+
+    def between():
+        nonlocal scheduled
+        chunks.append(store.ladder_state("ecarte")["results"])
+        for _ in range(rng.randint(0, 4)):
+            pending = [m.match_key for m in store.pending_matches(tid)]
+            if rng.random() < 0.2:
+                for p in _plan(rng, bots + [f"new{len(chunks)}"], 2, start=scheduled):
+                    store.add_match(tid, "ecarte", p)
+                    scheduled = max(scheduled, p.index + 1)
+            elif pending:
+                _finish(store, rng.choice(pending), rng.choice(["0", "1", "1", "draw", "abort"]))
+
+    totals, cursor = _totals_of(store, chunk_rows=4, between=between)
+    assert len(chunks) >= 10 and chunks[-1] > chunks[0]  # results did come between the chunks
+    whole, fresh = _totals_of(store, chunk_rows=None)
+    assert totals.as_dict() == whole.as_dict() == _reference(store).as_dict()
+    assert cursor.results == fresh.results == store.ladder_state("ecarte")["results"] == totals.results()
+    state = FitState("ecarte")  # and a fitter reading on from that cursor stays exact
+    state.totals, state.cursor = totals, cursor
+    for key in [m.match_key for m in store.pending_matches(tid)][:10]:
+        _finish(store, key, rng.choice(["0", "1", "draw"]))
+    state.update(store)
+    assert state.loads == 0 and state.totals.as_dict() == _reference(store).as_dict()
+
+
+def test_a_chunked_first_load_that_cannot_account_for_the_results_reads_again_in_one_snapshot(caplog):
+    store = Store(":memory:")
+    tid, _ = _history(store, 8, 40, pending=3)
+    pending = [m.match_key for m in store.pending_matches(tid)]
+
+    def between():  # a match finished that the load never saw pending (as if edited by hand)
+        if pending:
+            key = pending.pop()
+            store.db.execute("UPDATE matches SET status='done', winner_seat=0 WHERE match_key=?", (key,))
+            store.db.execute("UPDATE ladder_state SET results=results+1 WHERE game='ecarte'")
+            store.db.execute("UPDATE matches SET status='pending' WHERE match_key=?", (key,))
+
+    with caplog.at_level(logging.WARNING):
+        totals, cursor = _totals_of(store, chunk_rows=5, between=between)
+    assert "reading the whole ladder in one snapshot" in caplog.text
+    whole, fresh = _totals_of(store, chunk_rows=None)
+    assert totals.as_dict() == whole.as_dict() and cursor.results == fresh.results
+
+
+def test_postgresql_reads_the_first_load_in_chunks_by_default_and_sqlite_in_one_snapshot(monkeypatch):
+    import arena.store.fit_input as fit_input
+
+    seen = []
+
+    def chunked(store, game, sink, rows, between):
+        seen.append((store.dialect, rows))
+        return fit_input.FitCursor(last_id=0, pending=[], results=0)
+
+    monkeypatch.setattr(fit_input, "read_totals_chunked", chunked)
+
+    class Fake:
+        dialect = "postgresql"
+
+    assert fit_input.read_totals(Fake(), "ecarte", lambda u: None).results == 0
+    assert seen == [("postgresql", fit_input.PG_CHUNK_ROWS)]
+    fit_input.read_totals(Store(":memory:"), "ecarte", lambda u: None)
+    assert seen == [("postgresql", fit_input.PG_CHUNK_ROWS)]

@@ -13,7 +13,12 @@ agree:
   still pending. Its cost grows with the distinct units; on the 10,000-bot season store (2.8
   million units counted at least once, 5.2 million rows) about 7.5-10.5 s of CPU, 500 MB at the
   peak (docs/contests.md §12). Summing them per pair in SQL (``GROUP BY a, b``) was slower on
-  SQLite: its eight sums cost more than fetching the rows.
+  SQLite: its eight sums cost more than fetching the rows. On PostgreSQL the units are read in
+  chunks of the primary key's order, each chunk in a short snapshot of its own, with the
+  matches finished since the previous chunk (:func:`read_totals_chunked`: exact, each unit
+  once): a snapshot held for the whole read (seconds) would keep every row version the results
+  write meanwhile, and each result updates the same few rows (``ladder_state``, the bots'
+  ``ladder`` rows), so every result's lookups walked longer and longer chains of dead versions.
 * :func:`read_new`, before each refit: the units of the matches finished since, found from the
   :class:`FitCursor` the last read left: every ``matches`` row above its highest id (one range
   of the primary key: the matches created since), and, when that does not account for every
@@ -38,6 +43,7 @@ None and the fitter reads the totals afresh.
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable
 from typing import Any
@@ -46,8 +52,14 @@ import msgspec
 import numpy as np
 from sqlalchemy import bindparam, text
 
+log = logging.getLogger(__name__)
+
 CHUNK = 50_000
 """Rows fetched at a time by :func:`read_totals` (a chunk of Python rows at a time in memory)."""
+
+PG_CHUNK_ROWS = 20_000
+"""Rows per read snapshot of :func:`read_totals` on PostgreSQL (:func:`read_totals_chunked`): a
+snapshot lasts about one chunk (tens of ms), not the whole read."""
 
 BATCH = 1_000_000
 """Units per batch :func:`read_totals` hands on (as arrays: 40 bytes per unit)."""
@@ -119,6 +131,13 @@ def read_snapshot(store: Any) -> Any:
 RESULTS = text("SELECT results FROM ladder_state WHERE game=:game")
 LAST_MATCH = text("SELECT MAX(id) FROM matches")
 PENDING = text("SELECT id FROM matches WHERE game=:game AND status='pending'")
+_KEYS = "SELECT a, b, points, games, n FROM ladder_units WHERE game=:game AND n<>0"
+UNITS_FIRST = text(_KEYS + " ORDER BY game, a, b, points, games LIMIT :limit")
+UNITS_AFTER = text(_KEYS + " AND (game, a, b, points, games) > (:game, :a, :b, :points, :games) "
+                   "ORDER BY game, a, b, points, games LIMIT :limit")
+"""A chunk of ``ladder_units`` in the order of its primary key (:func:`read_totals_chunked`): its first
+rows, and the rows after a key (rows counted ``n = 0`` are left out, in every chunk alike: a chunk
+covers every key from the previous chunk's last to its own last)."""
 UNITS = {  # one pass in the table's order (SQLite would otherwise walk an index and look up each row)
     "sqlite": text("SELECT a, b, points, games, n FROM ladder_units NOT INDEXED WHERE game=:game AND n<>0"),
     "postgresql": text("SELECT a, b, points, games, n FROM ladder_units WHERE game=:game AND n<>0"),
@@ -141,17 +160,31 @@ def _results(store: Any, game: str) -> int:
     return 0 if found is None else int(found)
 
 
-def read_totals(store: Any, game: str, sink: Callable[[Units], None]) -> FitCursor:
-    """The whole ladder of ``game`` for a fitter starting, in one read snapshot: every unit
-    counted (``ladder_units``, one pass over the table), handed to ``sink`` in batches of about
-    :data:`BATCH` units (memory: one batch at a time), and the :class:`FitCursor` to read on
-    from. Raises what the store raises."""
+def read_totals(store: Any, game: str, sink: Callable[[Units | None], None], chunk_rows: int | None = None,
+                between: Callable[[], None] | None = None) -> FitCursor:
+    """The whole ladder of ``game`` for a fitter starting: every unit counted (``ladder_units``),
+    handed to ``sink`` in batches of about :data:`BATCH` units (memory: one batch at a time),
+    and the :class:`FitCursor` to read on from. Raises what the store raises.
+
+    ``chunk_rows`` None (the default on SQLite): in one read snapshot, one pass over the table.
+    A number (the default on PostgreSQL, :data:`PG_CHUNK_ROWS`): :func:`read_totals_chunked`, in
+    short snapshots of that many rows each, so that no snapshot lasts the whole read.
+    ``between`` (tests) is called between two chunks' snapshots. If the chunked read cannot
+    account for the results committed meanwhile (see :func:`read_new`), ``sink(None)`` says to
+    forget the batches handed on so far, and the ladder is read again in one snapshot."""
+    if chunk_rows is None and store.dialect == "postgresql":
+        chunk_rows = PG_CHUNK_ROWS
+    if chunk_rows is not None:
+        cursor = read_totals_chunked(store, game, sink, chunk_rows, between)
+        if cursor is not None:
+            return cursor
+        sink(None)
+        log.warning("ladder fit of %s: the matches finished during the chunked read do not account for the results "
+                    "counted; reading the whole ladder in one snapshot", game)
     index: dict[str, int] = {}
     parts: list[Units] = []
     with read_snapshot(store):
-        results = _results(store, game)
-        last_id = store.run(LAST_MATCH).scalar() or 0
-        pending = sorted(r[0] for r in store.run(PENDING, {"game": game}))
+        cursor = _cursor_now(store, game)
         # streamed (a server-side cursor on PostgreSQL): one chunk in memory at a time
         cur = store.run(UNITS[store.dialect].execution_options(stream_results=True, yield_per=CHUNK), {"game": game})
         while rows := cur.fetchmany(CHUNK):
@@ -161,7 +194,75 @@ def read_totals(store: Any, game: str, sink: Callable[[Units], None]) -> FitCurs
                 parts = []
         if parts:
             sink(_concatenate(parts, index))
+    return cursor
+
+
+def _cursor_now(store: Any, game: str) -> FitCursor:
+    """The :class:`FitCursor` of the store as the caller's snapshot sees it."""
+    results = _results(store, game)
+    last_id = store.run(LAST_MATCH).scalar() or 0
+    pending = sorted(r[0] for r in store.run(PENDING, {"game": game}))
     return FitCursor(last_id=last_id, pending=pending, results=results)
+
+
+def read_totals_chunked(store: Any, game: str, sink: Callable[[Units | None], None], chunk_rows: int = CHUNK,
+                        between: Callable[[], None] | None = None) -> FitCursor | None:
+    """:func:`read_totals` in short read snapshots: ``ladder_units`` in key order (its primary key,
+    ``(a, b, points, games)`` after ``game``), ``chunk_rows`` rows per snapshot, results committed
+    between them. Exact, whatever the results committed meanwhile:
+
+    * the first snapshot takes the :class:`FitCursor` (results, matches, pending) with the first
+      chunk; each later snapshot reads, with its chunk, the units of the matches finished since
+      the previous snapshot (:func:`read_new` from the previous snapshot's cursor);
+    * chunk ``j`` holds the rows with a key above the last key of chunk ``j - 1`` (``upper``),
+      as of its own snapshot: so the units finished since the previous snapshot are in it, and
+      in every later chunk, already. They are missing only from the rows of the chunks read
+      before, the keys up to ``upper``: those units alone are handed on (a key is compared as
+      the table orders it: text by its bytes, SQLite's ``BINARY`` and PostgreSQL's ``"C"``
+      collation of :data:`arena.store.schema.Str`, which is Python's order of ``str``);
+    * the last snapshot's cursor is the one returned: the totals handed on are those of that
+      snapshot, each unit once.
+
+    No snapshot lasts longer than one chunk (on PostgreSQL a long one would keep every row
+    version written meanwhile, and each result updates the same few rows: ``ladder_state``, the
+    bots' ``ladder`` rows, ``pair_counts``). Returns None, after handing on some batches maybe,
+    when the matches finished between two snapshots do not account for the results counted
+    (:func:`read_new` returns None): then the batches handed on are incomplete."""
+    index: dict[str, int] = {}
+    parts: list[Units] = []
+    cursor: FitCursor | None = None
+    upper: tuple[str, str, float, int] | None = None
+    while True:
+        with read_snapshot(store):
+            if cursor is None:
+                cursor = _cursor_now(store, game)
+            else:
+                got = read_new(store, game, cursor)
+                if got is None:
+                    return None
+                cursor, new = got
+                u = new.units
+                if upper is not None and u.a.size:
+                    late = [r for r in zip((u.names[i] for i in u.a), (u.names[i] for i in u.b), u.s.tolist(),
+                                           u.g.tolist(), u.c.tolist()) if (r[0], r[1], r[2], int(r[3])) <= upper]
+                    if late:
+                        parts.append(_columns(late, index))
+            query = UNITS_FIRST if upper is None else UNITS_AFTER
+            params = {"game": game, "limit": chunk_rows}
+            if upper is not None:
+                params |= {"a": upper[0], "b": upper[1], "points": upper[2], "games": upper[3]}
+            rows = store.run(query, params).all()
+        if rows:
+            last = rows[-1]
+            upper = (last[0], last[1], float(last[2]), int(last[3]))
+            parts.append(_columns([tuple(r) for r in rows], index))
+        if sum(p.a.size for p in parts) >= BATCH or (len(rows) < chunk_rows and parts):
+            sink(_concatenate(parts, index))
+            parts = []
+        if len(rows) < chunk_rows:
+            return cursor
+        if between is not None:
+            between()
 
 
 def _concatenate(parts: list[Units], index: dict[str, int]) -> Units:
