@@ -406,3 +406,33 @@ def test_postgresql_reads_the_first_load_in_chunks_by_default_and_sqlite_in_one_
     assert seen == [("postgresql", fit_input.PG_CHUNK_ROWS)]
     fit_input.read_totals(Store(":memory:"), "ecarte", lambda u: None)
     assert seen == [("postgresql", fit_input.PG_CHUNK_ROWS)]
+
+
+def test_a_fit_is_saved_in_one_statement_on_postgresql_and_row_by_row_values_are_kept(any_store):
+    """A fit's ratings are written under the writer lock, which every result commit waits for:
+    on PostgreSQL in one statement (the rows as arrays), not one per bot; on both databases the
+    rows are the fit's (an interval not known yet: inf), a new bot gets its row, and the counts
+    each result keeps (games, wins) stay as the results left them."""
+    from sqlalchemy import event, text
+
+    from arena.stats.rating import Rating
+
+    store = any_store
+    _, bots = _history(store, 6, 30, pending=0)
+    before = {b: (g, w) for b, g, w in store.run(text("SELECT bot, games, wins FROM ladder WHERE game='ecarte'"))}
+    ratings = [Rating(name=b, elo=1400.0 + i, ci95=math.inf if i == 0 else 20.0 + i, games=99, wins=0, losses=0,
+                      draws=0) for i, b in enumerate(bots + [f"extra{k}" for k in range(2500)])]
+    executions = []
+    listen = partial(event.listen, store.connection.engine, "before_cursor_execute")
+    listen(lambda conn, cursor, statement, params, context, many: executions.append(many))
+    store.save_ladder_fit("ecarte", ratings, 30, 12)
+    if store.dialect == "postgresql":
+        assert executions == [False, False]  # the ratings, then the fit's state: two statements in all
+    saved = {r[0]: r[1:] for r in store.ladder_intervals("ecarte")}
+    assert len(saved) == len(ratings)
+    for r in ratings:
+        elo, ci95, games = saved[r.name]
+        assert elo == r.elo and ci95 == r.ci95 and games == before.get(r.name, (99, 0))[0]
+    after = {b: (g, w) for b, g, w in store.run(text("SELECT bot, games, wins FROM ladder WHERE game='ecarte'"))}
+    assert all(after[b] == before[b] for b in before) and after["extra7"] == (99, 0)
+    assert store.ladder_state("ecarte")["fitted_results"] == 30
