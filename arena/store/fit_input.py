@@ -14,11 +14,12 @@ agree:
   million units counted at least once, 5.2 million rows) about 7.5-10.5 s of CPU, 500 MB at the
   peak (docs/contests.md §12). Summing them per pair in SQL (``GROUP BY a, b``) was slower on
   SQLite: its eight sums cost more than fetching the rows. On PostgreSQL the units are read in
-  chunks of the primary key's order, each chunk in a short snapshot of its own, with the
-  matches finished since the previous chunk (:func:`read_totals_chunked`: exact, each unit
-  once): a snapshot held for the whole read (seconds) would keep every row version the results
-  write meanwhile, and each result updates the same few rows (``ladder_state``, the bots'
-  ``ladder`` rows), so every result's lookups walked longer and longer chains of dead versions.
+  ranges of pages, each in a short snapshot of its own with the matches finished since the
+  previous one, the rows those touched read anew at the end (:func:`read_totals_chunked`:
+  exact, each unit once): a snapshot held for the whole read (seconds) keeps every row version
+  the results write meanwhile, and each result updates the same few rows (``ladder_state``, the
+  bots' ``ladder`` rows), so that every result's updates and lookups walk longer and longer
+  chains of dead versions.
 * :func:`read_new`, before each refit: the units of the matches finished since, found from the
   :class:`FitCursor` the last read left: every ``matches`` row above its highest id (one range
   of the primary key: the matches created since), and, when that does not account for every
@@ -57,9 +58,9 @@ log = logging.getLogger(__name__)
 CHUNK = 50_000
 """Rows fetched at a time by :func:`read_totals` (a chunk of Python rows at a time in memory)."""
 
-PG_CHUNK_ROWS = 20_000
-"""Rows per read snapshot of :func:`read_totals` on PostgreSQL (:func:`read_totals_chunked`): a
-snapshot lasts about one chunk (tens of ms), not the whole read."""
+PG_CHUNK_PAGES = 512
+"""Pages (8 KiB) of ``ladder_units`` per read snapshot of :func:`read_totals` on PostgreSQL
+(:func:`read_totals_chunked`): about 50,000 rows, a snapshot of tens of ms, not the whole read."""
 
 BATCH = 1_000_000
 """Units per batch :func:`read_totals` hands on (as arrays: 40 bytes per unit)."""
@@ -131,13 +132,18 @@ def read_snapshot(store: Any) -> Any:
 RESULTS = text("SELECT results FROM ladder_state WHERE game=:game")
 LAST_MATCH = text("SELECT MAX(id) FROM matches")
 PENDING = text("SELECT id FROM matches WHERE game=:game AND status='pending'")
-_KEYS = "SELECT a, b, points, games, n FROM ladder_units WHERE game=:game AND n<>0"
-UNITS_FIRST = text(_KEYS + " ORDER BY game, a, b, points, games LIMIT :limit")
-UNITS_AFTER = text(_KEYS + " AND (game, a, b, points, games) > (:game, :a, :b, :points, :games) "
-                   "ORDER BY game, a, b, points, games LIMIT :limit")
-"""A chunk of ``ladder_units`` in the order of its primary key (:func:`read_totals_chunked`): its first
-rows, and the rows after a key (rows counted ``n = 0`` are left out, in every chunk alike: a chunk
-covers every key from the previous chunk's last to its own last)."""
+_RANGE = "SELECT a, b, points, games, n FROM ladder_units WHERE "
+RANGE = {"sqlite": text(_RANGE + "rowid>=:lo AND rowid<:hi AND game=:game AND n<>0"),
+         "postgresql": text(_RANGE + "ctid>=CAST(:lo AS tid) AND ctid<CAST(:hi AS tid) AND game=:game AND n<>0")}
+RANGE_LAST = {"sqlite": text(_RANGE + "rowid>=:lo AND game=:game AND n<>0"),
+              "postgresql": text(_RANGE + "ctid>=CAST(:lo AS tid) AND game=:game AND n<>0")}
+"""A range of ``ladder_units`` by its rows' places (:func:`read_totals_chunked`): SQLite's rowids,
+PostgreSQL's pages (``ctid``: a TID range scan, PostgreSQL 14 and later); the last range open-ended."""
+EXTENT = {"sqlite": text("SELECT MAX(rowid) + 1 FROM ladder_units"),
+          "postgresql": text("SELECT pg_relation_size('ladder_units') / current_setting('block_size')::int")}
+"""Where ``ladder_units`` ends: the rowid after the last (SQLite), its pages (PostgreSQL)."""
+ROWS_IN = text("SELECT a, b, points, games, n FROM ladder_units WHERE game=:game AND n<>0 "
+               "AND (a, b, points, games) IN :keys").bindparams(bindparam("keys", expanding=True))
 UNITS = {  # one pass in the table's order (SQLite would otherwise walk an index and look up each row)
     "sqlite": text("SELECT a, b, points, games, n FROM ladder_units NOT INDEXED WHERE game=:game AND n<>0"),
     "postgresql": text("SELECT a, b, points, games, n FROM ladder_units WHERE game=:game AND n<>0"),
@@ -160,27 +166,28 @@ def _results(store: Any, game: str) -> int:
     return 0 if found is None else int(found)
 
 
-def read_totals(store: Any, game: str, sink: Callable[[Units | None], None], chunk_rows: int | None = None,
+def read_totals(store: Any, game: str, sink: Callable[[Units | None], None], chunk: int | None = None,
                 between: Callable[[], None] | None = None) -> FitCursor:
     """The whole ladder of ``game`` for a fitter starting: every unit counted (``ladder_units``),
     handed to ``sink`` in batches of about :data:`BATCH` units (memory: one batch at a time),
     and the :class:`FitCursor` to read on from. Raises what the store raises.
 
-    ``chunk_rows`` None (the default on SQLite): in one read snapshot, one pass over the table.
-    A number (the default on PostgreSQL, :data:`PG_CHUNK_ROWS`): :func:`read_totals_chunked`, in
-    short snapshots of that many rows each, so that no snapshot lasts the whole read.
+    ``chunk`` None (the default on SQLite): in one read snapshot, one pass over the table. A
+    number (the default on PostgreSQL, :data:`PG_CHUNK_PAGES`): :func:`read_totals_chunked`, in
+    short snapshots of that many pages (SQLite: rowids) each, so that no snapshot lasts the whole
+    read.
     ``between`` (tests) is called between two chunks' snapshots. If the chunked read cannot
     account for the results committed meanwhile (see :func:`read_new`), ``sink(None)`` says to
     forget the batches handed on so far, and the ladder is read again in one snapshot."""
-    if chunk_rows is None and store.dialect == "postgresql":
-        chunk_rows = PG_CHUNK_ROWS
-    if chunk_rows is not None:
-        cursor = read_totals_chunked(store, game, sink, chunk_rows, between)
+    if chunk is None and store.dialect == "postgresql":
+        chunk = PG_CHUNK_PAGES
+    if chunk is not None:
+        cursor = read_totals_chunked(store, game, sink, chunk, between)
         if cursor is not None:
             return cursor
         sink(None)
-        log.warning("ladder fit of %s: the matches finished during the chunked read do not account for the results "
-                    "counted; reading the whole ladder in one snapshot", game)
+        log.warning("ladder fit of %s: the matches finished during the chunked read do not account for the "
+                    "results counted; reading the whole ladder in one snapshot", game)
     index: dict[str, int] = {}
     parts: list[Units] = []
     with read_snapshot(store):
@@ -205,64 +212,125 @@ def _cursor_now(store: Any, game: str) -> FitCursor:
     return FitCursor(last_id=last_id, pending=pending, results=results)
 
 
-def read_totals_chunked(store: Any, game: str, sink: Callable[[Units | None], None], chunk_rows: int = CHUNK,
+def read_totals_chunked(store: Any, game: str, sink: Callable[[Units | None], None], chunk: int = CHUNK,
                         between: Callable[[], None] | None = None) -> FitCursor | None:
-    """:func:`read_totals` in short read snapshots: ``ladder_units`` in key order (its primary key,
-    ``(a, b, points, games)`` after ``game``), ``chunk_rows`` rows per snapshot, results committed
-    between them. Exact, whatever the results committed meanwhile:
+    """:func:`read_totals` in short read snapshots, results committed between them: ``ladder_units``
+    in ranges of its rows' places in the table (PostgreSQL: ``chunk`` pages by ``ctid``, a TID
+    range scan; SQLite: ``chunk`` rowids), the last range open-ended. One pass over the table
+    whatever its order, as the one-snapshot read, and exact whatever the results committed
+    meanwhile:
 
     * the first snapshot takes the :class:`FitCursor` (results, matches, pending) with the first
-      chunk; each later snapshot reads, with its chunk, the units of the matches finished since
-      the previous snapshot (:func:`read_new` from the previous snapshot's cursor);
-    * chunk ``j`` holds the rows with a key above the last key of chunk ``j - 1`` (``upper``),
-      as of its own snapshot: so the units finished since the previous snapshot are in it, and
-      in every later chunk, already. They are missing only from the rows of the chunks read
-      before, the keys up to ``upper``: those units alone are handed on (a key is compared as
-      the table orders it: text by its bytes, SQLite's ``BINARY`` and PostgreSQL's ``"C"``
-      collation of :data:`arena.store.schema.Str`, which is Python's order of ``str``);
+      range; each later snapshot reads, with its range, the units of the matches finished since
+      the previous snapshot (:func:`read_new` from the previous snapshot's cursor), and keeps
+      their keys ``(a, b, points, games)``: the rows the results touched during the read;
+    * a row no result touched during the read kept its value and its place (only a result's
+      upsert changes a row, and on PostgreSQL moves it): it was read once, in its range. A
+      touched row may have been read at an older value, or twice, or not at all (moved into a
+      range already read): whatever was read of the touched keys is taken back, and their rows
+      are read anew, by key, in the last snapshot;
     * the last snapshot's cursor is the one returned: the totals handed on are those of that
       snapshot, each unit once.
 
-    No snapshot lasts longer than one chunk (on PostgreSQL a long one would keep every row
-    version written meanwhile, and each result updates the same few rows: ``ladder_state``, the
-    bots' ``ladder`` rows, ``pair_counts``). Returns None, after handing on some batches maybe,
-    when the matches finished between two snapshots do not account for the results counted
-    (:func:`read_new` returns None): then the batches handed on are incomplete."""
+    Memory: the rows read are kept as packed keys and counts (12 bytes a row) until the end, to
+    take back those of the touched keys. No snapshot lasts longer than one range (on PostgreSQL a
+    long one keeps every row version written meanwhile, and each result updates the same few
+    rows: ``ladder_state``, the bots' ``ladder`` rows, ``pair_counts``). Returns None when the
+    matches finished between two snapshots do not account for the results counted
+    (:func:`read_new` returns None), or when a unit does not pack (points not a multiple of 1/2):
+    then some batches may have been handed on already, incomplete."""
     index: dict[str, int] = {}
-    parts: list[Units] = []
+    seen_keys: list[Any] = []  # per range: packed keys of the rows read, and their counts
+    seen_n: list[Any] = []
+    touched: set[tuple[str, str, float, int]] = set()
     cursor: FitCursor | None = None
-    upper: tuple[str, str, float, int] | None = None
+    lo, end = 0, 0
     while True:
         with read_snapshot(store):
             if cursor is None:
                 cursor = _cursor_now(store, game)
+                end = int(store.run(EXTENT[store.dialect]).scalar() or 0)
             else:
                 got = read_new(store, game, cursor)
                 if got is None:
                     return None
                 cursor, new = got
                 u = new.units
-                if upper is not None and u.a.size:
-                    late = [r for r in zip((u.names[i] for i in u.a), (u.names[i] for i in u.b), u.s.tolist(),
-                                           u.g.tolist(), u.c.tolist()) if (r[0], r[1], r[2], int(r[3])) <= upper]
-                    if late:
-                        parts.append(_columns(late, index))
-            query = UNITS_FIRST if upper is None else UNITS_AFTER
-            params = {"game": game, "limit": chunk_rows}
-            if upper is not None:
-                params |= {"a": upper[0], "b": upper[1], "points": upper[2], "games": upper[3]}
-            rows = store.run(query, params).all()
+                touched.update(zip((u.names[k] for k in u.a), (u.names[k] for k in u.b), u.s.tolist(),
+                                   (int(x) for x in u.g.tolist())))
+            last = lo + chunk >= end
+            rows = store.run(RANGE_LAST[store.dialect] if last else RANGE[store.dialect],
+                             {"game": game, **_bounds(store.dialect, lo, lo + chunk)}).all()
+            if last:
+                fresh = _rows_of(store, game, sorted(touched))
         if rows:
-            last = rows[-1]
-            upper = (last[0], last[1], float(last[2]), int(last[3]))
-            parts.append(_columns([tuple(r) for r in rows], index))
-        if sum(p.a.size for p in parts) >= BATCH or (len(rows) < chunk_rows and parts):
-            sink(_concatenate(parts, index))
-            parts = []
-        if len(rows) < chunk_rows:
-            return cursor
+            units = _columns([tuple(r) for r in rows], index)
+            packed = _pack(units)
+            if packed is None:
+                return None
+            seen_keys.append(packed)
+            seen_n.append(units.c.astype(np.int32))
+            sink(units)
+        if last:
+            break
+        lo += chunk
         if between is not None:
             between()
+    if touched:  # take back what was read of the touched keys, and count their rows as they are now
+        taken = Units.of([])
+        keys = np.concatenate(seen_keys) if seen_keys else np.zeros(0, np.int64)
+        counts = np.concatenate(seen_n) if seen_n else np.zeros(0, np.int32)
+        of_touched = _pack(_columns([(a, b, s_, g, 1) for a, b, s_, g in touched], index))
+        if of_touched is None:
+            return None
+        mask = np.isin(keys, of_touched)
+        if mask.any():
+            names = list(index)
+            a, b, pts, g = _unpack(keys[mask])
+            taken = Units(names, a, b, pts, g, -counts[mask].astype(float))
+            sink(taken)
+        if fresh:
+            sink(_columns([tuple(r) for r in fresh], index))
+    return cursor
+
+
+PACK_BOTS = 1 << 24
+"""Bots a packed key can tell apart (:func:`_pack`)."""
+
+
+def _pack(u: Units) -> Any:
+    """Each unit's key ``(a, b, points, games)`` as one int64 (``a``, ``b`` indexes below
+    :data:`PACK_BOTS`, twice the points below 16, games below 8); None if one does not fit."""
+    twice = u.s * 2
+    if u.a.size and (len(u.names) > PACK_BOTS or not np.array_equal(twice, np.round(twice))
+                     or twice.min() < 0 or twice.max() >= 16 or u.g.min() < 0 or u.g.max() >= 8):
+        return None
+    return ((u.a * PACK_BOTS + u.b) * 16 + twice.astype(np.int64)) * 8 + u.g.astype(np.int64)
+
+
+def _unpack(keys: Any) -> tuple[Any, Any, Any, Any]:
+    """:func:`_pack` undone: ``(a, b, points, games)`` arrays."""
+    g, rest = keys % 8, keys // 8
+    twice, rest = rest % 16, rest // 16
+    return rest // PACK_BOTS, rest % PACK_BOTS, twice / 2.0, g.astype(float)
+
+
+def _bounds(dialect: str, lo: int, hi: int) -> dict[str, Any]:
+    if dialect == "postgresql":
+        return {"lo": f"({lo},0)", "hi": f"({hi},0)"}
+    return {"lo": lo, "hi": hi}
+
+
+KEYS_IN = 500
+"""Keys per statement when :func:`read_totals_chunked` reads the touched rows anew."""
+
+
+def _rows_of(store: Any, game: str, keys: list[tuple[str, str, float, int]]) -> list[Any]:
+    """The ``ladder_units`` rows ``(a, b, points, games, n)`` of ``keys``, counted (``n <> 0``)."""
+    out: list[Any] = []
+    for k in range(0, len(keys), KEYS_IN):
+        out += store.run(ROWS_IN, {"game": game, "keys": keys[k:k + KEYS_IN]}).all()
+    return out
 
 
 def _concatenate(parts: list[Units], index: dict[str, int]) -> Units:
