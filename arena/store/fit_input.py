@@ -58,9 +58,10 @@ log = logging.getLogger(__name__)
 CHUNK = 50_000
 """Rows fetched at a time by :func:`read_totals` (a chunk of Python rows at a time in memory)."""
 
-PG_CHUNK_PAGES = 512
+PG_CHUNK_PAGES = 128
 """Pages (8 KiB) of ``ladder_units`` per read snapshot of :func:`read_totals` on PostgreSQL
-(:func:`read_totals_chunked`): about 50,000 rows, a snapshot of tens of ms, not the whole read."""
+(:func:`read_totals_chunked`): about 12,000 rows, a snapshot of a few ms, not the whole read (the
+fitter runs at a low priority: on a busy machine a snapshot lasts longer)."""
 
 BATCH = 1_000_000
 """Units per batch :func:`read_totals` hands on (as arrays: 40 bytes per unit)."""
