@@ -241,6 +241,7 @@ def read_totals_chunked(store: Any, game: str, sink: Callable[[Units | None], No
     (:func:`read_new` returns None), or when a unit does not pack (points not a multiple of 1/2):
     then some batches may have been handed on already, incomplete."""
     index: dict[str, int] = {}
+    parts: list[Units] = []
     seen_keys: list[Any] = []  # per range: packed keys of the rows read, and their counts
     seen_n: list[Any] = []
     touched: set[tuple[str, str, float, int]] = set()
@@ -271,7 +272,10 @@ def read_totals_chunked(store: Any, game: str, sink: Callable[[Units | None], No
                 return None
             seen_keys.append(packed)
             seen_n.append(units.c.astype(np.int32))
-            sink(units)
+            parts.append(units)
+        if parts and (last or sum(p.a.size for p in parts) >= BATCH):  # a few large batches: each costs a merge
+            sink(_concatenate(parts, index))
+            parts = []
         if last:
             break
         lo += chunk
