@@ -437,3 +437,33 @@ def test_a_fit_is_saved_in_one_statement_on_postgresql_and_row_by_row_values_are
     after = {b: (g, w) for b, g, w in store.run(text("SELECT bot, games, wins FROM ladder WHERE game='ecarte'"))}
     assert all(after[b] == before[b] for b in before) and after["extra7"] == (99, 0)
     assert store.ladder_state("ecarte")["fitted_results"] == 30
+
+
+def test_a_table_rewritten_during_a_chunked_first_load_is_read_again_in_one_snapshot(pg_url, caplog):
+    """``VACUUM FULL`` between two ranges moves every row to a new file: the ranges read so far
+    mean nothing there, so the load starts over in one snapshot, exact."""
+    import psycopg
+
+    store = Store(pg_url)
+    try:
+        rng = random.Random(5)
+        bots = [f"{'a long name, so that a page holds few rows ' * 2}{i}" for i in range(12)]
+        tid = store.create_tournament("ecarte", "ladder", 1, {}, bots, _plan(rng, bots, 500))
+        for m in store.pending_matches(tid)[:400]:
+            _finish(store, m.match_key, rng.choice(["0", "1", "draw"]))
+        done = []
+
+        def between():
+            if not done:
+                with psycopg.connect(pg_url, autocommit=True) as conn:
+                    conn.execute("VACUUM FULL ladder_units")
+                _finish(store, store.pending_matches(tid)[0].match_key, "1")
+                done.append(True)
+
+        with caplog.at_level(logging.WARNING):
+            totals, cursor = _totals_of(store, chunk=1, between=between)
+        assert done and "reading the whole ladder in one snapshot" in caplog.text
+        assert totals.as_dict() == _reference(store).as_dict()
+        assert cursor.results == store.ladder_state("ecarte")["results"]
+    finally:
+        store.close()

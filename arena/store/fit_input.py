@@ -143,6 +143,9 @@ PostgreSQL's pages (``ctid``: a TID range scan, PostgreSQL 14 and later); the la
 EXTENT = {"sqlite": text("SELECT MAX(rowid) + 1 FROM ladder_units"),
           "postgresql": text("SELECT pg_relation_size('ladder_units') / current_setting('block_size')::int")}
 """Where ``ladder_units`` ends: the rowid after the last (SQLite), its pages (PostgreSQL)."""
+FILE = {"sqlite": None, "postgresql": text("SELECT pg_relation_filenode('ladder_units')")}
+"""The file of ``ladder_units`` on PostgreSQL: a rewrite of the table (``VACUUM FULL``, ``CLUSTER``)
+moves every row to a new one."""
 ROWS_IN = text("SELECT a, b, points, games, n FROM ladder_units WHERE game=:game AND n<>0 "
                "AND (a, b, points, games) IN :keys").bindparams(bindparam("keys", expanding=True))
 UNITS = {  # one pass in the table's order (SQLite would otherwise walk an index and look up each row)
@@ -238,17 +241,23 @@ def read_totals_chunked(store: Any, game: str, sink: Callable[[Units | None], No
     long one keeps every row version written meanwhile, and each result updates the same few
     rows: ``ladder_state``, the bots' ``ladder`` rows, ``pair_counts``). Returns None when the
     matches finished between two snapshots do not account for the results counted
-    (:func:`read_new` returns None), or when a unit does not pack (points not a multiple of 1/2):
-    then some batches may have been handed on already, incomplete."""
+    (:func:`read_new` returns None), when a unit does not pack (points not a multiple of 1/2), or
+    on PostgreSQL when the table was rewritten meanwhile (``VACUUM FULL``: every row moved; its
+    file changed): then some batches may have been handed on already, incomplete."""
     index: dict[str, int] = {}
     parts: list[Units] = []
     seen_keys: list[Any] = []  # per range: packed keys of the rows read, and their counts
     seen_n: list[Any] = []
     touched: set[tuple[str, str, float, int]] = set()
     cursor: FitCursor | None = None
-    lo, end = 0, 0
+    lo, end, first_file = 0, 0, None
     while True:
         with read_snapshot(store):
+            if FILE[store.dialect] is not None:
+                file = store.run(FILE[store.dialect]).scalar()
+                if cursor is not None and file != first_file:  # the table was rewritten (VACUUM FULL)
+                    return None
+                first_file = file
             if cursor is None:
                 cursor = _cursor_now(store, game)
                 end = int(store.run(EXTENT[store.dialect]).scalar() or 0)
@@ -282,7 +291,6 @@ def read_totals_chunked(store: Any, game: str, sink: Callable[[Units | None], No
         if between is not None:
             between()
     if touched:  # take back what was read of the touched keys, and count their rows as they are now
-        taken = Units.of([])
         keys = np.concatenate(seen_keys) if seen_keys else np.zeros(0, np.int64)
         counts = np.concatenate(seen_n) if seen_n else np.zeros(0, np.int32)
         of_touched = _pack(_columns([(a, b, s_, g, 1) for a, b, s_, g in touched], index))
@@ -292,8 +300,7 @@ def read_totals_chunked(store: Any, game: str, sink: Callable[[Units | None], No
         if mask.any():
             names = list(index)
             a, b, pts, g = _unpack(keys[mask])
-            taken = Units(names, a, b, pts, g, -counts[mask].astype(float))
-            sink(taken)
+            sink(Units(names, a, b, pts, g, -counts[mask].astype(float)))
         if fresh:
             sink(_columns([tuple(r) for r in fresh], index))
     return cursor
