@@ -23,7 +23,7 @@ from arena.schedule.formats import Pairing
 from arena.stats.ladder import refit
 from arena.stats.rating import LadderTotals, fit_totals, fit_units
 from arena.stats.synthetic import synthetic_field
-from arena.store.fit_input import Units, read_new
+from arena.store.fit_input import Units, read_new, read_totals
 from arena.store.sqlite import Store
 from tests.dense_fit import dense_fit_units
 from tests.test_rating import _close_to_dense
@@ -311,3 +311,160 @@ def test_the_fitter_command_defaults_to_the_default_policy(monkeypatch):
     monkeypatch.setattr(fitter.trio, "run", lambda f, *args: seen.append(args))
     assert fitter.main(["--db", "x.db", "--game", "ecarte"]) == 0
     assert seen == [("x.db", "ecarte", FitPolicy())]
+
+
+def _totals_of(store: Store, chunk: int | None, between=None) -> tuple[LadderTotals, object]:
+    totals = LadderTotals()
+
+    def add(u):
+        nonlocal totals
+        if u is None:
+            totals = LadderTotals()
+        else:
+            totals.add_units(u.names, u.a, u.b, u.s, u.g, u.c)
+
+    cursor = read_totals(store, "ecarte", add, chunk=chunk, between=between)
+    return totals, cursor
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_chunked_first_load_is_exact_whatever_results_are_committed_between_its_chunks(any_store, seed):
+    """The first load in short snapshots (PostgreSQL's default): results committed between two
+    chunks (completing duplicate pairs whose first half was read before or after, new pairs of
+    bots, draws, aborts, matches scheduled meanwhile) are each counted once: the totals are those
+    of a fresh read at the end, its cursor counts the same results, and the fitter reads on from
+    there exactly."""
+    store = any_store
+    rng = random.Random(seed)
+    bots = [f"{'a long name, so that a page holds few rows ' * 2}{i}" for i in range(9)] + ["é", "Z", "a-b", "b0 "]
+    tid = store.create_tournament("ecarte", "ladder", 1, {}, bots, _plan(rng, bots, 900))
+    keys = [m.match_key for m in store.pending_matches(tid)]
+    rng.shuffle(keys)
+    for key in keys[:600]:
+        _finish(store, key, rng.choice(["0", "1", "draw"]))
+    chunks = []
+    scheduled = 1000
+
+    def between():
+        nonlocal scheduled
+        chunks.append(store.ladder_state("ecarte")["results"])
+        for _ in range(rng.randint(0, 4)):
+            pending = [m.match_key for m in store.pending_matches(tid)]
+            if rng.random() < 0.2:
+                for p in _plan(rng, bots + [f"new{len(chunks)}"], 2, start=scheduled):
+                    store.add_match(tid, "ecarte", p)
+                    scheduled = max(scheduled, p.index + 1)
+            elif pending:
+                _finish(store, rng.choice(pending), rng.choice(["0", "1", "1", "draw", "abort"]))
+
+    # ranges of 1 page (PostgreSQL: about 100 rows; rows move when updated) or of 16 rowids (SQLite)
+    totals, cursor = _totals_of(store, chunk=1 if store.dialect == "postgresql" else 16, between=between)
+    assert len(chunks) >= 4 and chunks[-1] > chunks[0]  # results did come between the chunks
+    whole, fresh = _totals_of(store, chunk=None)
+    assert totals.as_dict() == whole.as_dict() == _reference(store).as_dict()
+    assert cursor.results == fresh.results == store.ladder_state("ecarte")["results"] == totals.results()
+    state = FitState("ecarte")  # and a fitter reading on from that cursor stays exact
+    state.totals, state.cursor = totals, cursor
+    for key in [m.match_key for m in store.pending_matches(tid)][:10]:
+        _finish(store, key, rng.choice(["0", "1", "draw"]))
+    state.update(store)
+    assert state.loads == 0 and state.totals.as_dict() == _reference(store).as_dict()
+
+
+def test_a_chunked_first_load_that_cannot_account_for_the_results_reads_again_in_one_snapshot(caplog):
+    store = Store(":memory:")
+    tid, _ = _history(store, 8, 40, pending=3)
+    pending = [m.match_key for m in store.pending_matches(tid)]
+
+    def between():  # a match finished that the load never saw pending (as if edited by hand)
+        if pending:
+            key = pending.pop()
+            store.db.execute("UPDATE matches SET status='done', winner_seat=0 WHERE match_key=?", (key,))
+            store.db.execute("UPDATE ladder_state SET results=results+1 WHERE game='ecarte'")
+            store.db.execute("UPDATE matches SET status='pending' WHERE match_key=?", (key,))
+
+    with caplog.at_level(logging.WARNING):
+        totals, cursor = _totals_of(store, chunk=5, between=between)
+    assert "reading the whole ladder in one snapshot" in caplog.text
+    whole, fresh = _totals_of(store, chunk=None)
+    assert totals.as_dict() == whole.as_dict() and cursor.results == fresh.results
+
+
+def test_postgresql_reads_the_first_load_in_chunks_by_default_and_sqlite_in_one_snapshot(monkeypatch):
+    import arena.store.fit_input as fit_input
+
+    seen = []
+
+    def chunked(store, game, sink, rows, between):
+        seen.append((store.dialect, rows))
+        return fit_input.FitCursor(last_id=0, pending=[], results=0)
+
+    monkeypatch.setattr(fit_input, "read_totals_chunked", chunked)
+
+    class Fake:
+        dialect = "postgresql"
+
+    assert fit_input.read_totals(Fake(), "ecarte", lambda u: None).results == 0
+    assert seen == [("postgresql", fit_input.PG_CHUNK_PAGES)]
+    fit_input.read_totals(Store(":memory:"), "ecarte", lambda u: None)
+    assert seen == [("postgresql", fit_input.PG_CHUNK_PAGES)]
+
+
+def test_a_fit_is_saved_in_one_statement_on_postgresql_and_row_by_row_values_are_kept(any_store):
+    """A fit's ratings are written under the writer lock, which every result commit waits for:
+    on PostgreSQL in one statement (the rows as arrays), not one per bot; on both databases the
+    rows are the fit's (an interval not known yet: inf), a new bot gets its row, and the counts
+    each result keeps (games, wins) stay as the results left them."""
+    from sqlalchemy import event, text
+
+    from arena.stats.rating import Rating
+
+    store = any_store
+    _, bots = _history(store, 6, 30, pending=0)
+    before = {b: (g, w) for b, g, w in store.run(text("SELECT bot, games, wins FROM ladder WHERE game='ecarte'"))}
+    ratings = [Rating(name=b, elo=1400.0 + i, ci95=math.inf if i == 0 else 20.0 + i, games=99, wins=0, losses=0,
+                      draws=0) for i, b in enumerate(bots + [f"extra{k}" for k in range(2500)])]
+    executions = []
+    listen = partial(event.listen, store.connection.engine, "before_cursor_execute")
+    listen(lambda conn, cursor, statement, params, context, many: executions.append(many))
+    store.save_ladder_fit("ecarte", ratings, 30, 12)
+    if store.dialect == "postgresql":
+        assert executions == [False, False]  # the ratings, then the fit's state: two statements in all
+    saved = {r[0]: r[1:] for r in store.ladder_intervals("ecarte")}
+    assert len(saved) == len(ratings)
+    for r in ratings:
+        elo, ci95, games = saved[r.name]
+        assert elo == r.elo and ci95 == r.ci95 and games == before.get(r.name, (99, 0))[0]
+    after = {b: (g, w) for b, g, w in store.run(text("SELECT bot, games, wins FROM ladder WHERE game='ecarte'"))}
+    assert all(after[b] == before[b] for b in before) and after["extra7"] == (99, 0)
+    assert store.ladder_state("ecarte")["fitted_results"] == 30
+
+
+def test_a_table_rewritten_during_a_chunked_first_load_is_read_again_in_one_snapshot(pg_url, caplog):
+    """``VACUUM FULL`` between two ranges moves every row to a new file: the ranges read so far
+    mean nothing there, so the load starts over in one snapshot, exact."""
+    import psycopg
+
+    store = Store(pg_url)
+    try:
+        rng = random.Random(5)
+        bots = [f"{'a long name, so that a page holds few rows ' * 2}{i}" for i in range(12)]
+        tid = store.create_tournament("ecarte", "ladder", 1, {}, bots, _plan(rng, bots, 500))
+        for m in store.pending_matches(tid)[:400]:
+            _finish(store, m.match_key, rng.choice(["0", "1", "draw"]))
+        done = []
+
+        def between():
+            if not done:
+                with psycopg.connect(pg_url, autocommit=True) as conn:
+                    conn.execute("VACUUM FULL ladder_units")
+                _finish(store, store.pending_matches(tid)[0].match_key, "1")
+                done.append(True)
+
+        with caplog.at_level(logging.WARNING):
+            totals, cursor = _totals_of(store, chunk=1, between=between)
+        assert done and "reading the whole ladder in one snapshot" in caplog.text
+        assert totals.as_dict() == _reference(store).as_dict()
+        assert cursor.results == store.ladder_state("ecarte")["results"]
+    finally:
+        store.close()

@@ -156,7 +156,11 @@ class FitState:
                         "whole ladder again", self.game)
         totals = LadderTotals()
 
-        def add(u: Units) -> None:
+        def add(u: Units | None) -> None:
+            nonlocal totals
+            if u is None:  # the read starts over (arena.store.fit_input.read_totals)
+                totals = LadderTotals()
+                return
             totals.add_units(u.names, u.a, u.b, u.s, u.g, u.c)
 
         cursor = read_totals(store, self.game, add)

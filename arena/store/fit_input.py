@@ -13,7 +13,13 @@ agree:
   still pending. Its cost grows with the distinct units; on the 10,000-bot season store (2.8
   million units counted at least once, 5.2 million rows) about 7.5-10.5 s of CPU, 500 MB at the
   peak (docs/contests.md §12). Summing them per pair in SQL (``GROUP BY a, b``) was slower on
-  SQLite: its eight sums cost more than fetching the rows.
+  SQLite: its eight sums cost more than fetching the rows. On PostgreSQL the units are read in
+  ranges of pages, each in a short snapshot of its own with the matches finished since the
+  previous one, the rows those touched read anew at the end (:func:`read_totals_chunked`:
+  exact, each unit once): a snapshot held for the whole read (seconds) keeps every row version
+  the results write meanwhile, and each result updates the same few rows (``ladder_state``, the
+  bots' ``ladder`` rows), so that every result's updates and lookups walk longer and longer
+  chains of dead versions.
 * :func:`read_new`, before each refit: the units of the matches finished since, found from the
   :class:`FitCursor` the last read left: every ``matches`` row above its highest id (one range
   of the primary key: the matches created since), and, when that does not account for every
@@ -38,6 +44,7 @@ None and the fitter reads the totals afresh.
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable
 from typing import Any
@@ -46,8 +53,15 @@ import msgspec
 import numpy as np
 from sqlalchemy import bindparam, text
 
+log = logging.getLogger(__name__)
+
 CHUNK = 50_000
 """Rows fetched at a time by :func:`read_totals` (a chunk of Python rows at a time in memory)."""
+
+PG_CHUNK_PAGES = 128
+"""Pages (8 KiB) of ``ladder_units`` per read snapshot of :func:`read_totals` on PostgreSQL
+(:func:`read_totals_chunked`): about 12,000 rows, a snapshot of a few ms, not the whole read (the
+fitter runs at a low priority: on a busy machine a snapshot lasts longer)."""
 
 BATCH = 1_000_000
 """Units per batch :func:`read_totals` hands on (as arrays: 40 bytes per unit)."""
@@ -119,6 +133,21 @@ def read_snapshot(store: Any) -> Any:
 RESULTS = text("SELECT results FROM ladder_state WHERE game=:game")
 LAST_MATCH = text("SELECT MAX(id) FROM matches")
 PENDING = text("SELECT id FROM matches WHERE game=:game AND status='pending'")
+_RANGE = "SELECT a, b, points, games, n FROM ladder_units WHERE "
+RANGE = {"sqlite": text(_RANGE + "rowid>=:lo AND rowid<:hi AND game=:game AND n<>0"),
+         "postgresql": text(_RANGE + "ctid>=CAST(:lo AS tid) AND ctid<CAST(:hi AS tid) AND game=:game AND n<>0")}
+RANGE_LAST = {"sqlite": text(_RANGE + "rowid>=:lo AND game=:game AND n<>0"),
+              "postgresql": text(_RANGE + "ctid>=CAST(:lo AS tid) AND game=:game AND n<>0")}
+"""A range of ``ladder_units`` by its rows' places (:func:`read_totals_chunked`): SQLite's rowids,
+PostgreSQL's pages (``ctid``: a TID range scan, PostgreSQL 14 and later); the last range open-ended."""
+EXTENT = {"sqlite": text("SELECT MAX(rowid) + 1 FROM ladder_units"),
+          "postgresql": text("SELECT pg_relation_size('ladder_units') / current_setting('block_size')::int")}
+"""Where ``ladder_units`` ends: the rowid after the last (SQLite), its pages (PostgreSQL)."""
+FILE = {"sqlite": None, "postgresql": text("SELECT pg_relation_filenode('ladder_units')")}
+"""The file of ``ladder_units`` on PostgreSQL: a rewrite of the table (``VACUUM FULL``, ``CLUSTER``)
+moves every row to a new one."""
+ROWS_IN = text("SELECT a, b, points, games, n FROM ladder_units WHERE game=:game AND n<>0 "
+               "AND (a, b, points, games) IN :keys").bindparams(bindparam("keys", expanding=True))
 UNITS = {  # one pass in the table's order (SQLite would otherwise walk an index and look up each row)
     "sqlite": text("SELECT a, b, points, games, n FROM ladder_units NOT INDEXED WHERE game=:game AND n<>0"),
     "postgresql": text("SELECT a, b, points, games, n FROM ladder_units WHERE game=:game AND n<>0"),
@@ -141,17 +170,32 @@ def _results(store: Any, game: str) -> int:
     return 0 if found is None else int(found)
 
 
-def read_totals(store: Any, game: str, sink: Callable[[Units], None]) -> FitCursor:
-    """The whole ladder of ``game`` for a fitter starting, in one read snapshot: every unit
-    counted (``ladder_units``, one pass over the table), handed to ``sink`` in batches of about
-    :data:`BATCH` units (memory: one batch at a time), and the :class:`FitCursor` to read on
-    from. Raises what the store raises."""
+def read_totals(store: Any, game: str, sink: Callable[[Units | None], None], chunk: int | None = None,
+                between: Callable[[], None] | None = None) -> FitCursor:
+    """The whole ladder of ``game`` for a fitter starting: every unit counted (``ladder_units``),
+    handed to ``sink`` in batches of about :data:`BATCH` units (memory: one batch at a time),
+    and the :class:`FitCursor` to read on from. Raises what the store raises.
+
+    ``chunk`` None (the default on SQLite): in one read snapshot, one pass over the table. A
+    number (the default on PostgreSQL, :data:`PG_CHUNK_PAGES`): :func:`read_totals_chunked`, in
+    short snapshots of that many pages (SQLite: rowids) each, so that no snapshot lasts the whole
+    read.
+    ``between`` (tests) is called between two chunks' snapshots. If the chunked read cannot
+    account for the results committed meanwhile (see :func:`read_new`), ``sink(None)`` says to
+    forget the batches handed on so far, and the ladder is read again in one snapshot."""
+    if chunk is None and store.dialect == "postgresql":
+        chunk = PG_CHUNK_PAGES
+    if chunk is not None:
+        cursor = read_totals_chunked(store, game, sink, chunk, between)
+        if cursor is not None:
+            return cursor
+        sink(None)
+        log.warning("ladder fit of %s: the matches finished during the chunked read do not account for the "
+                    "results counted; reading the whole ladder in one snapshot", game)
     index: dict[str, int] = {}
     parts: list[Units] = []
     with read_snapshot(store):
-        results = _results(store, game)
-        last_id = store.run(LAST_MATCH).scalar() or 0
-        pending = sorted(r[0] for r in store.run(PENDING, {"game": game}))
+        cursor = _cursor_now(store, game)
         # streamed (a server-side cursor on PostgreSQL): one chunk in memory at a time
         cur = store.run(UNITS[store.dialect].execution_options(stream_results=True, yield_per=CHUNK), {"game": game})
         while rows := cur.fetchmany(CHUNK):
@@ -161,7 +205,144 @@ def read_totals(store: Any, game: str, sink: Callable[[Units], None]) -> FitCurs
                 parts = []
         if parts:
             sink(_concatenate(parts, index))
+    return cursor
+
+
+def _cursor_now(store: Any, game: str) -> FitCursor:
+    """The :class:`FitCursor` of the store as the caller's snapshot sees it."""
+    results = _results(store, game)
+    last_id = store.run(LAST_MATCH).scalar() or 0
+    pending = sorted(r[0] for r in store.run(PENDING, {"game": game}))
     return FitCursor(last_id=last_id, pending=pending, results=results)
+
+
+def read_totals_chunked(store: Any, game: str, sink: Callable[[Units | None], None], chunk: int = CHUNK,
+                        between: Callable[[], None] | None = None) -> FitCursor | None:
+    """:func:`read_totals` in short read snapshots, results committed between them: ``ladder_units``
+    in ranges of its rows' places in the table (PostgreSQL: ``chunk`` pages by ``ctid``, a TID
+    range scan; SQLite: ``chunk`` rowids), the last range open-ended. One pass over the table
+    whatever its order, as the one-snapshot read, and exact whatever the results committed
+    meanwhile:
+
+    * the first snapshot takes the :class:`FitCursor` (results, matches, pending) with the first
+      range; each later snapshot reads, with its range, the units of the matches finished since
+      the previous snapshot (:func:`read_new` from the previous snapshot's cursor), and keeps
+      their keys ``(a, b, points, games)``: the rows the results touched during the read;
+    * a row no result touched during the read kept its value and its place (only a result's
+      upsert changes a row, and on PostgreSQL moves it): it was read once, in its range. A
+      touched row may have been read at an older value, or twice, or not at all (moved into a
+      range already read): whatever was read of the touched keys is taken back, and their rows
+      are read anew, by key, in the last snapshot;
+    * the last snapshot's cursor is the one returned: the totals handed on are those of that
+      snapshot, each unit once.
+
+    Memory: the rows read are kept as packed keys and counts (12 bytes a row) until the end, to
+    take back those of the touched keys. No snapshot lasts longer than one range (on PostgreSQL a
+    long one keeps every row version written meanwhile, and each result updates the same few
+    rows: ``ladder_state``, the bots' ``ladder`` rows, ``pair_counts``). Returns None when the
+    matches finished between two snapshots do not account for the results counted
+    (:func:`read_new` returns None), when a unit does not pack (points not a multiple of 1/2), or
+    on PostgreSQL when the table was rewritten meanwhile (``VACUUM FULL``: every row moved; its
+    file changed): then some batches may have been handed on already, incomplete."""
+    index: dict[str, int] = {}
+    parts: list[Units] = []
+    seen_keys: list[Any] = []  # per range: packed keys of the rows read, and their counts
+    seen_n: list[Any] = []
+    touched: set[tuple[str, str, float, int]] = set()
+    cursor: FitCursor | None = None
+    lo, end, first_file = 0, 0, None
+    while True:
+        with read_snapshot(store):
+            if FILE[store.dialect] is not None:
+                file = store.run(FILE[store.dialect]).scalar()
+                if cursor is not None and file != first_file:  # the table was rewritten (VACUUM FULL)
+                    return None
+                first_file = file
+            if cursor is None:
+                cursor = _cursor_now(store, game)
+                end = int(store.run(EXTENT[store.dialect]).scalar() or 0)
+            else:
+                got = read_new(store, game, cursor)
+                if got is None:
+                    return None
+                cursor, new = got
+                u = new.units
+                touched.update(zip((u.names[k] for k in u.a), (u.names[k] for k in u.b), u.s.tolist(),
+                                   (int(x) for x in u.g.tolist())))
+            last = lo + chunk >= end
+            rows = store.run(RANGE_LAST[store.dialect] if last else RANGE[store.dialect],
+                             {"game": game, **_bounds(store.dialect, lo, lo + chunk)}).all()
+            if last:
+                fresh = _rows_of(store, game, sorted(touched))
+        if rows:
+            units = _columns([tuple(r) for r in rows], index)
+            packed = _pack(units)
+            if packed is None:
+                return None
+            seen_keys.append(packed)
+            seen_n.append(units.c.astype(np.int32))
+            parts.append(units)
+        if parts and (last or sum(p.a.size for p in parts) >= BATCH):  # a few large batches: each costs a merge
+            sink(_concatenate(parts, index))
+            parts = []
+        if last:
+            break
+        lo += chunk
+        if between is not None:
+            between()
+    if touched:  # take back what was read of the touched keys, and count their rows as they are now
+        keys = np.concatenate(seen_keys) if seen_keys else np.zeros(0, np.int64)
+        counts = np.concatenate(seen_n) if seen_n else np.zeros(0, np.int32)
+        of_touched = _pack(_columns([(a, b, s_, g, 1) for a, b, s_, g in touched], index))
+        if of_touched is None:
+            return None
+        mask = np.isin(keys, of_touched)
+        if mask.any():
+            names = list(index)
+            a, b, pts, g = _unpack(keys[mask])
+            sink(Units(names, a, b, pts, g, -counts[mask].astype(float)))
+        if fresh:
+            sink(_columns([tuple(r) for r in fresh], index))
+    return cursor
+
+
+PACK_BOTS = 1 << 24
+"""Bots a packed key can tell apart (:func:`_pack`)."""
+
+
+def _pack(u: Units) -> Any:
+    """Each unit's key ``(a, b, points, games)`` as one int64 (``a``, ``b`` indexes below
+    :data:`PACK_BOTS`, twice the points below 16, games below 8); None if one does not fit."""
+    twice = u.s * 2
+    if u.a.size and (len(u.names) > PACK_BOTS or not np.array_equal(twice, np.round(twice))
+                     or twice.min() < 0 or twice.max() >= 16 or u.g.min() < 0 or u.g.max() >= 8):
+        return None
+    return ((u.a * PACK_BOTS + u.b) * 16 + twice.astype(np.int64)) * 8 + u.g.astype(np.int64)
+
+
+def _unpack(keys: Any) -> tuple[Any, Any, Any, Any]:
+    """:func:`_pack` undone: ``(a, b, points, games)`` arrays."""
+    g, rest = keys % 8, keys // 8
+    twice, rest = rest % 16, rest // 16
+    return rest // PACK_BOTS, rest % PACK_BOTS, twice / 2.0, g.astype(float)
+
+
+def _bounds(dialect: str, lo: int, hi: int) -> dict[str, Any]:
+    if dialect == "postgresql":
+        return {"lo": f"({lo},0)", "hi": f"({hi},0)"}
+    return {"lo": lo, "hi": hi}
+
+
+KEYS_IN = 500
+"""Keys per statement when :func:`read_totals_chunked` reads the touched rows anew."""
+
+
+def _rows_of(store: Any, game: str, keys: list[tuple[str, str, float, int]]) -> list[Any]:
+    """The ``ladder_units`` rows ``(a, b, points, games, n)`` of ``keys``, counted (``n <> 0``)."""
+    out: list[Any] = []
+    for k in range(0, len(keys), KEYS_IN):
+        out += store.run(ROWS_IN, {"game": game, "keys": keys[k:k + KEYS_IN]}).all()
+    return out
 
 
 def _concatenate(parts: list[Units], index: dict[str, int]) -> Units:

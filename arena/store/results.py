@@ -104,6 +104,16 @@ STATE = select(ladder_state.c.results, ladder_state.c.fitted_results, ladder_sta
                ladder_state.c.fit_ms).where(ladder_state.c.game == _GAME)
 SAVE_RATING = upsert(ladder, ("game", "bot"), lambda new: {"elo": new.elo, "ci95": new.ci95,
                                                            "updated_at": new.updated_at})
+SAVE_RATINGS_PG = text(
+    "INSERT INTO ladder (game, bot, elo, ci95, games, updated_at) "
+    "SELECT :game, t.bot, t.elo, t.ci95, t.games, :updated_at "
+    "FROM unnest(CAST(:bots AS text[]), CAST(:elos AS double precision[]), CAST(:ci95s AS double precision[]), "
+    "CAST(:games AS bigint[])) AS t(bot, elo, ci95, games) "
+    "ON CONFLICT (game, bot) DO UPDATE SET elo=excluded.elo, ci95=excluded.ci95, updated_at=excluded.updated_at")
+""":data:`SAVE_RATING` of a whole fit in one statement on PostgreSQL: the rows as arrays, so that the
+writer lock is held for the server's work alone, not for the client's row by row (the fitter's
+process runs at a lower priority, :data:`arena.schedule.fitter.NICE`, and every result commit
+waits for that lock meanwhile)."""
 SAVE_FIT = upsert(ladder_state, ("game",), lambda new: {"fitted_results": new.fitted_results,
                                                         "fitted_at": new.fitted_at, "fit_ms": new.fit_ms})
 PAIR_COUNTS = Hot(select(pair_counts.c.b, pair_counts.c.n).where(
@@ -207,12 +217,23 @@ class Results:
         """Store a fit of ``game`` (``arena.stats.rating.Rating`` rows) made over its first
         ``results`` results, and when and how long (``fit_ms``) it took, in one write
         transaction. A bot's game count is kept by each result, not by the fit (a result
-        committed during the fit is already counted)."""
+        committed during the fit is already counted). On PostgreSQL the rows go in one statement
+        (:data:`SAVE_RATINGS_PG`): the writer lock, which every result commit waits for, is held for
+        the server's work only."""
         now = time.time()
+        if self.dialect == "postgresql":  # one statement, its arrays made before the writer lock is taken
+            ordered = sorted(ratings, key=lambda r: r.name)
+            rows: Any = {"game": game, "updated_at": now, "bots": [r.name for r in ordered],
+                         "elos": [float(r.elo) for r in ordered], "ci95s": [float(r.ci95) for r in ordered],
+                         "games": [int(r.games) for r in ordered]}
+            statement = SAVE_RATINGS_PG
+        else:
+            rows = [{"game": game, "bot": r.name, "elo": r.elo, "ci95": r.ci95, "games": r.games, "updated_at": now}
+                    for r in ratings]
+            statement = SAVE_RATING[self.dialect]
         with self._tx():
             if ratings:
-                self.run(SAVE_RATING[self.dialect], [{"game": game, "bot": r.name, "elo": r.elo, "ci95": r.ci95,
-                                                      "games": r.games, "updated_at": now} for r in ratings])
+                self.run(statement, rows)
             self.run(SAVE_FIT[self.dialect], {"game": game, "results": results, "fitted_results": results,
                                               "fitted_at": now, "fit_ms": fit_ms})
 
