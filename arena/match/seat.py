@@ -195,10 +195,21 @@ class Connection:
         self._deadline_s = deadline
         self._armed = rid
         scope = self._scope
-        if scope is not None and (deadline < scope.deadline or rid is None):
-            # a later deadline is left for the scope to reach first: when that stale one fires,
-            # the reader makes a new scope with this one (cheaper than moving it every decision)
+        if scope is None:
+            return
+        stale = scope.deadline
+        if deadline < stale or rid is None:
             scope.deadline = deadline
+        elif deadline > stale:
+            # a later deadline is mostly left for the scope to reach first (cheaper than moving it
+            # every decision): when that stale one fires, the reader makes a new scope with this
+            # one. But a stale deadline due within the first half of this request's time is moved
+            # now: its firing costs the reader a wake-up, and the readers of matches started
+            # together would all wake at once, every move_ms, and hold up the answers meanwhile
+            watch = self._watch
+            now = watch.woke if watch is not None else -INF  # this turn's wake: a clock read for free
+            if stale - now < (deadline - now) * 0.5:
+                scope.deadline = deadline
 
     # -- writing
 
