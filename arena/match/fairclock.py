@@ -10,8 +10,9 @@ is not charged (docs/protocol.md §10.4, "What is charged").
 How the arrival time is known, best first:
 
 * TCP sockets on Linux: the kernel stamps every received segment (``SO_TIMESTAMPNS``, read back
-  as ancillary data of ``recvmsg``). :func:`arrival` turns that stamp (on the wall clock) into
-  the event loop's clock;
+  as ancillary data of ``recvmsg``). :meth:`LoopWatch.arrived` turns that stamp (on the wall
+  clock) into the event loop's clock with the two clocks' offset read once per turn of the loop,
+  when it woke (no clock is read per read; :func:`arrival` reads both clocks each time);
 * any other stream (the socket pair of a launched bot's stdio relay, memory streams in tests):
   the moment the event loop last woke from its I/O wait (:class:`LoopWatch`), when it learnt the
   data was there; the time the loop then spends on other tasks before this reader runs is not
