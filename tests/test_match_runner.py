@@ -103,3 +103,13 @@ async def test_a_cancelled_match_is_left_pending_or_recorded_aborted_at_once(aut
                           on_cancel="abort")
     assert result is not None and result.reason == "aborted" and result.detail == "server shut down during the match"
     assert sink.recorded == [] and sink.now == [(result, sink.now[0][1])]
+
+
+async def test_a_match_cancelled_before_its_first_step_is_still_recorded_aborted_at_once(autojump_clock, tmp_path):
+    """The runner lets the loop poll between the parts of a match's start (issue 24: the other
+    matches' answers are not held up behind all of it), but those pauses are no cancellation
+    points: a match handed to a runner is played or recorded as ``on_cancel`` says."""
+    sink = Sink()
+    result, _ = await run(tmp_path / "c.jsonl.gz", sink, cancel_after_s=0.0, on_cancel="abort")
+    assert result is not None and result.reason == "aborted" and sink.recorded == []
+    assert sink.now == [(result, sink.now[0][1])]

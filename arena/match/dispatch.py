@@ -66,11 +66,12 @@ class Dispatcher:
         self.running = True
         parked = self._parked
         task_status.started()
+        wait_readable, poll, get, epfd = trio.lowlevel.wait_readable, ep.poll, parked.get, ep.fileno()
         try:
             while True:
-                await trio.lowlevel.wait_readable(ep.fileno())
-                for fd, _ in ep.poll(0, BATCH):
-                    entry = parked.get(fd)
+                await wait_readable(epfd)
+                for fd, _ in poll(0, BATCH):
+                    entry = get(fd)
                     if entry is None:
                         continue
                     self.handled += 1

@@ -96,6 +96,10 @@ class NoSink:
         """Nothing to pause."""
 
 
+_yield = trio.lowlevel.cancel_shielded_checkpoint
+"""Let the other tasks run (the loop polls for I/O first) without being a cancellation point."""
+
+
 def _count(game: str, result: MatchResult) -> None:
     outcome = "aborted" if result.reason == "aborted" else ("draw" if result.winner is None else "win")
     METRICS.matches_finished.labels(game, outcome, result.reason).inc()
@@ -132,6 +136,12 @@ class MatchRunner:
         """Play the match to its result, commit it to the sink, return it. A seat's fault never
         raises; the sink's own errors and a cancellation do (after ``on_cancel``)."""
         spec, seats = self.spec, self.seats
+        # a match's start and end are the longest steps a server takes (a log file opened, a
+        # deal, a log compressed and closed: about a millisecond in all): the loop polls for
+        # answers between their parts (_yield), so that the other matches' answers are not held
+        # up behind all of them at once. Not a cancellation point: a match handed to a runner is
+        # played or recorded as on_cancel says
+        await _yield()
         absent = [i for i, c in enumerate(seats) if c is None or c.closed.is_set()]
         if absent:
             return await self._unplayed(absent)
@@ -142,6 +152,7 @@ class MatchRunner:
                 self.sink.storage_fault("match log", log.error)
                 core = MatchCore(spec.match_id, spec.seed, spec.config, spec.names, packs=spec.packs)
                 return await self._finish(core.log_failed(log.error, opened=False).result, None)
+            await _yield()
             return await self._play(a, b, log)
 
     async def _unplayed(self, absent: list[int]) -> MatchResult:
@@ -168,6 +179,7 @@ class MatchRunner:
         spec, hub, sink = self.spec, self.hub, self.sink
 
         async def record(result: MatchResult) -> None:
+            await _yield()  # the log was just compressed and flushed: the last long step of a match
             await sink.record(result, self._log_ref(log))
             self.result = result
 

@@ -132,9 +132,11 @@ class Connection:
         self.peer = peer
         self.send_timeout_s = send_timeout_s
         self.closed = trio.Event()
+        self._shut = False  # closed.is_set(), as a plain attribute (read on every write)
         self.close_reason = ""
         self.core = ConnectionCore()
         self.handler: Handler | None = None
+        self._instant: Any = None  # the handler, if an InstantHandler (the dispatcher's cheap path)
         self.seat_no = 0
         self.busy = False  # seated in a match (set by the scheduler)
         self.legal_form = "full"  # "compact" if the bot asked for it at hello (set by the server)
@@ -150,6 +152,7 @@ class Connection:
         self._waited = True  # the last read waited for its data (else a flood may be under way)
         self._full = False  # the last read filled its buffer: more is probably waiting
         self._now = trio.current_time  # the loop clock's own method once the reader runs
+        self._watch: fairclock.LoopWatch | None = None  # the loop's watch (fair clock), once the reader runs
 
     # -- compatibility with the names the rest of the code uses
 
@@ -172,6 +175,7 @@ class Connection:
     def attach(self, handler: Handler, seat: int) -> None:
         """Seat the connection: its answers and faults go to ``handler`` as seat ``seat``."""
         self.handler = handler
+        self._instant = handler if callable(getattr(handler, "answer_now", None)) else None
         self.seat_no = seat
         self.core.seated = True
 
@@ -179,21 +183,36 @@ class Connection:
         """Unseat it (if ``handler`` still holds it): a pending request expires."""
         if self.handler is handler:
             self.handler = None
+            self._instant = None
             self.core.seated = False
         self.core.expire()
         self.arm(None, None)
 
     def arm(self, deadline_ns: int | None, rid: int | None) -> None:
         """The reader reports request ``rid`` as timed out at ``deadline_ns`` (loop clock, ns;
-        None: none) unless it is answered first."""
+        None: none) unless it is answered first. The reader's cancel scope keeps an earlier,
+        stale deadline (of a request already answered) unless it falls due within the first half
+        of this request's time, which costs the reader at most one wake-up per half a request's
+        time instead of one per decision or one per move_ms for every reader at once."""
         deadline = INF if deadline_ns is None else deadline_ns / 1e9
         self._deadline_s = deadline
         self._armed = rid
         scope = self._scope
-        if scope is not None and (deadline < scope.deadline or rid is None):
-            # a later deadline is left for the scope to reach first: when that stale one fires,
-            # the reader makes a new scope with this one (cheaper than moving it every decision)
+        if scope is None:
+            return
+        stale = scope.deadline
+        if deadline < stale or rid is None:
             scope.deadline = deadline
+        elif deadline > stale:
+            # a later deadline is mostly left for the scope to reach first (cheaper than moving it
+            # every decision): when that stale one fires, the reader makes a new scope with this
+            # one. But a stale deadline due within the first half of this request's time is moved
+            # now: its firing costs the reader a wake-up, and the readers of matches started
+            # together would all wake at once, every move_ms, and hold up the answers meanwhile
+            watch = self._watch
+            now = watch.woke if watch is not None else -INF  # this turn's wake: a clock read for free
+            if stale - now < (deadline - now) * 0.5:
+                scope.deadline = deadline
 
     # -- writing
 
@@ -203,7 +222,7 @@ class Connection:
 
     def writable_now(self) -> bool:
         """Whether a write would go straight to the socket: open, a socket, no write waiting."""
-        return self._raw is not None and not self._slow and not self.closed.is_set()
+        return self._raw is not None and not self._slow and not self._shut
 
     async def send_bytes(self, data: bytes) -> None:
         """Write ``data``; raise :class:`SendFailed` if the peer is gone or does not read."""
@@ -217,7 +236,7 @@ class Connection:
         :meth:`send_held` (the connection's writes keep their order: the turn is taken for it
         here, unless another write already waits for it)."""
         raw = self._raw
-        if raw is not None and not self._slow and not self.closed.is_set():
+        if raw is not None and not self._slow and not self._shut:
             try:
                 n = raw.send(data)
             except (BlockingIOError, OSError):  # an error shows again in send_held, which closes
@@ -237,7 +256,7 @@ class Connection:
         """Finish a write :meth:`send_now` began (``write``: what it returned), in its turn;
         :class:`SendFailed` as :meth:`send_bytes`."""
         self._slow -= 1  # _send_rest counts it again
-        if self.closed.is_set():
+        if self._shut:
             if write.held:
                 assert self._turn is not None, "a held write took the turn (send_now)"
                 self._turn.release()
@@ -298,6 +317,7 @@ class Connection:
         """Close the stream (idempotent); the reader then ends."""
         if not self.close_reason:
             self.close_reason = reason
+        self._shut = True
         self.closed.set()
         if self.dispatcher is not None:
             self.dispatcher.forget(self)  # before the socket's number can be reused
@@ -317,7 +337,7 @@ class Connection:
         raw = self._raw
         if raw is None:
             data = await self.stream.receive_some(self.reader.chunk)
-            self._arrived_ns = int(min(fairclock.watch().woke, self._now()) * 1e9)
+            self._arrived_ns = int((self._watch or fairclock.watch()).woke * 1e9)  # woke <= now: the loop woke for it
             self._waited = True
             return data
         dispatcher = self.dispatcher
@@ -343,9 +363,7 @@ class Connection:
             raise
         except OSError:
             return b""
-        now = self._now()
-        t = fairclock.arrival(anc, now) if anc else None
-        self._arrived_ns = int((min(fairclock.watch().woke, now) if t is None else t) * 1e9)
+        self._arrived_ns = int((self._watch or fairclock.watch()).arrived(anc) * 1e9)
         self._full = len(data) == self.reader.chunk  # more may be waiting: read before waiting
         self._waited = not self._full
         return data
@@ -386,16 +404,15 @@ class Connection:
             line = data[:-2] if n > 1 and data[-2] == 13 else data[:-1]
             if not line.strip():
                 return  # a blank line: free
-            handler: Any = self.handler
-            answer_now = getattr(handler, "answer_now", None)
-            if answer_now is not None and handler.writable_now():
+            handler = self._instant
+            if handler is not None and handler.writable_now():
                 verdict = self.core.line(line)
                 if verdict is None:
                     return
                 if type(verdict) is Answer:
                     self._armed = None  # the scope's deadline stays: a stale one that fires is ignored
                     dispatcher.answered += 1
-                    rest = answer_now(self, verdict.rid, verdict.action, self._arrived_ns)
+                    rest = handler.answer_now(self, verdict.rid, verdict.action, self._arrived_ns)
                     if rest is not None:
                         dispatcher.wake(self, outcome.Value((_FINISH, rest)))
                     return
@@ -428,6 +445,7 @@ class Connection:
         reader = self.reader
         blank = 0
         self._now = trio.lowlevel.current_clock().current_time  # trio.current_time, two calls shorter
+        self._watch = fairclock.watch()
         try:
             while True:
                 with trio.CancelScope(deadline=self._deadline_s) as scope:
@@ -474,6 +492,7 @@ class Connection:
             self._scope = None
             if not self.close_reason:
                 self.close_reason = "disconnected"
+            self._shut = True
             self.closed.set()
             if self.dispatcher is not None:
                 self.dispatcher.forget(self)

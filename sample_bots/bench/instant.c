@@ -32,7 +32,7 @@
  *
  * Build: `make sample_bots/bench/instant` (gcc -O2 -std=c11 -Wall -Wextra -Werror).
  */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE /* ppoll: a think time kept to the microsecond, not rounded to a millisecond */
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -200,8 +200,11 @@ static int handle(conn *c, const char *line, size_t len) {
 }
 
 /* ARENA_THINK_MS: send every held answer that is due, stamping its pair's latency clock; return
-   the milliseconds until the next one is due (-1: none held). */
-static int send_due(conn *conns, int n, double *answered, int timing) {
+   the seconds until the next one is due (-1: none held). The caller waits exactly that long
+   (ppoll): a wait rounded up to whole milliseconds would hold every answer that falls due
+   meanwhile and send them together, so that answers drawn independently reach the server in
+   bursts (as if the bots thought in lockstep). */
+static double send_due(conn *conns, int n, double *answered, int timing) {
     double now = now_s(), next = -1.0;
     for (int i = 0; i < n; i++) {
         conn *c = &conns[i];
@@ -215,9 +218,9 @@ static int send_due(conn *conns, int n, double *answered, int timing) {
             next = c->due;
         }
     }
-    if (next < 0.0) return -1;
-    int ms = (int)((next - now) * 1000.0) + 1;
-    return ms < 1 ? 1 : ms;
+    if (next < 0.0) return -1.0;
+    double left = next - now_s();
+    return left > 0.0 ? left : 0.0;
 }
 
 static int pingpong(const char *host, const char *port, const char *spec) {
@@ -304,8 +307,9 @@ int main(void) {
     }
     int open = n;
     while (open > 0) {
-        int wait_ms = think_s > 0.0 ? send_due(conns, n, answered, lat != NULL) : -1;
-        if (poll(pfd, (nfds_t)n, wait_ms) < 0) {
+        double wait_s = think_s > 0.0 ? send_due(conns, n, answered, lat != NULL) : -1.0;
+        struct timespec wait_ts = {(time_t)wait_s, (long)((wait_s - (double)(time_t)wait_s) * 1e9)};
+        if (ppoll(pfd, (nfds_t)n, wait_s < 0.0 ? NULL : &wait_ts, NULL) < 0) {
             if (errno == EINTR) continue;
             die("poll");
         }
