@@ -259,6 +259,11 @@ class GameMatch(Protocol):
         """Everything ``seat`` may know now."""
         ...
 
+    def peek_view(self, seat: int) -> GameView:
+        """:meth:`view` as it is now, sharing the engine's lists instead of copying them: only
+        for encoding at once (the match core's requests), never to keep or change."""
+        ...
+
     def auto_action(self) -> Any:
         """The action played for a seat under ``on_timeout = auto`` (ecarte.md §E8.1): the first
         legal action, for a discard without building the list."""

@@ -315,6 +315,13 @@ class EcarteMatch:
             proposals=self.proposals,
         )
 
+    def peek_view(self, seat: int) -> EcarteView:
+        """:meth:`view` without its copies: the same fields, sharing the engine's lists and
+        trick cards. For encoding at once (the match core's request), never to keep or change."""
+        return EcarteView(seat, self.dealer, self.elder, self.deal_no, self.manche_no, self.target, self._scores,
+                          self._manches, self.turn_up, self.trump, len(self.stock), self.hands[seat], self.tricks,
+                          self.trick, self.proposals)
+
     def auto_action(self) -> Any:
         """The action the referee plays for a bot under ``on_timeout = auto`` (§E8.1): the first
         legal action (for a discard, without building the list)."""

@@ -50,7 +50,7 @@ from collections import deque
 from collections.abc import Callable
 from itertools import chain as _chain
 from itertools import combinations as _combinations
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
 import msgspec
 from msgspec import Raw
@@ -66,7 +66,6 @@ from protocol.messages import (
     Compact,
     Error,
     ErrorCode,
-    GameEvent,
     Hello,
     MatchEnd,
     MatchStart,
@@ -333,16 +332,16 @@ NOTHING = Output()
 modify it."""
 
 
-class _Pending:
-    __slots__ = ("rid", "decision", "line_bytes", "deadline_ms", "sent_ns")
+class _Pending(msgspec.Struct, gc=False):
+    """The request a seat is asked: its id, decision, line length (bytes) and ``deadline_ms``,
+    how long the seat may take (ms, the wire's unit: move + bank + grace); ``sent_ns`` once
+    written (:meth:`MatchCore.sent`). A struct: built in C once per decision."""
 
-    def __init__(self, rid: int, decision: str, line_bytes: int, deadline_ms: int) -> None:
-        self.rid = rid
-        self.decision = decision
-        self.line_bytes = line_bytes
-        self.deadline_ms = deadline_ms
-        """How long the seat may take (ms, the wire's unit: move + bank + grace)."""
-        self.sent_ns: int | None = None
+    rid: int
+    decision: str
+    line_bytes: int
+    deadline_ms: int
+    sent_ns: int | None = None
 
 
 class MatchCore:
@@ -610,7 +609,7 @@ class MatchCore:
             raw = _encode(event)
             # the event, encoded: msgspec writes a Raw's bytes as they are (LogSeen's field is typed for
             # what readers decode, a GameEvent)
-            log.append(LogSeen(list(seen_by), cast(GameEvent, Raw(raw))))
+            log.append(LogSeen(list(seen_by), Raw(raw)))  # type: ignore[arg-type]
             for s in seen_by:
                 n = seq[s] = seq[s] + 1
                 buf = outbox[s]
@@ -645,7 +644,7 @@ class MatchCore:
         if word is not None and type(rid) is int and type(time_ms) is int and type(bank_ms) is int:
             # the request built around its encoded pieces: the bytes of Request(...) encoded whole
             line = _REQUEST % (rid, self._match_json, word, legal_json(engine, self.compact[s]),
-                               _encode(engine.view(s)), time_ms, bank_ms)
+                               _encode(engine.peek_view(s)), time_ms, bank_ms)
         else:
             # an engine names its decisions as str (GameMatch.decision); each is one of the protocol's
             # (Decision), which encoding does not check
@@ -674,8 +673,9 @@ _DECISION_JSON: dict[str, bytes] = {
 def legal_json(engine: Any, compact: bool) -> bytes:
     """The ``legal`` field of the request for ``engine``'s pending decision, encoded: the bytes of
     :func:`arena.games.base.offer` ``(engine, compact)`` encoded. A choice of cards asked in the
-    full form is encoded from the sets as tuples (an array each, as the lists of
-    :func:`arena.games.base.expand_choice`, in its order), without a list made of each."""
+    full form (the lists of :func:`arena.games.base.expand_choice`, in its order) is its hand's
+    cards put into a template of the sets kept per hand size and sizes of the choice
+    (:data:`_CHOICE_TEMPLATES`, one ``bytes.translate``): no list is made, nothing encoded."""
     choose = engine.choice()
     if choose is None:
         return _encode(engine.legal_actions())
@@ -685,7 +685,36 @@ def legal_json(engine: Any, compact: bool) -> bytes:
     if least < 0:  # no choice the rules make: as offer() gives it
         return _encode(engine.legal_actions())
     cards = choose.from_
+    n = len(cards)
+    if n <= _TEMPLATE_CARDS and least <= most and _PLAIN_CARDS.issuperset(cards):
+        template = _CHOICE_TEMPLATES.get((n, least, most)) or _choice_template(n, least, most)
+        return template.translate(bytes.maketrans(_MARKS[: 2 * n], "".join(cards).encode()))
     return _encode(list(_chain(*[_combinations(cards, k) for k in range(least, most + 1)])))
+
+
+_TEMPLATE_CARDS = 12
+"""The largest hand whose discards :func:`legal_json` builds from a template (a Piquet hand)."""
+
+_MARKS = bytes(b for i in range(_TEMPLATE_CARDS) for b in (1 + i, 0x10 + i))
+"""The placeholders of a discard's template: card ``i`` of the hand is the two bytes
+``_MARKS[2 * i : 2 * i + 2]`` (control characters that no card holds; see :data:`_PLAIN_CARDS`),
+its rank's then its suit's, so that one translation table puts the hand's cards in every place."""
+
+_PLAIN_CARDS = frozenset(r + s for s in "cdhs" for r in "6789TJQKA")
+"""Every card of both packs: two ASCII letters or digits, encoded by JSON as they are."""
+
+_CHOICE_TEMPLATES: dict[tuple[int, int, int], bytes] = {}
+"""The full form of a choice of ``min`` to ``max`` cards of a hand of ``n``, keyed ``(n, min, max)``:
+the JSON of every set (:func:`arena.games.base.expand_choice`'s order) with the placeholders of
+:data:`_MARKS` for the hand's cards (at most 13**3 keys, a few KB each)."""
+
+
+def _choice_template(n: int, least: int, most: int) -> bytes:
+    """The template of :data:`_CHOICE_TEMPLATES` for ``(n, least, most)``, made and kept."""
+    marks = [_MARKS[2 * i: 2 * i + 2] for i in range(n)]
+    sets = (b",".join(b'"%b"' % mark for mark in c) for k in range(least, most + 1) for c in _combinations(marks, k))
+    template = _CHOICE_TEMPLATES[n, least, most] = b"[" + b",".join(b"[%b]" % s for s in sets) + b"]"
+    return template
 
 
 __all__ = ["NOTHING", "Answer", "ConnectionCore", "Fault", "MatchConfig", "MatchCore", "MatchResult", "Output",
