@@ -60,7 +60,7 @@ from arena.games.base import IllegalAction, Seen, offer
 from arena.match.clock import Clock
 from arena.match.limits import LIMITS, Limits
 from arena.match.log import LOG_VERSION, RAW_BYTES, LogAction, LogIncident, LogSeen, offered_fields, raw_fields
-from protocol.framing import ProtocolError, decode_client, encode, encode_into
+from protocol.framing import ProtocolError, decode_client, encode
 from protocol.messages import (
     ActionMsg,
     Compact,
@@ -377,7 +377,8 @@ class MatchCore:
             request_ids = (itertools.count(1).__next__, itertools.count(1).__next__)
         self._ids = request_ids
         self._seq = [0, 0]
-        self._outbox = (bytearray(), bytearray())
+        self._outbox: tuple[list[bytes], list[bytes]] = ([], [])
+        """Per seat, the pieces of the lines queued for its next write (its events), joined then."""
         self._match_json = _encode(match_id)
         self._event_head = b'{"type":"event","match_id":%b,"seq":' % self._match_json
         self.pending: list[_Pending | None] = [None, None]
@@ -459,7 +460,7 @@ class MatchCore:
                 self._ask(out)
             return out
         self.decisions += 1
-        out = Output(log=[LogAction(seat, p.decision, action)], elapsed_ns=elapsed_ns, decided=seat)
+        out = Output([], [LogAction(seat, p.decision, action)], [], None, None, elapsed_ns, seat)
         self._emit(out, events)
         self._ask(out)
         return out
@@ -550,11 +551,11 @@ class MatchCore:
         sends = []
         for s in (0, 1):
             you: Literal["win", "loss", "none"] = "none" if r.winner is None else ("win" if r.winner == s else "loss")
-            buf = self._outbox[s]
-            encode_into(MatchEnd(match_id=self.match_id, winner=r.winner, you=you, reason=r.reason,
-                                 scores=r.scores, manches=r.manches, detail=r.detail), buf)
-            sends.append((s, bytes(buf)))
-            buf.clear()
+            queued = self._outbox[s]
+            queued.append(encode(MatchEnd(match_id=self.match_id, winner=r.winner, you=you, reason=r.reason,
+                                          scores=r.scores, manches=r.manches, detail=r.detail)))
+            sends.append((s, b"".join(queued)))
+            queued.clear()
         return sends
 
     # -- the policy
@@ -603,18 +604,19 @@ class MatchCore:
         the fields in order)."""
         seq = self._seq
         outbox = self._outbox
-        log = out.log
+        log = out.log.append
         head = self._event_head
+        encode_event = _encode
         for event, seen_by in events:
-            raw = _encode(event)
+            raw = encode_event(event)
             # the event, encoded: msgspec writes a Raw's bytes as they are (LogSeen's field is typed for
             # what readers decode, a GameEvent)
-            log.append(LogSeen(list(seen_by), Raw(raw)))  # type: ignore[arg-type]
+            log(LogSeen(list(seen_by), Raw(raw)))  # type: ignore[arg-type]
             for s in seen_by:
                 n = seq[s] = seq[s] + 1
-                buf = outbox[s]
-                buf += b'%b%d,"event":%b}\n' % (head, n, raw)
-        out.events.extend(events)
+                # the seat's line in pieces, joined with its next write
+                outbox[s].extend((head, _SEQ[n] if n < _SEQ_KEPT else b'%d,"event":' % n, raw, b"}\n"))
+        out.events += events
 
     def _ask(self, out: Output) -> None:
         """Ask the seat to act (its queued events and the request in one write), or end a match
@@ -638,8 +640,10 @@ class MatchCore:
         assert s is not None and decision is not None, "a match not over has a seat to act and a decision"
         clock = self.clocks[s]
         rid = self._ids[s]()
-        buf = self._outbox[s]
-        time_ms, bank_ms = clock.time_ms, clock.bank_ms
+        queued = self._outbox[s]
+        # Clock.time_ms and Clock.deadline_ms without their property calls (once per decision)
+        control = clock.control
+        time_ms, bank_ms = control.move_ms, clock.bank_ms
         word = _DECISION_JSON.get(decision)
         if word is not None and type(rid) is int and type(time_ms) is int and type(bank_ms) is int:
             # the request built around its encoded pieces: the bytes of Request(...) encoded whole
@@ -651,16 +655,21 @@ class MatchCore:
             line = encode(Request(id=rid, match_id=self.match_id, decision=decision,  # type: ignore[arg-type]
                                   legal=offer(engine, self.compact[s]), state=engine.view(s), time_ms=time_ms,
                                   bank_ms=bank_ms))
-        self.pending[s] = _Pending(rid, decision, len(line), clock.deadline_ms)
-        if buf:  # the events queued for the seat go first, in the same write
-            buf += line
-            line = bytes(buf)
-            buf.clear()
+        self.pending[s] = _Pending(rid, decision, len(line), time_ms + bank_ms + control.grace_ms)
+        if queued:  # the events queued for the seat go first, in the same write
+            queued.append(line)
+            line = b"".join(queued)
+            queued.clear()
         out.sends.append((s, line))
         out.asked = (s, rid)
 
 
 _encode = msgspec.json.Encoder().encode
+
+_SEQ_KEPT = 4096
+_SEQ = [b'%d,"event":' % n for n in range(_SEQ_KEPT)]
+"""The middle of a seat's :class:`protocol.messages.EventMsg` line (after its type tag, match id
+and ``"seq":``, before the event encoded) for each sequence number below :data:`_SEQ_KEPT`."""
 
 _REQUEST = (b'{"type":"request","id":%d,"match_id":%b,"decision":%b,"legal":%b,"state":%b,"time_ms":%d,'
             b'"bank_ms":%d}\n')

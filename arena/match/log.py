@@ -74,6 +74,7 @@ from protocol.messages import GameEvent
 
 _encoder = msgspec.json.Encoder()
 _encode = _encoder.encode
+_encode_lines = _encoder.encode_lines
 _sha256 = hashlib.sha256
 
 BUFFER_BYTES = 64 * 1024
@@ -269,14 +270,13 @@ class MatchLog:
         was a block."""
         if self._fh is None:
             return  # no file, no chain to keep
-        buf = self._buf
-        count = 0
-        for obj in objs:
-            buf += _encode(obj)
-            buf += b"\n"
-            count += 1
+        if type(objs) is not list:
+            objs = list(objs)
+        count = len(objs)
         if not count:
             return
+        buf = self._buf
+        buf += _encode_lines(objs)  # each object's JSON and a newline, in one call
         self._open += count
         if seal or self._open >= HASH_EVERY or self._prev is _GENESIS:
             # the block's lines since the buffer's last hand-over, hashed in one piece: each with
