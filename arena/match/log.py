@@ -57,6 +57,7 @@ This module writes and reads the lines; :mod:`arena.match.replay` replays and ve
 from __future__ import annotations
 
 import base64
+import binascii
 import gzip
 import hashlib
 import io
@@ -76,6 +77,7 @@ _encoder = msgspec.json.Encoder()
 _encode = _encoder.encode
 _encode_lines = _encoder.encode_lines
 _sha256 = hashlib.sha256
+_hexlify = binascii.hexlify
 
 BUFFER_BYTES = 64 * 1024
 """Lines are gathered in memory and handed to the file (and its compressor) in pieces of about
@@ -282,10 +284,11 @@ class MatchLog:
             # the block's lines since the buffer's last hand-over, hashed in one piece: each with
             # its newline but the last, which is hashed without its newline (and hash field)
             h = self._block
-            if h is None:
-                h = _sha256(self._prev)
-            h.update(buf[self._start:-1])
-            digest = h.hexdigest().encode()
+            if h is None:  # the whole block in the buffer: hashed in one call
+                digest = _hexlify(_sha256(self._prev + buf[self._start:-1]).digest())
+            else:
+                h.update(buf[self._start:-1])
+                digest = _hexlify(h.digest())
             del buf[-2:]  # the closing brace and the newline: the hash field goes before them
             buf += b',"hash":"%b"}\n' % digest[:HASH_CHARS]
             self._prev = digest
