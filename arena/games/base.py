@@ -88,6 +88,15 @@ def check_choice(action: Any, choose: Choose, rule: str, size_rule: str, who: st
     building the list. Raises :class:`WrongDecision` for a value that is not a list of cards,
     :class:`IllegalAction` citing ``rule`` for a card twice or not in ``from``, and citing
     ``size_rule`` for a size out of range (``who`` names the player in that message)."""
+    if type(action) is list and choose.min <= len(action) <= choose.max:
+        # the usual answer, a legal one, accepted in a few C calls: distinct (a set as long as the
+        # list: hashable, no card twice) and all of ``from`` (so all card strings); else the checks below
+        try:
+            chosen = set(action)
+        except TypeError:
+            chosen = None
+        if chosen is not None and len(chosen) == len(action) and chosen.issubset(choose.from_):
+            return list(action)
     cards = check_discard(action, choose.from_, rule)
     n = len(cards)
     if not choose.min <= n <= choose.max:
@@ -209,8 +218,8 @@ def exchange(seat: int, hand: list[str], cards: list[str], stock: list[str], dis
     discards.extend(cards)
     left = len(stock)
     return [
-        (Exchange(seat=seat, count=n, stock=left, discarded=cards, drawn=drawn), ONLY[seat]),
-        (Exchange(seat=seat, count=n, stock=left), ONLY[1 - seat]),
+        (Exchange(seat, n, left, cards, drawn), ONLY[seat]),  # the fields in order: seat, count, stock, ...
+        (Exchange(seat, n, left), ONLY[1 - seat]),
     ]
 
 
@@ -257,6 +266,11 @@ class GameMatch(Protocol):
 
     def view(self, seat: int) -> GameView:
         """Everything ``seat`` may know now."""
+        ...
+
+    def peek_view(self, seat: int) -> GameView:
+        """:meth:`view` as it is now, sharing the engine's lists instead of copying them: only
+        for encoding at once (the match core's requests), never to keep or change."""
         ...
 
     def auto_action(self) -> Any:

@@ -70,6 +70,11 @@ from protocol.messages import (
 
 W = TypeVar("W", bound=str)  # one of the words a decision takes
 
+_PROPOSE: tuple[CallWord, CallWord] = ("propose", "play")
+"""The words of a ``propose`` decision (§E4.1)."""
+_RESPOND: tuple[CallWord, CallWord] = ("accept", "refuse")
+"""The words of a ``respond`` decision (§E4.2)."""
+
 RANK_ORDER = "789TAJQK"
 """ecarte.md §E1, low to high: 7 8 9 T A J Q K (the ace ranks between the ten and the jack)."""
 RANK = {r: i for i, r in enumerate(RANK_ORDER)}
@@ -181,6 +186,7 @@ class EcarteMatch:
         self.leader = 0
         self.deal_points = [0, 0]
         self._legal: list[Any] | None = None  # legal_actions() of the pending decision
+        self._choice: Choose | None = None  # choice() of the pending discard
 
     # ------------------------------------------------------------------ public interface
 
@@ -260,8 +266,15 @@ class EcarteMatch:
     def choice(self) -> Choose | None:
         """A discard as a choice of cards of the hand (None for any other decision): elder 1 to
         min(5, stock) cards (§E4.3), the dealer 0 to min(5, stock) (§E4.4).
-        :meth:`legal_actions` expands it; :meth:`apply` checks an answer against it."""
-        return self._discard_choice() if self.decision == "discard" else None
+        :meth:`legal_actions` expands it; :meth:`apply` checks an answer against it.
+
+        Cached until the next :meth:`apply`, as :meth:`legal_actions`; callers must not mutate it."""
+        if self.decision != "discard":
+            return None
+        choose = self._choice
+        if choose is None:
+            choose = self._choice = self._discard_choice()
+        return choose
 
     def _discard_choice(self) -> Choose:
         """:meth:`choice` while a discard is pending."""
@@ -290,7 +303,7 @@ class EcarteMatch:
             out = self._king(action)
         else:
             raise IllegalAction("the match is over: no decision is pending")
-        self._legal = None
+        self._legal = self._choice = None
         return out
 
     def view(self, seat: int) -> EcarteView:
@@ -314,6 +327,13 @@ class EcarteMatch:
             trick=[TrickCard(seat=tc.seat, card=tc.card) for tc in self.trick],
             proposals=self.proposals,
         )
+
+    def peek_view(self, seat: int) -> EcarteView:
+        """:meth:`view` without its copies: the same fields, sharing the engine's lists and
+        trick cards. For encoding at once (the match core's request), never to keep or change."""
+        return EcarteView(seat, self.dealer, self.elder, self.deal_no, self.manche_no, self.target, self._scores,
+                          self._manches, self.turn_up, self.trump, len(self.stock), self.hands[seat], self.tricks,
+                          self.trick, self.proposals)
 
     def auto_action(self) -> Any:
         """The action the referee plays for a bot under ``on_timeout = auto`` (§E8.1): the first
@@ -453,10 +473,10 @@ class EcarteMatch:
 
     def _propose(self, action: Any) -> list[Seen]:
         """§E4.1: elder proposes or plays without proposing."""
-        call: CallWord = self._word(action, ("propose", "play"))
+        call: CallWord = action if type(action) is str and action in _PROPOSE else self._word(action, _PROPOSE)
         seat = self.to_act
         assert seat is not None  # a decision is pending: someone is to act
-        out: list[Seen] = [(Call(seat=seat, call=call), BOTH)]
+        out: list[Seen] = [(Call(seat, call), BOTH)]
         if call == "play":
             if self.first_call:
                 self.refuser = seat  # §E6.2: played without proposing on the first decision
@@ -468,10 +488,10 @@ class EcarteMatch:
 
     def _respond(self, action: Any) -> list[Seen]:
         """§E4.2: the dealer accepts or refuses the proposal."""
-        call: CallWord = self._word(action, ("accept", "refuse"))
+        call: CallWord = action if type(action) is str and action in _RESPOND else self._word(action, _RESPOND)
         seat = self.to_act
         assert seat is not None  # a decision is pending: someone is to act
-        out: list[Seen] = [(Call(seat=seat, call=call), BOTH)]
+        out: list[Seen] = [(Call(seat, call), BOTH)]
         first = self.first_call
         self.first_call = False
         if call == "refuse":
@@ -489,7 +509,8 @@ class EcarteMatch:
         assert seat is not None  # a decision is pending: someone is to act
         hand = self.hands[seat]
         who = "elder" if seat == self.elder else "the dealer"
-        cards = check_choice(action, self._discard_choice(), "ecarte.md §E4.3", "ecarte.md §E4.3", who)
+        choose = self._choice or self._discard_choice()
+        cards = check_choice(action, choose, "ecarte.md §E4.3", "ecarte.md §E4.3", who)
         out = exchange(seat, hand, cards, self.stock, self.discards[seat], _HAND_ORDER)
         left = len(self.stock)
         if seat == self.elder:
@@ -530,8 +551,8 @@ class EcarteMatch:
             lead = self.trick[0].card
             raise IllegalAction(self._why_illegal(hand, lead, card), self._rule(hand, lead))
         hand.remove(card)
-        out: list[Seen] = [(CardPlayed(seat=seat, card=card, trick=self.trick_no), BOTH)]
-        self.trick.append(TrickCard(seat=seat, card=card))
+        out: list[Seen] = [(CardPlayed(seat, card, self.trick_no), BOTH)]
+        self.trick.append(TrickCard(seat, card))
         if len(self.trick) == 1:
             self._next_player(1 - seat)
             return out

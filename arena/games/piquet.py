@@ -394,6 +394,14 @@ class PiquetMatch:
             trick=self.trick,
         )
 
+    def peek_view(self, seat: int) -> PiquetView:
+        """:meth:`view` without its copies: the same fields, sharing the engine's lists. For
+        encoding at once (the match core's request), never to keep or change."""
+        return PiquetView(seat, self.dealer, self.elder, self.deal_no, self.deals_to_play, self.rules.scoring,
+                          [t - d for t, d in zip(self.totals, self.deal_points)], self.deal_points, self.hands[seat],
+                          len(self.talon), self.discards[seat], self.seen[seat], self.exposed, self.exchanged,
+                          self.tricks, self.trick)
+
     def auto_action(self) -> Any:
         """The first legal action (``on_timeout = auto``, ecarte.md §E8.1 via piquet.md §P9);
         for a discard, without building the list."""

@@ -50,7 +50,7 @@ from collections import deque
 from collections.abc import Callable
 from itertools import chain as _chain
 from itertools import combinations as _combinations
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
 import msgspec
 from msgspec import Raw
@@ -60,13 +60,12 @@ from arena.games.base import IllegalAction, Seen, offer
 from arena.match.clock import Clock
 from arena.match.limits import LIMITS, Limits
 from arena.match.log import LOG_VERSION, RAW_BYTES, LogAction, LogIncident, LogSeen, offered_fields, raw_fields
-from protocol.framing import ProtocolError, decode_client, encode, encode_into
+from protocol.framing import ProtocolError, decode_client, encode
 from protocol.messages import (
     ActionMsg,
     Compact,
     Error,
     ErrorCode,
-    GameEvent,
     Hello,
     MatchEnd,
     MatchStart,
@@ -333,16 +332,16 @@ NOTHING = Output()
 modify it."""
 
 
-class _Pending:
-    __slots__ = ("rid", "decision", "line_bytes", "deadline_ms", "sent_ns")
+class _Pending(msgspec.Struct, gc=False):
+    """The request a seat is asked: its id, decision, line length (bytes) and ``deadline_ms``,
+    how long the seat may take (ms, the wire's unit: move + bank + grace); ``sent_ns`` once
+    written (:meth:`MatchCore.sent`). A struct: built in C once per decision."""
 
-    def __init__(self, rid: int, decision: str, line_bytes: int, deadline_ms: int) -> None:
-        self.rid = rid
-        self.decision = decision
-        self.line_bytes = line_bytes
-        self.deadline_ms = deadline_ms
-        """How long the seat may take (ms, the wire's unit: move + bank + grace)."""
-        self.sent_ns: int | None = None
+    rid: int
+    decision: str
+    line_bytes: int
+    deadline_ms: int
+    sent_ns: int | None = None
 
 
 class MatchCore:
@@ -378,7 +377,8 @@ class MatchCore:
             request_ids = (itertools.count(1).__next__, itertools.count(1).__next__)
         self._ids = request_ids
         self._seq = [0, 0]
-        self._outbox = (bytearray(), bytearray())
+        self._outbox: tuple[list[bytes], list[bytes]] = ([], [])
+        """Per seat, the pieces of the lines queued for its next write (its events), joined then."""
         self._match_json = _encode(match_id)
         self._event_head = b'{"type":"event","match_id":%b,"seq":' % self._match_json
         self.pending: list[_Pending | None] = [None, None]
@@ -460,7 +460,7 @@ class MatchCore:
                 self._ask(out)
             return out
         self.decisions += 1
-        out = Output(log=[LogAction(seat, p.decision, action)], elapsed_ns=elapsed_ns, decided=seat)
+        out = Output([], [LogAction(seat, p.decision, action)], [], None, None, elapsed_ns, seat)
         self._emit(out, events)
         self._ask(out)
         return out
@@ -551,11 +551,11 @@ class MatchCore:
         sends = []
         for s in (0, 1):
             you: Literal["win", "loss", "none"] = "none" if r.winner is None else ("win" if r.winner == s else "loss")
-            buf = self._outbox[s]
-            encode_into(MatchEnd(match_id=self.match_id, winner=r.winner, you=you, reason=r.reason,
-                                 scores=r.scores, manches=r.manches, detail=r.detail), buf)
-            sends.append((s, bytes(buf)))
-            buf.clear()
+            queued = self._outbox[s]
+            queued.append(encode(MatchEnd(match_id=self.match_id, winner=r.winner, you=you, reason=r.reason,
+                                          scores=r.scores, manches=r.manches, detail=r.detail)))
+            sends.append((s, b"".join(queued)))
+            queued.clear()
         return sends
 
     # -- the policy
@@ -604,18 +604,19 @@ class MatchCore:
         the fields in order)."""
         seq = self._seq
         outbox = self._outbox
-        log = out.log
+        log = out.log.append
         head = self._event_head
+        encode_event = _encode
         for event, seen_by in events:
-            raw = _encode(event)
+            raw = encode_event(event)
             # the event, encoded: msgspec writes a Raw's bytes as they are (LogSeen's field is typed for
             # what readers decode, a GameEvent)
-            log.append(LogSeen(list(seen_by), cast(GameEvent, Raw(raw))))
+            log(LogSeen(list(seen_by), Raw(raw)))  # type: ignore[arg-type]
             for s in seen_by:
                 n = seq[s] = seq[s] + 1
-                buf = outbox[s]
-                buf += b'%b%d,"event":%b}\n' % (head, n, raw)
-        out.events.extend(events)
+                # the seat's line in pieces, joined with its next write
+                outbox[s].extend((head, _SEQ[n] if n < _SEQ_KEPT else b'%d,"event":' % n, raw, b"}\n"))
+        out.events += events
 
     def _ask(self, out: Output) -> None:
         """Ask the seat to act (its queued events and the request in one write), or end a match
@@ -639,29 +640,36 @@ class MatchCore:
         assert s is not None and decision is not None, "a match not over has a seat to act and a decision"
         clock = self.clocks[s]
         rid = self._ids[s]()
-        buf = self._outbox[s]
-        time_ms, bank_ms = clock.time_ms, clock.bank_ms
+        queued = self._outbox[s]
+        # Clock.time_ms and Clock.deadline_ms without their property calls (once per decision)
+        control = clock.control
+        time_ms, bank_ms = control.move_ms, clock.bank_ms
         word = _DECISION_JSON.get(decision)
         if word is not None and type(rid) is int and type(time_ms) is int and type(bank_ms) is int:
             # the request built around its encoded pieces: the bytes of Request(...) encoded whole
             line = _REQUEST % (rid, self._match_json, word, legal_json(engine, self.compact[s]),
-                               _encode(engine.view(s)), time_ms, bank_ms)
+                               _encode(engine.peek_view(s)), time_ms, bank_ms)
         else:
             # an engine names its decisions as str (GameMatch.decision); each is one of the protocol's
             # (Decision), which encoding does not check
             line = encode(Request(id=rid, match_id=self.match_id, decision=decision,  # type: ignore[arg-type]
                                   legal=offer(engine, self.compact[s]), state=engine.view(s), time_ms=time_ms,
                                   bank_ms=bank_ms))
-        self.pending[s] = _Pending(rid, decision, len(line), clock.deadline_ms)
-        if buf:  # the events queued for the seat go first, in the same write
-            buf += line
-            line = bytes(buf)
-            buf.clear()
+        self.pending[s] = _Pending(rid, decision, len(line), time_ms + bank_ms + control.grace_ms)
+        if queued:  # the events queued for the seat go first, in the same write
+            queued.append(line)
+            line = b"".join(queued)
+            queued.clear()
         out.sends.append((s, line))
         out.asked = (s, rid)
 
 
 _encode = msgspec.json.Encoder().encode
+
+_SEQ_KEPT = 4096
+_SEQ = [b'%d,"event":' % n for n in range(_SEQ_KEPT)]
+"""The middle of a seat's :class:`protocol.messages.EventMsg` line (after its type tag, match id
+and ``"seq":``, before the event encoded) for each sequence number below :data:`_SEQ_KEPT`."""
 
 _REQUEST = (b'{"type":"request","id":%d,"match_id":%b,"decision":%b,"legal":%b,"state":%b,"time_ms":%d,'
             b'"bank_ms":%d}\n')
@@ -674,8 +682,9 @@ _DECISION_JSON: dict[str, bytes] = {
 def legal_json(engine: Any, compact: bool) -> bytes:
     """The ``legal`` field of the request for ``engine``'s pending decision, encoded: the bytes of
     :func:`arena.games.base.offer` ``(engine, compact)`` encoded. A choice of cards asked in the
-    full form is encoded from the sets as tuples (an array each, as the lists of
-    :func:`arena.games.base.expand_choice`, in its order), without a list made of each."""
+    full form (the lists of :func:`arena.games.base.expand_choice`, in its order) is its hand's
+    cards put into a template of the sets kept per hand size and sizes of the choice
+    (:data:`_CHOICE_TEMPLATES`, one ``bytes.translate``): no list is made, nothing encoded."""
     choose = engine.choice()
     if choose is None:
         return _encode(engine.legal_actions())
@@ -685,7 +694,36 @@ def legal_json(engine: Any, compact: bool) -> bytes:
     if least < 0:  # no choice the rules make: as offer() gives it
         return _encode(engine.legal_actions())
     cards = choose.from_
+    n = len(cards)
+    if n <= _TEMPLATE_CARDS and least <= most and _PLAIN_CARDS.issuperset(cards):
+        template = _CHOICE_TEMPLATES.get((n, least, most)) or _choice_template(n, least, most)
+        return template.translate(bytes.maketrans(_MARKS[: 2 * n], "".join(cards).encode()))
     return _encode(list(_chain(*[_combinations(cards, k) for k in range(least, most + 1)])))
+
+
+_TEMPLATE_CARDS = 12
+"""The largest hand whose discards :func:`legal_json` builds from a template (a Piquet hand)."""
+
+_MARKS = bytes(b for i in range(_TEMPLATE_CARDS) for b in (1 + i, 0x10 + i))
+"""The placeholders of a discard's template: card ``i`` of the hand is the two bytes
+``_MARKS[2 * i : 2 * i + 2]`` (control characters that no card holds; see :data:`_PLAIN_CARDS`),
+its rank's then its suit's, so that one translation table puts the hand's cards in every place."""
+
+_PLAIN_CARDS = frozenset(r + s for s in "cdhs" for r in "6789TJQKA")
+"""Every card of both packs: two ASCII letters or digits, encoded by JSON as they are."""
+
+_CHOICE_TEMPLATES: dict[tuple[int, int, int], bytes] = {}
+"""The full form of a choice of ``min`` to ``max`` cards of a hand of ``n``, keyed ``(n, min, max)``:
+the JSON of every set (:func:`arena.games.base.expand_choice`'s order) with the placeholders of
+:data:`_MARKS` for the hand's cards (at most 13**3 keys, a few KB each)."""
+
+
+def _choice_template(n: int, least: int, most: int) -> bytes:
+    """The template of :data:`_CHOICE_TEMPLATES` for ``(n, least, most)``, made and kept."""
+    marks = [_MARKS[2 * i: 2 * i + 2] for i in range(n)]
+    sets = (b",".join(b'"%b"' % mark for mark in c) for k in range(least, most + 1) for c in _combinations(marks, k))
+    template = _CHOICE_TEMPLATES[n, least, most] = b"[" + b",".join(b"[%b]" % s for s in sets) + b"]"
+    return template
 
 
 __all__ = ["NOTHING", "Answer", "ConnectionCore", "Fault", "MatchConfig", "MatchCore", "MatchResult", "Output",

@@ -57,6 +57,7 @@ This module writes and reads the lines; :mod:`arena.match.replay` replays and ve
 from __future__ import annotations
 
 import base64
+import binascii
 import gzip
 import hashlib
 import io
@@ -74,7 +75,9 @@ from protocol.messages import GameEvent
 
 _encoder = msgspec.json.Encoder()
 _encode = _encoder.encode
+_encode_lines = _encoder.encode_lines
 _sha256 = hashlib.sha256
+_hexlify = binascii.hexlify
 
 BUFFER_BYTES = 64 * 1024
 """Lines are gathered in memory and handed to the file (and its compressor) in pieces of about
@@ -269,23 +272,23 @@ class MatchLog:
         was a block."""
         if self._fh is None:
             return  # no file, no chain to keep
-        buf = self._buf
-        count = 0
-        for obj in objs:
-            buf += _encode(obj)
-            buf += b"\n"
-            count += 1
+        if type(objs) is not list:
+            objs = list(objs)
+        count = len(objs)
         if not count:
             return
+        buf = self._buf
+        buf += _encode_lines(objs)  # each object's JSON and a newline, in one call
         self._open += count
         if seal or self._open >= HASH_EVERY or self._prev is _GENESIS:
             # the block's lines since the buffer's last hand-over, hashed in one piece: each with
             # its newline but the last, which is hashed without its newline (and hash field)
             h = self._block
-            if h is None:
-                h = _sha256(self._prev)
-            h.update(buf[self._start:-1])
-            digest = h.hexdigest().encode()
+            if h is None:  # the whole block in the buffer: hashed in one call
+                digest = _hexlify(_sha256(self._prev + buf[self._start:-1]).digest())
+            else:
+                h.update(buf[self._start:-1])
+                digest = _hexlify(h.digest())
             del buf[-2:]  # the closing brace and the newline: the hash field goes before them
             buf += b',"hash":"%b"}\n' % digest[:HASH_CHARS]
             self._prev = digest
