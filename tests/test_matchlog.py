@@ -523,3 +523,22 @@ def test_a_refused_discard_keeps_what_its_request_offered(tmp_path, game, compac
         assert inc["legal"] == inc["offered"] and set(inc["legal"]) == {"choose"}
     else:
         assert inc["offered"]["count"] == 1585 and len(inc["legal_sha"]) == 16
+
+
+@pytest.mark.parametrize("size", [1024, 64 * 1024])
+def test_the_gz_bytes_do_not_depend_on_the_buffer_size(tmp_path, monkeypatch, size):
+    """The log hands its lines to gzip in pieces of BUFFER_BYTES (8 KB, so that compressing one
+    holds the loop briefly); the compressor is never flushed between pieces, so any piece size
+    writes the same bytes."""
+    from arena.match import log as log_module
+
+    def write(path):
+        with log_module.MatchLog(path) as lg:
+            lg.write({"type": "match", "match_id": "m"})
+            for i in range(2000):
+                lg.incident(i % 2, "x", f"line {i} " * (i % 7))
+        return path.read_bytes()
+
+    ours = write(tmp_path / "ours.jsonl.gz")
+    monkeypatch.setattr(log_module, "BUFFER_BYTES", size)
+    assert write(tmp_path / "other.jsonl.gz") == ours and len(ours) > 20_000

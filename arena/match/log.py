@@ -79,10 +79,15 @@ _encode_lines = _encoder.encode_lines
 _sha256 = hashlib.sha256
 _hexlify = binascii.hexlify
 
-BUFFER_BYTES = 64 * 1024
+BUFFER_BYTES = 8 * 1024
 """Lines are gathered in memory and handed to the file (and its compressor) in pieces of about
 this many bytes, at :meth:`MatchLog.flush` and at :meth:`MatchLog.close`: one write per piece
-instead of one per line (a line costs the compressor as much in calls as in bytes)."""
+instead of one per line (a line costs the compressor as much in calls as in bytes). Small enough
+that compressing a piece, which happens inside the decision whose line filled it, holds the
+loop for a fraction of a millisecond: with 64 KB, matches started together filled their pieces
+together and each compression took about 1 ms, which set the p99 of 100 matches of thinking
+bots (issue 24 item 3). The compressor is never flushed between pieces, so the ``.gz`` bytes do
+not depend on this size."""
 
 COMPRESS_LEVEL = 6
 """zlib level of ``.gz`` logs. Measured on 40 seeded Écarté matches of instant bots in the version
