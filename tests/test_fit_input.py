@@ -24,6 +24,7 @@ from arena.stats.ladder import refit
 from arena.stats.rating import LadderTotals, fit_totals, fit_units
 from arena.stats.synthetic import synthetic_field
 from arena.store.fit_input import Units, read_new, read_totals
+from arena.store.results import SAVE_CHUNK
 from arena.store.sqlite import Store
 from tests.dense_fit import dense_fit_units
 from tests.test_rating import _close_to_dense
@@ -410,11 +411,12 @@ def test_postgresql_reads_the_first_load_in_chunks_by_default_and_sqlite_in_one_
     assert seen == [("postgresql", fit_input.PG_CHUNK_PAGES)]
 
 
-def test_a_fit_is_saved_in_one_statement_on_postgresql_and_row_by_row_values_are_kept(any_store):
+def test_a_fit_is_saved_in_chunks_one_statement_each_on_postgresql_and_row_by_row_values_are_kept(any_store):
     """A fit's ratings are written under the writer lock, which every result commit waits for:
-    on PostgreSQL in one statement (the rows as arrays), not one per bot; on both databases the
-    rows are the fit's (an interval not known yet: inf), a new bot gets its row, and the counts
-    each result keeps (games, wins) stay as the results left them."""
+    in chunks of SAVE_CHUNK bots, one write transaction each, the fit's state with the last; on
+    PostgreSQL a chunk is one statement (the rows as arrays), not one per bot; on both databases
+    the rows are the fit's (an interval not known yet: inf), a new bot gets its row, and the
+    counts each result keeps (games, wins) stay as the results left them."""
     from sqlalchemy import event, text
 
     from arena.stats.rating import Rating
@@ -424,12 +426,26 @@ def test_a_fit_is_saved_in_one_statement_on_postgresql_and_row_by_row_values_are
     before = {b: (g, w) for b, g, w in store.run(text("SELECT bot, games, wins FROM ladder WHERE game='ecarte'"))}
     ratings = [Rating(name=b, elo=1400.0 + i, ci95=math.inf if i == 0 else 20.0 + i, games=99, wins=0, losses=0,
                       draws=0) for i, b in enumerate(bots + [f"extra{k}" for k in range(2500)])]
-    executions = []
-    listen = partial(event.listen, store.connection.engine, "before_cursor_execute")
-    listen(lambda conn, cursor, statement, params, context, many: executions.append(many))
-    store.save_ladder_fit("ecarte", ratings, 30, 12)
-    if store.dialect == "postgresql":
-        assert executions == [False, False]  # the ratings, then the fit's state: two statements in all
+    executions, commits = [], []  # commits: the transactions' starts
+    listen = partial(event.listen, store.connection.engine)
+    listen("before_cursor_execute", lambda conn, cursor, statement, params, context, many:
+           executions.append((many, "ladder_state" in statement)))
+    opened = store.connection.transaction
+
+    def transaction(*args, **kwargs):  # where each write transaction starts, in statements run so far
+        commits.append(len(executions))
+        return opened(*args, **kwargs)
+
+    store.connection.transaction = transaction
+    try:
+        store.save_ladder_fit("ecarte", ratings, 30, 12)
+    finally:
+        del store.connection.transaction
+    chunks = -(-len(ratings) // SAVE_CHUNK)
+    assert chunks == 3 and executions[-1][1] and not any(state for _, state in executions[:-1])
+    assert len(commits) == chunks and commits[0] == 0  # one write transaction per chunk, the state in the last
+    if store.dialect == "postgresql":  # a chunk's ratings in one statement, then the fit's state
+        assert executions == [(False, False)] * chunks + [(False, True)]
     saved = {r[0]: r[1:] for r in store.ladder_intervals("ecarte")}
     assert len(saved) == len(ratings)
     for r in ratings:
