@@ -125,10 +125,13 @@ async def test_thinking_bots_answer_no_sooner_than_their_think_time() -> None:
     assert len(c.latency_us) > 0 and c.timeouts == 0
 
 
-def test_path_bots_that_are_not_files_are_one_line_and_status_2(capsys: pytest.CaptureFixture[str]) -> None:
+def test_path_bots_that_are_not_files_are_one_line_and_status_2(capsys: pytest.CaptureFixture[str],
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "40")  # a narrow terminal: still one line
     assert bt.main(["--path-bots", "sample_bots/c_bot.toml", "no/such/bot.toml"]) == 2
     out = capsys.readouterr().out
     assert "--path-bots needs two or more manifest files (no/such/bot.toml: not found)" in out
+    assert out.count("\n") == 1  # one line, whatever the terminal's width (COLUMNS)
     assert "Traceback" not in out
 
 

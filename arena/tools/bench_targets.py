@@ -440,6 +440,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "matches are long: about 250 decisions)")
     args = parser.parse_args(argv)
     from rich.console import Console
+    from rich.markup import escape
 
     console = Console()
     if not console.is_terminal and "COLUMNS" not in os.environ:
@@ -447,19 +448,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     s = QUICK if args.quick else Settings()
     if args.seconds is not None:
         if not 0 < args.seconds <= 600:
-            console.print("[red]error:[/red] --seconds must be between 0 and 600")
+            console.print("[red]error:[/red] --seconds must be between 0 and 600", soft_wrap=True)
             return 2
         s = replace(s, seconds=args.seconds)
     if args.path_games is not None:
         if not 1 <= args.path_games[0] < args.path_games[1]:
-            console.print("[red]error:[/red] --path-games SHORT LONG needs 1 <= SHORT < LONG")
+            console.print("[red]error:[/red] --path-games SHORT LONG needs 1 <= SHORT < LONG", soft_wrap=True)
             return 2
         s = replace(s, path_games=(args.path_games[0], args.path_games[1]))
     if args.path_bots:
         absent = [m for m in args.path_bots if not Path(m).is_file()]
         if len(args.path_bots) < 2 or absent:
-            console.print(f"[red]error:[/red] --path-bots needs two or more manifest files "
-                          f"({', '.join(absent) or 'one given'}: not found); give their paths")
+            shown = escape(", ".join(absent) or "one given")  # the user's paths are data, never markup
+            console.print(f"[red]error:[/red] --path-bots needs two or more manifest files ({shown}: not found); "
+                          "give their paths", soft_wrap=True)  # one line whatever the terminal's width
             return 2
         s = replace(s, path_bots=tuple(str(Path(m).resolve()) for m in args.path_bots))
     say = lambda text: console.print(f"[dim]{text}...[/dim]")  # noqa: E731
