@@ -69,12 +69,12 @@ typecheck: $(TESTS)
 lint-imports: $(TESTS)
 	$(BIN)/lint-imports
 
-## make test: the type check and the layers contract, then the whole test suite (the Java bot's doctor checks and tournament included
-## where a JDK is)
+## make test: the type check and the layers contract, then the whole test suite in two processes (pytest-xdist: the tests
+## share no port, file or database; the Java bot's doctor checks and tournament included where a JDK is)
 test: $(TESTS) typecheck lint-imports
 	@if command -v $(CC) >/dev/null 2>&1; then $(MAKE) -s $(C_BOT); else echo "note: no $(CC): the C sample bot's tests are skipped"; fi
 	@if [ -n "$(HAVE_JDK)" ]; then $(MAKE) -s $(JAVA_BOT); else echo "note: no JDK (javac, jar): the Java sample bot's tests are skipped; install default-jdk-headless"; fi
-	$(BIN)/python -m pytest -q -m "not slow"
+	$(BIN)/python -m pytest -q -n 2 -m "not slow"
 
 ## make test-slow: the load studies (marker `slow`) and every property test at its full example
 ## count (`make test` runs a fifth of them); CI runs it after `make test`
