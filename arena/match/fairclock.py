@@ -106,11 +106,12 @@ class LoopWatch(trio.abc.Instrument):
             for level, kind, data in ancdata:
                 if kind == SO_TIMESTAMPNS and level == _SOL_SOCKET and len(data) >= 16:
                     sec, nsec = _unpack_timespec(data)
-                    late = self.woke_wall - (sec + nsec * 1e-9)
+                    stamp: float = sec + nsec * 1e-9
+                    late = self.woke_wall - stamp
                     if late >= 0.0:
                         return self.woke - late
-                    now = self.now()
-                    late = _wall() - (sec + nsec * 1e-9)
+                    now: float = self.now()
+                    late = _wall() - stamp
                     return now - late if late > 0.0 else now
         return self.woke
 
