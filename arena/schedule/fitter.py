@@ -329,9 +329,12 @@ class FitWatch:
 
 NICE = 10
 """The fitter process's niceness: below the server and the bots, so that on a busy machine the
-matches come first and the ratings lag. (The season bench measured the full store's results per
-second at 0.75-0.77x the empty store's with the fitter niced or not: that slowdown has another
-cause, not isolated yet.)"""
+matches come first and the ratings lag. Niceness alone did not keep the full season store's
+results per second up (0.75-0.77x the empty store's, niced or not): what did was what the fitter
+holds, not its priority. Its first load no longer keeps one snapshot open on PostgreSQL (old row
+versions of every hot row kept alive: :func:`arena.store.fit_input.read_totals`), and a fit's
+ratings are stored 1,000 bots per transaction (:meth:`arena.store.results.Results.save_ladder_fit`),
+so the writer lock each commit waits for is held briefly."""
 
 
 def _die_with_parent() -> None:  # runs in the child between fork and exec
