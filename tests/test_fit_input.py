@@ -361,7 +361,7 @@ def test_a_chunked_first_load_is_exact_whatever_results_are_committed_between_it
     # ranges of 1 page (PostgreSQL: about 100 rows; rows move when updated) or of 16 rowids (SQLite)
     totals, cursor = _totals_of(store, chunk=1 if store.dialect == "postgresql" else 16, between=between)
     assert len(chunks) >= 4 and chunks[-1] > chunks[0]  # results did come between the chunks
-    whole, fresh = _totals_of(store, chunk=None)
+    whole, fresh = _totals_of(store, chunk=0)
     assert totals.as_dict() == whole.as_dict() == _reference(store).as_dict()
     assert cursor.results == fresh.results == store.ladder_state("ecarte")["results"] == totals.results()
     state = FitState("ecarte")  # and a fitter reading on from that cursor stays exact
@@ -387,11 +387,13 @@ def test_a_chunked_first_load_that_cannot_account_for_the_results_reads_again_in
     with caplog.at_level(logging.WARNING):
         totals, cursor = _totals_of(store, chunk=5, between=between)
     assert "reading the whole ladder in one snapshot" in caplog.text
-    whole, fresh = _totals_of(store, chunk=None)
+    whole, fresh = _totals_of(store, chunk=0)
     assert totals.as_dict() == whole.as_dict() and cursor.results == fresh.results
 
 
-def test_postgresql_reads_the_first_load_in_chunks_by_default_and_sqlite_in_one_snapshot(monkeypatch):
+def test_both_databases_read_the_first_load_in_chunks_by_default(monkeypatch):
+    """No snapshot lasts the whole first load: PostgreSQL by pages, SQLite by rowids (a long one
+    there keeps the WAL from being checkpointed); ``chunk=0`` reads in one snapshot."""
     import arena.store.fit_input as fit_input
 
     seen = []
@@ -408,7 +410,9 @@ def test_postgresql_reads_the_first_load_in_chunks_by_default_and_sqlite_in_one_
     assert fit_input.read_totals(Fake(), "ecarte", lambda u: None).results == 0
     assert seen == [("postgresql", fit_input.PG_CHUNK_PAGES)]
     fit_input.read_totals(Store(":memory:"), "ecarte", lambda u: None)
-    assert seen == [("postgresql", fit_input.PG_CHUNK_PAGES)]
+    assert seen == [("postgresql", fit_input.PG_CHUNK_PAGES), ("sqlite", fit_input.SQLITE_CHUNK_ROWS)]
+    fit_input.read_totals(Store(":memory:"), "ecarte", lambda u: None, chunk=0)
+    assert len(seen) == 2
 
 
 def test_a_fit_is_saved_in_chunks_one_statement_each_on_postgresql_and_row_by_row_values_are_kept(any_store):

@@ -13,10 +13,11 @@ agree:
   still pending. Its cost grows with the distinct units; on the 10,000-bot season store (2.8
   million units counted at least once, 5.2 million rows) about 7.5-10.5 s of CPU, 500 MB at the
   peak (docs/contests.md §12). Summing them per pair in SQL (``GROUP BY a, b``) was slower on
-  SQLite: its eight sums cost more than fetching the rows. On PostgreSQL the units are read in
-  ranges of pages, each in a short snapshot of its own with the matches finished since the
+  SQLite: its eight sums cost more than fetching the rows. The units are read in ranges of
+  pages (PostgreSQL) or rowids (SQLite, whose long snapshot keeps the WAL from being
+  checkpointed), each in a short snapshot of its own with the matches finished since the
   previous one, the rows those touched read anew at the end (:func:`read_totals_chunked`:
-  exact, each unit once): a snapshot held for the whole read (seconds) keeps every row version
+  exact, each unit once): a snapshot held for the whole read (seconds) keeps, on PostgreSQL, every row version
   the results write meanwhile, and each result updates the same few rows (``ladder_state``, the
   bots' ``ladder`` rows), so that every result's updates and lookups walk longer and longer
   chains of dead versions.
@@ -62,6 +63,13 @@ PG_CHUNK_PAGES = 128
 """Pages (8 KiB) of ``ladder_units`` per read snapshot of :func:`read_totals` on PostgreSQL
 (:func:`read_totals_chunked`): about 12,000 rows, a snapshot of a few ms, not the whole read (the
 fitter runs at a low priority: on a busy machine a snapshot lasts longer)."""
+
+SQLITE_CHUNK_ROWS = 100_000
+"""Rowids of ``ladder_units`` per read snapshot of :func:`read_totals` on SQLite: about 0.2 s of
+reading each (52 snapshots on the season store's 5.2 million rows). A snapshot held for the whole
+read (10-20 s there) keeps every passive checkpoint from finishing: the WAL grows by every commit
+of the contest meanwhile (about 100 MB in 25 s with 500 instant bots), each reader looks its pages
+up there, and the checkpoint after the read copies all of it back at once."""
 
 BATCH = 1_000_000
 """Units per batch :func:`read_totals` hands on (as arrays: 40 bytes per unit)."""
@@ -176,16 +184,16 @@ def read_totals(store: Any, game: str, sink: Callable[[Units | None], None], chu
     handed to ``sink`` in batches of about :data:`BATCH` units (memory: one batch at a time),
     and the :class:`FitCursor` to read on from. Raises what the store raises.
 
-    ``chunk`` None (the default on SQLite): in one read snapshot, one pass over the table. A
-    number (the default on PostgreSQL, :data:`PG_CHUNK_PAGES`): :func:`read_totals_chunked`, in
-    short snapshots of that many pages (SQLite: rowids) each, so that no snapshot lasts the whole
-    read.
+    By default (``chunk`` None) :func:`read_totals_chunked`, in short snapshots of
+    :data:`PG_CHUNK_PAGES` pages (PostgreSQL) or :data:`SQLITE_CHUNK_ROWS` rowids (SQLite) each, so
+    that no snapshot lasts the whole read; ``chunk`` 0: in one read snapshot, one pass over the
+    table (what a failed chunked read falls back to).
     ``between`` (tests) is called between two chunks' snapshots. If the chunked read cannot
     account for the results committed meanwhile (see :func:`read_new`), ``sink(None)`` says to
     forget the batches handed on so far, and the ladder is read again in one snapshot."""
-    if chunk is None and store.dialect == "postgresql":
-        chunk = PG_CHUNK_PAGES
-    if chunk is not None:
+    if chunk is None:
+        chunk = PG_CHUNK_PAGES if store.dialect == "postgresql" else SQLITE_CHUNK_ROWS
+    if chunk:
         cursor = read_totals_chunked(store, game, sink, chunk, between)
         if cursor is not None:
             return cursor
