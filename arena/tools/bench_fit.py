@@ -57,7 +57,11 @@ class ReadOnlyStore:
 
     @contextmanager
     def snapshot(self) -> Any:
-        """One read transaction (SQLite's deferred ``BEGIN``)."""
+        """One read transaction (SQLite's deferred ``BEGIN``); inside one already open, it joins it
+        (as the store's own: the chunked first load reads the new matches inside a range's)."""
+        if self.raw.in_transaction:
+            yield
+            return
         self._conn.exec_driver_sql("BEGIN")
         try:
             yield
