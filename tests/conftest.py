@@ -268,3 +268,16 @@ def wall_clock_limit(seconds: float) -> Iterator[trio.CancelScope]:
         timer.cancel()
     if scope.cancelled_caught:
         raise trio.TooSlowError(f"still running after {seconds} s of real time")
+
+
+def cli_in_process(*args: str, capsys: pytest.CaptureFixture[str]) -> subprocess.CompletedProcess[str]:
+    """``arena ARGS`` through its entry point ``arena.cli.main`` in this process (a subprocess
+    costs about a second of imports): its status and output shaped as a finished process."""
+    from arena.cli import main
+
+    try:
+        code = main(list(args))
+    except SystemExit as exc:  # argparse's own refusals
+        code = exc.code
+    out = capsys.readouterr()
+    return subprocess.CompletedProcess(args, code, out.out, out.err)

@@ -18,6 +18,7 @@ from arena.errors import DATABASE, INTERRUPTED, UNAVAILABLE, USAGE, UserError
 from arena.schedule.contest import load_config
 from arena.store.schema import HEAD
 from arena.store.sqlite import SCHEMA_VERSION, Store
+from tests.conftest import cli_in_process
 from tests.legacy_db import LEGACY_SCHEMA as SCHEMA
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -28,19 +29,6 @@ RANDOM, GREEDY = str(BOTS / "random.toml"), str(BOTS / "greedy.toml")
 def arena(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "arena.cli", *args], cwd=cwd, capture_output=True, text=True,
                           timeout=60)
-
-
-def in_process(*args: str, capsys: pytest.CaptureFixture[str]) -> subprocess.CompletedProcess[str]:
-    """The command through its own entry point in this process (a subprocess costs about a second
-    of imports): its status and output shaped as a finished process."""
-    from arena.cli import main
-
-    try:
-        code = main(list(args))
-    except SystemExit as exc:  # argparse's own refusals
-        code = exc.code
-    out = capsys.readouterr()
-    return subprocess.CompletedProcess(args, code, out.out, out.err)
 
 
 def one_line_error(proc: subprocess.CompletedProcess[str], status: int, *needles: str) -> str:
@@ -78,7 +66,7 @@ def test_bad_command_lines(args: tuple[str, ...], status: int, needles: tuple[st
     """Each bad input through the command's own entry point, in this process (a process each cost
     about a second of imports; the console script itself is run by the tests below)."""
     monkeypatch.chdir(tmp_path)
-    one_line_error(in_process(*args, capsys=capsys), status, *needles)
+    one_line_error(cli_in_process(*args, capsys=capsys), status, *needles)
 
 
 def test_missing_bot_program(tmp_path: Path) -> None:
@@ -267,13 +255,13 @@ def test_submit_and_upload_refuse_a_command_that_cannot_start(tmp_path: Path,
                 proc = subprocess.run([sys.executable, "-m", "arena.cli", *argv], capture_output=True, text=True,
                                       timeout=60)
             else:
-                proc = in_process(*argv, capsys=capsys)
+                proc = cli_in_process(*argv, capsys=capsys)
             assert proc.returncode == 3 and said in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
     ok = tmp_path / "ok"
     ok.mkdir()
     (ok / "bot.py").write_text("print()\n")
     (ok / "bot.toml").write_text('name = "ok"\ncommand = ["{python}", "bot.py"]\n')
-    proc = in_process("bots", "submit", str(ok / "bot.toml"), "--db", str(tmp_path / "s.db"), capsys=capsys)
+    proc = cli_in_process("bots", "submit", str(ok / "bot.toml"), "--db", str(tmp_path / "s.db"), capsys=capsys)
     assert proc.returncode == 0, proc.stderr
     assert [n for n, _, _ in Store(tmp_path / "s.db").submissions()] == ["ok"]  # nothing of the refused ones
 
@@ -288,11 +276,11 @@ def test_read_only_commands_and_a_failed_serve_create_nothing(tmp_path: Path,
     for argv in (["bots", "list"], ["authors", "list"], ["spectators", "list"]):  # the first as a process
         proc = (subprocess.run([sys.executable, "-m", "arena.cli", *argv, "--db", str(tmp_path / "no" / "x.db")],
                                capture_output=True, text=True, timeout=60) if argv[0] == "bots"
-                else in_process(*argv, "--db", str(tmp_path / "no" / "x.db"), capsys=capsys))
+                else cli_in_process(*argv, "--db", str(tmp_path / "no" / "x.db"), capsys=capsys))
         assert proc.returncode == 4 and "no database at" in proc.stderr and "Traceback" not in proc.stderr, argv
         assert not (tmp_path / "no").exists()
     Store(tmp_path / "have.db").close()
-    proc = in_process("bots", "remove", "zed", "--db", str(tmp_path / "have.db"), capsys=capsys)
+    proc = cli_in_process("bots", "remove", "zed", "--db", str(tmp_path / "have.db"), capsys=capsys)
     assert proc.returncode == 1 and "no bot 'zed'" in proc.stderr
     for made in tmp_path.glob("have.db*"):
         made.unlink()

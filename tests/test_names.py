@@ -35,7 +35,7 @@ from arena.net.spectate import SpectatorHub
 from arena.store.sqlite import Store
 from arena.tools.watch import WatchState
 from arena.wagers.ledger import BookRecord, LedgerRecord
-from tests.conftest import Client
+from tests.conftest import Client, cli_in_process
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -53,16 +53,6 @@ OLD_NAMES = ["[/]", "gr[i][/i]eedy", "../../evil", "<b>bold</b>&amp;", "[link=fi
 def arena(*args: str, cwd: Path | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "arena.cli", *args], cwd=cwd or ROOT, capture_output=True,
                           text=True, timeout=timeout)
-
-
-def in_process(*args: str, capsys: pytest.CaptureFixture[str]) -> subprocess.CompletedProcess:
-    """``arena.cli.main`` in this process, its status and output shaped as a finished process."""
-    try:
-        code = main(list(args))
-    except SystemExit as exc:  # argparse's own refusals
-        code = exc.code
-    out = capsys.readouterr()
-    return subprocess.CompletedProcess(args, code, out.out, out.err)
 
 
 def one_error_line(proc: subprocess.CompletedProcess) -> str:
@@ -93,14 +83,14 @@ def test_hostile_names_are_refused_by_every_command_through_the_real_cli(tmp_pat
     db = str(tmp_path / "arena.db")
     line = one_error_line(arena("bots", "add", "--db", db, "--", "gr[i][/i]eedy"))
     assert line.startswith("arena: error: bad bot name 'gr[i][/i]eedy'") and "A-Z a-z 0-9 _ . -" in line, line
-    line = one_error_line(in_process("spectators", "add", "--db", db, "--", "../../evil", capsys=capsys))
+    line = one_error_line(cli_in_process("spectators", "add", "--db", db, "--", "../../evil", capsys=capsys))
     assert line.startswith("arena: error: bad spectator name '../../evil'"), line
     manifest = tmp_path / "evil.toml"
     manifest.write_text('name = "../../evil"\ncommand = ["{python}", "random_bot.py"]\n')
-    line = one_error_line(in_process("bots", "submit", str(manifest), "--db", db, capsys=capsys))
+    line = one_error_line(cli_in_process("bots", "submit", str(manifest), "--db", db, capsys=capsys))
     assert "bad bot manifest: bad bot name '../../evil'" in line, line
-    line = one_error_line(in_process("bots", "submit", str(ROOT / "sample_bots" / "random.toml"), "--name", "[/]",
-                                     "--db", db, capsys=capsys))
+    line = one_error_line(cli_in_process("bots", "submit", str(ROOT / "sample_bots" / "random.toml"), "--name", "[/]",
+                                         "--db", db, capsys=capsys))
     assert "bad bot name '[/]'" in line
     manifest.write_text('name = "[/]"\ncommand = ["{python}", "random_bot.py"]\n')
     line = one_error_line(arena("tournament", "--bots", str(manifest), str(ROOT / "sample_bots" / "random.toml"),
