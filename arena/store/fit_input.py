@@ -302,20 +302,28 @@ def read_totals_chunked(store: Any, game: str, sink: Callable[[Units | None], No
         lo += chunk
         if between is not None:
             between()
-    if touched:  # take back what was read of the touched keys, and count their rows as they are now
-        keys = np.concatenate(seen_keys) if seen_keys else np.zeros(0, np.int64)
-        counts = np.concatenate(seen_n) if seen_n else np.zeros(0, np.int32)
-        of_touched = _pack(_columns([(a, b, s_, g, 1) for a, b, s_, g in touched], index))
-        if of_touched is None:
-            return None
-        mask = np.isin(keys, of_touched)
-        if mask.any():
-            names = list(index)
-            a, b, pts, g = _unpack(keys[mask])
-            sink(Units(names, a, b, pts, g, -counts[mask].astype(float)))
-        if fresh:
-            sink(_columns([tuple(r) for r in fresh], index))
+    if touched and not _take_back(touched, fresh, seen_keys, seen_n, index, sink):
+        return None
     return cursor
+
+
+def _take_back(touched: set[tuple[str, str, float, int]], fresh: list[Any], seen_keys: list[Any],
+               seen_n: list[Any], index: dict[str, int], sink: Callable[[Units | None], None]) -> bool:
+    """The end of :func:`read_totals_chunked`: hand ``sink`` the negated counts of what the ranges
+    read of the ``touched`` keys, then their rows as they are now (``fresh``); False when a key
+    does not pack (nothing handed on)."""
+    keys = np.concatenate(seen_keys) if seen_keys else np.zeros(0, np.int64)
+    counts = np.concatenate(seen_n) if seen_n else np.zeros(0, np.int32)
+    of_touched = _pack(_columns([(a, b, s_, g, 1) for a, b, s_, g in touched], index))
+    if of_touched is None:
+        return False
+    mask = np.isin(keys, of_touched)
+    if mask.any():
+        a, b, pts, g = _unpack(keys[mask])
+        sink(Units(list(index), a, b, pts, g, -counts[mask].astype(float)))
+    if fresh:
+        sink(_columns([tuple(r) for r in fresh], index))
+    return True
 
 
 PACK_BOTS = 1 << 24
