@@ -21,7 +21,6 @@ from pathlib import Path
 import pytest
 import trio
 
-from arena.cli import main
 from arena.match.referee import MatchConfig
 from arena.net.server import ArenaServer, ServerConfig
 from arena.net.spectate import SpectatorHub
@@ -29,7 +28,7 @@ from arena.schedule.formats import Pairing
 from arena.schedule.tournament import play_match
 from arena.wagers.ledger import MAX_BALANCE, MAX_DEPOSIT, BadAmount, Ledger
 from protocol.framing import MAX_DEPTH, ProtocolError, decode_client, decode_server
-from tests.conftest import Client, connect_bot
+from tests.conftest import Client, cli_in_process, connect_bot
 
 ROOT = Path(__file__).resolve().parent.parent
 DEEP = b'{"type":"subscribe","match_id":"*","x":' + b"[" * 30000 + b"]" * 30000 + b"}"
@@ -80,12 +79,9 @@ async def test_spectators_and_bettors_get_bad_json_and_bad_utf8_and_carry_on(sto
 
 
 def run_cli(argv: list[str], capsys) -> tuple[int, str]:
-    try:
-        status = main(argv)
-    except SystemExit as exc:  # argparse
-        status = exc.code
-    out = capsys.readouterr()
-    return status, out.out + out.err
+    """``arena ARGV`` in this process (:func:`tests.conftest.cli_in_process`): status, all output."""
+    done = cli_in_process(*argv, capsys=capsys)
+    return done.returncode, done.stdout + done.stderr
 
 
 def test_deposits_are_positive_and_capped_through_the_real_cli(tmp_path):

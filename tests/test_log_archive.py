@@ -37,7 +37,7 @@ from arena.store.log_archive import (
 )
 from arena.store.queue import MatchQueue
 from arena.store.sqlite import Store
-from tests.conftest import ROOT
+from tests.conftest import ROOT, cli_in_process
 from tests.legacy_db import sql
 
 ARENA = [sys.executable, "-m", "arena.cli"]
@@ -102,15 +102,6 @@ def replay_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
                           env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=60)
 
 
-def replay_here(args: list[str], capsys) -> tuple[int, str]:
-    """``arena replay ARGS`` through ``arena.cli.main`` in this process: its status and output."""
-    from arena.cli import main
-
-    status = main(["replay", *args])
-    out = capsys.readouterr()
-    return status, out.out + out.err
-
-
 def test_archived_matches_still_replay_and_verify(any_store, tmp_path, capsys):
     """Logs older than the retention go into one bundle per day; every one still verifies
     against the database's hash, through the store, ``arena replay KEY``, ``arena replay OLD_PATH
@@ -139,9 +130,9 @@ def test_archived_matches_still_replay_and_verify(any_store, tmp_path, capsys):
         assert out.returncode == 0 and "verified:" in out.stdout, out.stdout + out.stderr
         for args in ([keys[0], "--db", db], [str(logs / "t1" / f"{keys[1]}.jsonl.gz"), "--db", db],
                      [moved[keys[2]].rsplit("@", 1)[0]]):
-            status, said = replay_here(args, capsys)
-            assert status == 0 and "verified:" in said, (args, said)
-        said = " ".join(replay_here([keys[0], "--db", db], capsys)[1].split())
+            out = cli_in_process("replay", *args, capsys=capsys)
+            assert out.returncode == 0 and "verified:" in out.stdout, (args, out.stdout + out.stderr)
+        said = " ".join(cli_in_process("replay", keys[0], "--db", db, capsys=capsys).stdout.split())
         assert "last hash matches the database" in said
     again = apply_retention(store, logs, Retention(logs_days=7), now=NOW)
     assert again.archived == 0 and paths(store) == moved

@@ -155,7 +155,7 @@ class Blocks:
                 s = hd[k - 1] + b @ hl[k - 1]
         self.c = []  # C_kk
         for k in range(nb):
-            self.c.append(_inverse(s_fwd[k] + s_back[k] - hd[k]))
+            self.c.append(spd_inverse(s_fwd[k] + s_back[k] - hd[k]))
         if self.robust:
             self._sandwich()
 
@@ -366,8 +366,10 @@ def _compress(coef: np.ndarray, p: np.ndarray, psi: list) -> tuple[np.ndarray, n
     return coef @ u, new[0], [next(rest) if x is not None else None for x in psi]
 
 
-def _inverse(s: np.ndarray) -> np.ndarray:
-    """The inverse of a symmetric positive definite block (LAPACK ``potrf``/``potri``)."""
+def spd_inverse(s: np.ndarray) -> np.ndarray:
+    """The inverse of a symmetric positive definite matrix, dense (LAPACK ``potrf``/``potri``):
+    a block here, the whole information matrix of a small field in
+    :mod:`arena.stats.information`. Raises ``ArithmeticError`` if it is not positive definite."""
     lower, info = la.lapack.dpotrf(s, lower=1)
     if info == 0:
         lower, info = la.lapack.dpotri(lower, lower=1)

@@ -554,7 +554,7 @@ class Intervals:
 
     def _exact(self, i: np.ndarray, j: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         n = self.n
-        c = _inverse(self.h)
+        c = blocks.spd_inverse(self.h.toarray())
         u = c.mean(axis=1)
         if self.m is None:
             diag, q, t = np.diag(c).copy(), u, float(u.mean())
@@ -612,23 +612,12 @@ class Intervals:
             if self.n > EXACT_BOTS:
                 raise ValueError(f"{self.n} bots: too many for a dense covariance (at most {EXACT_BOTS})")
             with one_blas_thread():
-                c = _inverse(self.h)
+                c = blocks.spd_inverse(self.h.toarray())
                 if self.m is not None:
                     c = c @ (self.m @ c)
                 u = c.mean(axis=1)
                 self._dense = c - u[:, None] - u[None, :] + float(u.mean())
         return self._dense
-
-
-def _inverse(h: sp.csr_matrix) -> np.ndarray:
-    """``H^-1`` (dense, symmetric) by a Cholesky factorisation (LAPACK ``potrf``/``potri``)."""
-    lower, info = la.lapack.dpotrf(h.toarray(), lower=1)
-    if info:
-        raise ArithmeticError(f"information matrix not positive definite (potrf {info})")
-    c, info = la.lapack.dpotri(lower, lower=1)
-    if info:
-        raise ArithmeticError(f"information matrix not invertible (potri {info})")
-    return np.tril(c) + np.tril(c, -1).T
 
 
 def colours(model: Model, i: np.ndarray, j: np.ndarray, k: int) -> np.ndarray:
