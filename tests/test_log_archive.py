@@ -23,6 +23,7 @@ from arena.games import GAMES
 from arena.match.log import ChainError, MatchLog, decompress
 from arena.match.referee import MatchConfig, MatchResult
 from arena.match.replay import verify_bytes
+from arena.schedule import retention as retention_job
 from arena.schedule.formats import Pairing
 from arena.store import log_archive, test_matches
 from arena.store.log_archive import (
@@ -306,48 +307,60 @@ def test_arena_archive_applies_the_contest_files_retention(tmp_path):
                                                   "matches were written to (--logs)\n")
 
 
-async def test_the_contest_applies_its_retention_once_a_day(mock_clock, monkeypatch, tmp_path):
-    """:func:`keep_retention` runs a minute after the start, then once a day, each time in a thread
-    on a connection of its own (opened and closed there); no wall clock."""
-    runs: list[str] = []
-    opened: list[str] = []
+async def test_the_contest_applies_its_retention_once_a_day(mock_clock, monkeypatch, tmp_path, caplog):
+    """:func:`keep_retention` runs a minute after the start, then once a day; a failed run is one
+    logged line and the next day's run still comes. No wall clock."""
+    runs: list[float] = []
 
-    class FakeStore:
-        def close(self) -> None:
-            opened.append("closed")
+    async def fake_run(store, logs, retention):  # noqa: ANN001, ARG001
+        runs.append(trio.current_time())
+        if len(runs) == 1:
+            raise retention_job.RetentionFailed("archive stopped: No space left on device")
+        return "archived 0 match logs"
 
-    def fake_apply(store, logs, retention, now=None, stop=None):  # noqa: ANN001, ARG001
-        runs.append(threading.current_thread().name)
-        return log_archive.ArchiveReport()
-
-    monkeypatch.setattr(log_archive, "apply_retention", fake_apply)
+    monkeypatch.setattr(retention_job, "run_retention", fake_run)
 
     async def next_sleep() -> float:
-        """Seconds until the task's next wake-up, once it sleeps again (while its run is in its
-        thread it has no deadline); the clock does not move meanwhile."""
-        for _ in range(100_000):
-            left = trio.lowlevel.current_statistics().seconds_to_next_deadline
-            if left != float("inf"):
-                return left
-            await trio.sleep(0)  # the thread's result comes back at a checkpoint
-        raise AssertionError("the retention task never went back to sleep")
+        await trio.testing.wait_all_tasks_blocked()
+        return trio.lowlevel.current_statistics().seconds_to_next_deadline
 
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(log_archive.keep_retention, lambda: opened.append("opened") or FakeStore(), tmp_path,
-                           Retention())
+        nursery.start_soon(retention_job.keep_retention, object(), tmp_path, Retention())
         assert await next_sleep() == 60 and runs == []
         mock_clock.jump(59)
         assert await next_sleep() == 1 and runs == []
         mock_clock.jump(1)
-        await trio.testing.wait_all_tasks_blocked()
-        assert await next_sleep() == DAY_S and len(runs) == 1
+        assert await next_sleep() == DAY_S and runs == [60]
+        assert "retention failed (tried again in 86400 s): archive stopped: No space left on device" in caplog.text
         mock_clock.jump(DAY_S - 1)
         assert await next_sleep() == 1 and len(runs) == 1
         mock_clock.jump(1)
-        await trio.testing.wait_all_tasks_blocked()
-        assert await next_sleep() == DAY_S and len(runs) == 2
+        assert await next_sleep() == DAY_S and runs == [60, 60 + DAY_S]
         nursery.cancel_scope.cancel()
-    assert threading.main_thread().name not in runs and opened == ["opened", "closed"] * 2
+
+
+async def test_a_retention_run_is_a_niced_child_process(monkeypatch, tmp_path):
+    """The contest's run is ``arena archive`` in a child process, with every key of the
+    contest's retention, below the server's priority (its interpreter lock is its own: in a
+    thread, a season's first run slowed the server's pages a hundredfold); a failure is its one
+    line."""
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    store, logs = Store(tmp_path / "season.db"), tmp_path / "season-logs"
+    keys = season(store, logs, [1000.0, 2000.0])  # 1970: older than any retention
+    said = await retention_job.run_retention(store, logs, Retention(logs_days=2, test_matches_days=3))
+    assert said.startswith("archived 2 match logs of 1970-01-01 into "), said
+    assert all(is_bundle_ref(path) for path in paths(store).values()) and verifies(store, keys[1])["reason"] == "target"
+    command = retention_job.archive_command("season.db", logs, Retention(logs_days=2, test_matches_days=3))
+    assert command[command.index("--test-matches-days") + 1] == "3.0"
+    assert {arg for arg in command if arg.startswith("--")} == {"--db", "--logs", "--logs-days", "--bot-output-days",
+                                                                "--events-days", "--failed-uploads-days",
+                                                                "--test-matches-days"}
+    with pytest.raises(retention_job.RetentionFailed, match="^no match log directory .*nowhere: pass the one"):
+        await retention_job.run_retention(store, tmp_path / "nowhere", Retention())
+    monkeypatch.setattr(retention_job, "archive_command",
+                        lambda *_: [sys.executable, "-c", "import os; print(os.nice(0))"])
+    assert await retention_job.run_retention(store, logs, Retention()) == str(os.nice(0) + retention_job.NICE)
+    store.close()
 
 
 def test_a_worker_copy_is_deleted_once_the_front_has_the_log(tmp_path):

@@ -19,6 +19,7 @@ from arena.names import plain
 from arena.schedule.contest import load_config
 from arena.store.log_archive import (
     MAX_DAYS,
+    RETENTION_KEYS,
     ArchiveBusy,
     Retention,
     apply_retention,
@@ -54,7 +55,8 @@ def add_commands(sub: Commands) -> None:
     ac.add_argument("--logs", help="the match log directory (default: the contest file's, or logs/)")
     for key, what in (("logs_days", "match logs stay files, then go into their day's bundle"),
                       ("bot_output_days", "bot output logs not written to are kept"),
-                      ("events_days", "live events are kept"), ("failed_uploads_days", "failed uploads are kept")):
+                      ("events_days", "live events are kept"), ("failed_uploads_days", "failed uploads are kept"),
+                      ("test_matches_days", "finished test matches are kept")):
         ac.add_argument(f"--{key.replace('_', '-')}", dest=key, type=float_in(0.0, MAX_DAYS), metavar="DAYS",
                         help=f"days {what} (default: [retention] {key} of the contest file, else "
                              f"{getattr(Retention(), key):g})")
@@ -142,7 +144,7 @@ def cmd_archive(args: argparse.Namespace) -> int:
         cfg = load_config(args.config)
         retention, db, logs = cfg.retention, cfg.db, cfg.logs
     db, logs = args.db or db, args.logs or logs
-    for key in ("logs_days", "bot_output_days", "events_days", "failed_uploads_days"):
+    for key in RETENTION_KEYS:
         if getattr(args, key) is not None:
             setattr(retention, key, getattr(args, key))
     if not Path(logs).is_dir():

@@ -67,11 +67,12 @@ from arena.schedule.front import die_with_parent, local_cpu, pump_events, result
 from arena.schedule.gate import DoctorGate, UploadConfig
 from arena.schedule.launcher import BotProcess, Limits, SandboxError, load_manifest
 from arena.schedule.on_demand import AuthorsConfig, OnDemand
+from arena.schedule.retention import keep_retention
 from arena.schedule.supervisor import Supervisor, publish
 from arena.schedule.worker import POLL_S
 from arena.store.checkpoint import for_store as checkpointer_for
 from arena.store.health import STORAGE_ERRORS, StorageHealth
-from arena.store.log_archive import Retention, keep_retention
+from arena.store.log_archive import Retention
 from arena.store.queue import MatchQueue
 from arena.store.sqlite import Store
 from arena.strict import convert_strict, read_toml
@@ -575,8 +576,8 @@ class Contest:
                                              outer.start(functools.partial(serve_http, mounts=self.web_mounts),
                                                          self, cfg.http_host, cfg.http_port))
                 outer.start_soon(self._launch_submitted, outer)
-                if cfg.retention.enabled:  # once a day, in a thread (arena.store.log_archive)
-                    outer.start_soon(keep_retention, lambda: Store(cfg.db), cfg.logs, cfg.retention)
+                if cfg.retention.enabled:  # once a day, in a niced child process
+                    outer.start_soon(keep_retention, self.store, cfg.logs, cfg.retention)
                 workers = trio.CancelScope()
                 if cfg.workers > 0:
                     self.queue.drop_recorded()  # matches the last run queued and then aborted

@@ -15,8 +15,8 @@ replay`` and the web page still read:
   seek and one read (:func:`read_stored`), whatever the number of matches in the bundle, and the
   CRC-32 of the member is checked on every read (:class:`BundleError` names a damaged member).
 
-:func:`apply_retention` (``arena archive``; a running contest once a day in a background thread,
-:func:`keep_retention`) is idempotent and safe to interrupt at any point; a log is never lost:
+:func:`apply_retention` (``arena archive``; a running contest runs that once a day in a child process,
+:mod:`arena.schedule.retention`) is idempotent and safe to interrupt at any point; a log is never lost:
 
 1. for each whole UTC day older than the cut-off that is not yet archived, the bundle is written
    under a temporary name (the members of a bundle already there are kept), flushed, synced,
@@ -53,12 +53,11 @@ import threading
 import time
 import zipfile
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import msgspec
-import trio
 
 from arena.match.log import ChainError, complete_gzip
 from arena.store import test_matches
@@ -79,11 +78,8 @@ BATCH = 500
 committed meanwhile never wait long for the writer lock)."""
 MAX_DAYS = 36_500.0
 """The longest retention a contest file may set (days)."""
-RETENTION_EVERY_S = float(DAY_S)
-"""How often a running contest applies its retention (seconds)."""
-RETENTION_FIRST_S = 60.0
-"""How long after its start a contest applies its retention the first time (seconds): not while
-the bots are connecting."""
+RETENTION_KEYS = ("logs_days", "bot_output_days", "events_days", "failed_uploads_days", "test_matches_days")
+"""The keys of :class:`Retention` that are numbers of days (``arena archive`` has an option for each)."""
 
 
 class Retention(msgspec.Struct, forbid_unknown_fields=True):
@@ -115,7 +111,7 @@ class Retention(msgspec.Struct, forbid_unknown_fields=True):
     def check(self) -> None:
         """``ValueError`` (one line naming the key) for a retention that is not a number of days
         from 0 to :data:`MAX_DAYS`."""
-        for key in ("logs_days", "bot_output_days", "events_days", "failed_uploads_days", "test_matches_days"):
+        for key in RETENTION_KEYS:
             value = getattr(self, key)
             if isinstance(value, bool) or not (math.isfinite(value) and 0 <= value <= MAX_DAYS):
                 raise ValueError(f"[retention] {key} must be a number of days from 0 to {MAX_DAYS:g}, not {value!r}")
@@ -483,32 +479,3 @@ def describe_report(report: ArchiveReport, logs: str | Path) -> str:
     if report.interrupted:
         text += "; stopped early (run it again to go on)"
     return text
-
-
-async def keep_retention(open_store: Callable[[], Any], logs: str | Path, retention: Retention,
-                         first_s: float = RETENTION_FIRST_S, every_s: float = RETENTION_EVERY_S) -> None:
-    """Apply ``retention`` ``first_s`` seconds from now, then every ``every_s``, until cancelled:
-    each run in a worker thread (the file work and its own database connection, from
-    ``open_store()``, closed after), so the trio loop never waits for it. A failed run is logged
-    and tried again at the next; a cancelled one stops after the day in hand."""
-    await trio.sleep(first_s)
-    while True:
-        stop = threading.Event()
-        try:
-            report = await trio.to_thread.run_sync(_run_once, open_store, logs, retention, stop, abandon_on_cancel=True)
-            log.info("retention: %s", describe_report(report, logs))
-        except Exception as exc:  # noqa: BLE001 - a full disk, a busy database: tried again next time
-            log.warning("retention failed (tried again in %.0f s): %s", every_s, exc)
-        finally:
-            stop.set()  # cancelled: the abandoned thread stops after the day in hand
-        await trio.sleep(every_s)
-
-
-def _run_once(open_store: Callable[[], Any], logs: str | Path, retention: Retention,
-              stop: threading.Event) -> ArchiveReport:
-    """One run of :func:`keep_retention`, in its thread, on a connection of its own."""
-    store = open_store()
-    try:
-        return apply_retention(store, logs, retention, stop=stop)
-    finally:
-        store.close()
