@@ -506,3 +506,28 @@ def test_sqlite_reads_a_range_of_units_by_rowid_not_through_an_index(tmp_path):
         plan = " ".join(row[3] for row in raw.execute("EXPLAIN QUERY PLAN " + sql))
         assert "USING INTEGER PRIMARY KEY" in plan and "INDEX" not in plan.replace("INTEGER PRIMARY KEY", ""), plan
     raw.close()
+
+
+def test_sqlite_reads_the_touched_units_by_their_keys_not_through_the_whole_game(tmp_path):
+    """The chunked first load's last step reads the units the results touched meanwhile by key:
+    one primary-key lookup per key. The row-value ``IN (...)`` list it replaced made SQLite walk
+    the whole game's index for each statement (100 s on the season store); the check sees that."""
+    import sqlite3
+
+    import arena.store.fit_input as fit_input
+
+    Store(tmp_path / "a.db").close()
+    raw = sqlite3.connect(tmp_path / "a.db")
+
+    def plan(sql: str, keys: int) -> str:
+        values = {"game": "ecarte", **{f"{c}{i}": v for i in range(keys) for c, v in
+                                       (("a", "x"), ("b", "y"), ("p", 1.0), ("g", 2))}}
+        return " ".join(row[3] for row in raw.execute("EXPLAIN QUERY PLAN " + sql, values))
+
+    found = plan(str(fit_input.rows_in(3)), 3)
+    assert "SEARCH u USING INDEX sqlite_autoindex_ladder_units_1 (game=? AND a=? AND b=? AND points=? AND games=?)" \
+        in found and "SCAN u" not in found, found
+    old = ("SELECT a, b, points, games, n FROM ladder_units WHERE game=:game AND n<>0 AND (a, b, points, games) "
+           "IN (VALUES (:a0, :b0, :p0, :g0), (:a1, :b1, :p1, :g1), (:a2, :b2, :p2, :g2))")
+    assert "(game=?)" in plan(old, 3)  # what the check catches: the whole game's entries walked
+    raw.close()
