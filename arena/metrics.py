@@ -25,7 +25,11 @@ arena_storage_paused               gauge     1 while scheduling is paused by a s
 arena_storage_errors_total         counter   what (match log, database, ...): storage writes that failed
 arena_result_commit_seconds        histogram (no label) one result's write transaction (Store.record_result)
 arena_pairing_decision_seconds     histogram (no label) one pairing decision of the contest scheduler
-arena_ladder_fit_seconds           gauge     game: how long the last background fit of the ladder took
+arena_ladder_fit_seconds           gauge     game: how long the last background fit of the ladder took (wall)
+arena_ladder_fit_cpu_seconds       gauge     game: the CPU time of the last fit's computation
+arena_ladder_fit_full              gauge     game: 1 if the last fit computed the intervals too (a full refit), else 0
+arena_ladder_full_fit_seconds      gauge     game: how long the last full refit (ratings and intervals) took (wall)
+arena_ladder_full_fit_cpu_seconds  gauge     game: the CPU time of the last full refit's computation
 arena_ladder_fit_age_seconds       gauge     game: age of the ratings shown (now - the last fit's time)
 arena_ladder_fit_lag_results       gauge     game: results recorded since the last fit
 ================================== ========= ===================================================
@@ -292,6 +296,14 @@ class Metrics:
         self.pairing = Histogram("arena_pairing_decision_seconds", "One pairing decision of the contest scheduler",
                                  buckets=STORE_BUCKETS, registry=r)
         self.fit_seconds = Gauge("arena_ladder_fit_seconds", "Duration of the last ladder fit", ["game"], registry=r)
+        self.fit_cpu = Gauge("arena_ladder_fit_cpu_seconds", "CPU time of the last ladder fit's computation", ["game"],
+                             registry=r)
+        self.fit_full = Gauge("arena_ladder_fit_full", "1 if the last ladder fit computed the intervals too", ["game"],
+                              registry=r)
+        self.full_fit_seconds = Gauge("arena_ladder_full_fit_seconds", "Duration of the last full ladder refit",
+                                      ["game"], registry=r)
+        self.full_fit_cpu = Gauge("arena_ladder_full_fit_cpu_seconds",
+                                  "CPU time of the last full ladder refit's computation", ["game"], registry=r)
         self.fit_age = Gauge("arena_ladder_fit_age_seconds", "Age of the ratings shown", ["game"], registry=r)
         self.fit_lag = Gauge("arena_ladder_fit_lag_results", "Results recorded since the last ladder fit", ["game"],
                              registry=r)

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import math
 import os
 import random
 import signal
@@ -59,7 +60,7 @@ from arena.net.server import ArenaServer, ServerConfig
 from arena.net.spectate import SpectatorHub
 from arena.schedule.botlog import tail
 from arena.schedule.copies import PAIR_COPIES, bot_log, secrets_of
-from arena.schedule.fitter import FitReport, FitWatch, LadderFitter, spawn, stop_process
+from arena.schedule.fitter import FitPolicy, FitReport, FitWatch, LadderFitter, spawn, stop_process
 from arena.schedule.fleet import Fleet, StoreSink, wait_child
 from arena.schedule.formats import Pairing, derive_seed
 from arena.schedule.formats.ladder import LadderPairing, PairCounts
@@ -138,6 +139,10 @@ class ContestConfig(msgspec.Struct, forbid_unknown_fields=True):
     unit between two submitted bots is queued and played by a worker (these local ones, or
     ``arena worker --db`` on other hosts); remote bots' matches stay on this server. 0: every
     match in this process."""
+    fit_intervals_s: float = FitPolicy().intervals_s
+    """Beyond :data:`arena.stats.information.EXACT_BOTS` bots, the ladder's intervals (a full
+    refit) are computed again at most this often (seconds); the fits between refit the ratings
+    alone (:attr:`arena.schedule.fitter.FitPolicy.intervals_s`)."""
     retention: Retention = msgspec.field(default_factory=Retention)
     """``[retention]``: how many days match logs stay files before their day's archive bundle, and
     bot output, live events and failed uploads are kept (:mod:`arena.store.log_archive`); applied
@@ -165,6 +170,9 @@ def load_config(path: str | Path) -> ContestConfig:
         raise UserError(f"{path}: concurrency must be at least 1")
     if not 0 <= cfg.workers <= 1024:
         raise UserError(f"{path}: workers must be between 0 and 1024")
+    if not (math.isfinite(cfg.fit_intervals_s) and cfg.fit_intervals_s > 0):
+        raise UserError(f"{path}: fit_intervals_s must be a positive number of seconds (default "
+                        f"{FitPolicy().intervals_s:g}), not {cfg.fit_intervals_s!r}")
     try:
         cfg.retention.check()
     except ValueError as exc:
@@ -242,10 +250,15 @@ class Contest:
         """The connected bots' pair counts, in memory (read when a bot connects, counted by :meth:`_record`)."""
         self.pairing = LadderPairing(config.pairing, self.pairs.counts, self.seed)
         if self.store.path == ":memory:":  # no other process can open it: fitted in a thread here
-            self.fitter: LadderFitter | FitWatch = LadderFitter(self.store, config.game, on_fit=self._fitted)
+            self.fitter: LadderFitter | FitWatch = LadderFitter(self.store, config.game, self.fit_policy(),
+                                                                on_fit=self._fitted)
         else:  # fitted by a process of its own (arena.schedule.fitter); the server watches the results
             self.fitter = FitWatch(self.store, config.game, on_fit=self._fitted,
                                    with_ratings=config.pairing == "rating")
+
+    def fit_policy(self) -> FitPolicy:
+        """The ladder fit's policy: the defaults but for the contest file's ``fit_intervals_s``."""
+        return FitPolicy(intervals_s=self.config.fit_intervals_s)
 
     def _probe_storage(self) -> None:
         """Raise if match logs or the database cannot be written (see :mod:`arena.store.health`):
@@ -559,7 +572,7 @@ class Contest:
         self.tests.recover()  # test games a stopped server left playing: queued again
         self.tournament_id = self.store.create_tournament(cfg.game, "ladder", self.seed, cfg, [], [])
         self.pairing.elo = {bot: elo for bot, elo, _ in self.store.ladder(cfg.game)}
-        fit_process = spawn(self.store, cfg.game) if isinstance(self.fitter, FitWatch) else None
+        fit_process = spawn(self.store, cfg.game, self.fit_policy()) if isinstance(self.fitter, FitWatch) else None
         try:
             async with trio.open_nursery() as outer:
                 outer.start_soon(self.fitter.run)

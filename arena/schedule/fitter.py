@@ -33,6 +33,14 @@ fitter's process then holding 200-400 MB; a refit after 100 new results read 200
 and fitted the ratings in 0.8-1.1 s of CPU (1.3-3 s wall at that load), storing them in 0.04-0.2
 s; a refit with the intervals 3.1-4.1 s of CPU (docs/contests.md §12).
 
+Each fit stores, with the ratings, its wall time and its CPU time (the computation's: see
+:class:`LadderFitter`'s ``cpu_clock``) and whether it computed the intervals; a full refit's
+figures are kept apart too (``ladder_state``: revision 0004), so that the cost of a full refit is
+known even while the fits between refit the ratings alone, and even on a busy machine, where
+the niced fitter's wall time measures the machine's load more than the fit (gauges
+``arena_ladder_fit_cpu_seconds``, ``arena_ladder_full_fit_seconds``,
+``arena_ladder_full_fit_cpu_seconds``: :mod:`arena.metrics`).
+
 So the ratings shown lag the results by at most one fit and its rest (the intervals of a large
 field by at most :attr:`FitPolicy.intervals_s` more): the web page and ``arena bots list`` say
 how old they are (``ladder_state.fitted_at``) and how many results came since.
@@ -85,8 +93,9 @@ class FitPolicy(msgspec.Struct, frozen=True):
     also runs at a lower priority (:data:`NICE`), so on a busy machine the matches come first and
     the ratings lag rather than the results."""
     intervals_s: float = 120.0
-    """Beyond :data:`arena.stats.information.EXACT_BOTS` bots, the intervals are computed again
-    only by a fit that starts this many seconds or more after the last one that computed them;
+    """(A contest's ``fit_intervals_s``.) Beyond :data:`arena.stats.information.EXACT_BOTS` bots, the
+    intervals are computed again only by a fit that starts this many seconds or more after the last
+    one that computed them;
     the fits between refit the ratings alone and keep each bot's last interval (a bot without one
     yet, a newcomer, is provisional meanwhile). On the 10,000-bot season the intervals (exact, by
     blocks: :mod:`arena.stats.blocks`) cost 1.6-3.0 s of CPU after 0.5-0.8 s for the ratings (a busy
@@ -95,13 +104,17 @@ class FitPolicy(msgspec.Struct, frozen=True):
 
 
 class FitReport(msgspec.Struct, frozen=True):
-    """One fit: ``results`` it covers, ``bots`` rated, ``fit_ms`` its computation (ms), and the
-    ratings (``arena.stats.rating.Rating``, best first)."""
+    """One fit: ``results`` it covers, ``bots`` rated, ``fit_ms`` its computation (wall ms), and
+    the ratings (``arena.stats.rating.Rating``, best first); ``cpu_ms``, the computation's CPU
+    time (ms; None: not known, a fit by an older arena) and ``full``, whether it computed the
+    intervals too (a full refit) or the ratings alone."""
 
     results: int
     bots: int
     fit_ms: int
     ratings: list[Any]
+    cpu_ms: int | None = None
+    full: bool = True
 
 
 def compute_fit(totals: LadderTotals, start: Mapping[str, float] | None, intervals: bool = True,
@@ -194,6 +207,16 @@ class FitState:
         return compute_fit(self.totals, self.elo, intervals, self.ci95)
 
 
+def measured(clock: Callable[[], float], f: Callable[..., tuple[list[Any], int]], *args: Any
+             ) -> tuple[list[Any], int, int]:
+    """``f(*args)`` (:func:`compute_fit`'s ``(ratings, wall ms)``) and the CPU time it took by
+    ``clock`` (ms): ``(ratings, wall ms, CPU ms)``. Called in the thread that computes, since
+    ``time.thread_time`` counts only the thread that reads it."""
+    c0 = clock()
+    ratings, fit_ms = f(*args)
+    return ratings, fit_ms, round((clock() - c0) * 1000)
+
+
 def fit_ladder(store: Any, game: str) -> FitReport:
     """Refit the persistent ladder of ``game`` now, with its intervals, and store it (see the
     module docstring): a one-off, so it reads the whole ladder (summed per pair, not kept).
@@ -201,14 +224,35 @@ def fit_ladder(store: Any, game: str) -> FitReport:
     state = FitState(game)
     state.update(store)
     assert state.cursor is not None
-    ratings, fit_ms = state.fit()
-    store.save_ladder_fit(game, ratings, state.cursor.results, fit_ms)
-    _observe(game, fit_ms, 0, 0.0)
-    return FitReport(results=state.cursor.results, bots=len(ratings), fit_ms=fit_ms, ratings=ratings)
+    ratings, fit_ms, cpu_ms = measured(time.thread_time, state.fit)
+    store.save_ladder_fit(game, ratings, state.cursor.results, fit_ms, cpu_ms, full=True)
+    report = FitReport(results=state.cursor.results, bots=len(ratings), fit_ms=fit_ms, ratings=ratings,
+                       cpu_ms=cpu_ms, full=True)
+    _observe(game, _fitted_now(report), 0, 0.0)
+    return report
 
 
-def _observe(game: str, fit_ms: int, lag: int, age_s: float) -> None:
-    METRICS.fit_seconds.labels(game).set(fit_ms / 1000)
+def _fitted_now(report: FitReport) -> dict[str, Any]:
+    """The figures of a fit just made as :meth:`arena.store.results.Results.ladder_state` gives them."""
+    fit = {"fit_ms": report.fit_ms, "fit_cpu_ms": report.cpu_ms, "full": report.full}
+    if report.full:
+        fit |= {"full_fit_ms": report.fit_ms, "full_fit_cpu_ms": report.cpu_ms}
+    return fit
+
+
+def _observe(game: str, state: Mapping[str, Any], lag: int, age_s: float) -> None:
+    """Set the fit's gauges of ``game`` from ``state`` (:meth:`~arena.store.results.Results.ladder_state`'s
+    figures, ms): the last fit's wall time (0 when unknown, as before), and its CPU time, whether
+    it was a full refit and the last full refit's wall and CPU time where known (a fit by an
+    arena before revision 0004, or a seeded store, has none: those gauges are left unset)."""
+    METRICS.fit_seconds.labels(game).set((state.get("fit_ms") or 0) / 1000)
+    if state.get("fit_cpu_ms") is not None:
+        METRICS.fit_cpu.labels(game).set(state["fit_cpu_ms"] / 1000)
+        METRICS.fit_full.labels(game).set(1 if state.get("full") else 0)
+    if state.get("full_fit_ms") is not None:
+        METRICS.full_fit_seconds.labels(game).set(state["full_fit_ms"] / 1000)
+    if state.get("full_fit_cpu_ms") is not None:
+        METRICS.full_fit_cpu.labels(game).set(state["full_fit_cpu_ms"] / 1000)
     METRICS.fit_lag.labels(game).set(lag)
     METRICS.fit_age.labels(game).set(age_s)
 
@@ -216,13 +260,20 @@ def _observe(game: str, fit_ms: int, lag: int, age_s: float) -> None:
 class LadderFitter:
     """The background fit of one game's ladder (see the module docstring). ``on_fit`` is called
     with each :class:`FitReport` (the contest keeps the ratings it pairs by); ``run_sync``
-    (``await run_sync(f, *args)``) runs the computation, by default in a thread. Storage faults are
-    logged and retried at the next look: the fit is never the reason a server stops."""
+    (``await run_sync(f, *args)``) runs the computation, by default in a thread. ``cpu_clock``
+    (seconds) measures the computation's CPU time, read in the thread that computes: by default
+    ``time.thread_time``, that thread's alone (in a thread of a server, the process's CPU time
+    would count the server's work too); the fitter's own process (:func:`spawn`) computes in its
+    only thread and nothing else runs meanwhile, so it takes ``time.process_time``, which also
+    counts what numpy's BLAS may compute in threads of its own. Storage faults are logged and
+    retried at the next look: the fit is never the reason a server stops."""
 
     def __init__(self, store: Any, game: str, policy: FitPolicy = FitPolicy(),
-                 on_fit: Callable[[FitReport], None] | None = None, run_sync: Any = None) -> None:
+                 on_fit: Callable[[FitReport], None] | None = None, run_sync: Any = None,
+                 cpu_clock: Callable[[], float] = time.thread_time) -> None:
         self.run_sync = run_sync or trio.to_thread.run_sync
         """How the computation runs: in a thread (the default); tests run it inline."""
+        self.cpu_clock = cpu_clock
         self.store = store
         self.game = game
         self.policy = policy
@@ -253,7 +304,7 @@ class LadderFitter:
             state = self.store.ladder_state(self.game)
             lag = state["results"] - state["fitted_results"]
             age = 0.0 if state["fitted_at"] is None else max(time.time() - state["fitted_at"], 0.0)
-            _observe(self.game, state["fit_ms"] or 0, lag, age)
+            _observe(self.game, state, lag, age)
             if lag <= 0:
                 return 0.0
             self.state.update(self.store)
@@ -264,18 +315,20 @@ class LadderFitter:
         results = self.state.cursor.results
         now = trio.current_time()
         intervals = self.state.intervals_due(now, self.policy.intervals_s)
-        ratings, fit_ms = await self.run_sync(compute_fit, self.state.totals, self.state.elo, intervals,
-                                              self.state.ci95)
+        ratings, fit_ms, cpu_ms = await self.run_sync(measured, self.cpu_clock, compute_fit, self.state.totals,
+                                                      self.state.elo, intervals, self.state.ci95)
         self.state.fitted(ratings, intervals, now)
         try:
-            self.store.save_ladder_fit(self.game, ratings, results, fit_ms)
+            self.store.save_ladder_fit(self.game, ratings, results, fit_ms, cpu_ms, full=intervals)
         except STORAGE_ERRORS as exc:
             log.warning("ladder fit of %s: cannot store the ratings (%s); trying again later", self.game, exc)
             return self.policy.min_interval_s
         self.fits += 1
-        _observe(self.game, fit_ms, 0, 0.0)
+        report = FitReport(results=results, bots=len(ratings), fit_ms=fit_ms, ratings=ratings, cpu_ms=cpu_ms,
+                           full=intervals)
+        _observe(self.game, _fitted_now(report), 0, 0.0)  # ratings alone: the full refit's gauges stay
         if self.on_fit is not None:
-            self.on_fit(FitReport(results=results, bots=len(ratings), fit_ms=fit_ms, ratings=ratings))
+            self.on_fit(report)
         return max(self.policy.min_interval_s, self.policy.rest_ratio * fit_ms / 1000)
 
 
@@ -303,7 +356,7 @@ class FitWatch:
         except STORAGE_ERRORS:
             return
         age = 0.0 if state["fitted_at"] is None else max(time.time() - state["fitted_at"], 0.0)
-        _observe(self.game, state["fit_ms"] or 0, state["results"] - state["fitted_results"], age)
+        _observe(self.game, state, state["results"] - state["fitted_results"], age)
         if state["fitted_at"] is None or state["fitted_at"] == self.seen:
             return
         self.seen = state["fitted_at"]
@@ -317,7 +370,7 @@ class FitWatch:
             except STORAGE_ERRORS:
                 return
         self.on_fit(FitReport(results=state["fitted_results"], bots=len(ratings), fit_ms=state["fit_ms"] or 0,
-                              ratings=ratings))
+                              ratings=ratings, cpu_ms=state["fit_cpu_ms"], full=state["full"]))
 
     async def run(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
         """Look every :data:`POLL_S` until cancelled."""
@@ -369,7 +422,7 @@ def stop_process(proc: subprocess.Popen[bytes], grace_s: float = 5.0) -> None:
 async def _serve(db: str, game: str, policy: FitPolicy) -> None:
 
     store = Store(db)
-    job = LadderFitter(store, game, policy, run_sync=_inline)
+    job = LadderFitter(store, game, policy, run_sync=_inline, cpu_clock=time.process_time)
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(job.run)

@@ -101,7 +101,8 @@ COUNT_RESULT = hot_each(upsert(ladder_state, ("game",), lambda new: {"results": 
 
 # ------------------------------------------------------------------ the ladder's fit and reads
 STATE = select(ladder_state.c.results, ladder_state.c.fitted_results, ladder_state.c.fitted_at,
-               ladder_state.c.fit_ms).where(ladder_state.c.game == _GAME)
+               ladder_state.c.fit_ms, ladder_state.c.fit_cpu_ms, ladder_state.c.full_fit_at,
+               ladder_state.c.full_fit_ms, ladder_state.c.full_fit_cpu_ms).where(ladder_state.c.game == _GAME)
 SAVE_RATING = upsert(ladder, ("game", "bot"), lambda new: {"elo": new.elo, "ci95": new.ci95,
                                                            "updated_at": new.updated_at})
 SAVE_RATINGS_PG = text(
@@ -118,7 +119,13 @@ SAVE_CHUNK = 1_000
 """Bots per write transaction when a fit's ratings are stored (:meth:`save_ladder_fit`): at a
 season's 10,000 bots, ten short holds of the writer lock instead of one long one."""
 SAVE_FIT = upsert(ladder_state, ("game",), lambda new: {"fitted_results": new.fitted_results,
-                                                        "fitted_at": new.fitted_at, "fit_ms": new.fit_ms})
+                                                        "fitted_at": new.fitted_at, "fit_ms": new.fit_ms,
+                                                        "fit_cpu_ms": new.fit_cpu_ms})
+SAVE_FULL_FIT = upsert(ladder_state, ("game",), lambda new: {
+    "fitted_results": new.fitted_results, "fitted_at": new.fitted_at, "fit_ms": new.fit_ms,
+    "fit_cpu_ms": new.fit_cpu_ms, "full_fit_at": new.full_fit_at, "full_fit_ms": new.full_fit_ms,
+    "full_fit_cpu_ms": new.full_fit_cpu_ms})
+""":data:`SAVE_FIT` of a full refit (ratings and intervals): the last full refit's figures too."""
 PAIR_COUNTS = Hot(select(pair_counts.c.b, pair_counts.c.n).where(
     pair_counts.c.game == _GAME, pair_counts.c.a == bindparam("bot"),
     pair_counts.c.b.in_(bindparam("others", expanding=True))))
@@ -216,9 +223,13 @@ class Results:
 
     # ------------------------------------------------------------------ the ladder
 
-    def save_ladder_fit(self, game: str, ratings: list[Any], results: int, fit_ms: int) -> None:
+    def save_ladder_fit(self, game: str, ratings: list[Any], results: int, fit_ms: int, cpu_ms: int | None = None,
+                        full: bool = True) -> None:
         """Store a fit of ``game`` (``arena.stats.rating.Rating`` rows) made over its first
-        ``results`` results, and when and how long (``fit_ms``) it took. A bot's game count is
+        ``results`` results, and when it was made, how long it took (``fit_ms``, wall ms) and
+        its CPU time (``cpu_ms``, ms; None: not measured). ``full``: it computed the intervals
+        (a full refit), whose figures are then kept apart too (``full_fit_at``, ``full_fit_ms``,
+        ``full_fit_cpu_ms``: the fits that refit the ratings alone leave them). A bot's game count is
         kept by each result, not by the fit (a result committed during the fit is already
         counted). The rows go in write transactions of :data:`SAVE_CHUNK` bots each, the fit's
         state with the last: the writer lock, which every result commit waits for, is held for
@@ -244,17 +255,27 @@ class Results:
                 if chunk:
                     self.run(statement, rows)
                 if number == len(chunks):
-                    self.run(SAVE_FIT[self.dialect], {"game": game, "results": results, "fitted_results": results,
-                                                      "fitted_at": now, "fit_ms": fit_ms})
+                    row = {"game": game, "results": results, "fitted_results": results, "fitted_at": now,
+                           "fit_ms": fit_ms, "fit_cpu_ms": cpu_ms}
+                    if full:
+                        row |= {"full_fit_at": now, "full_fit_ms": fit_ms, "full_fit_cpu_ms": cpu_ms}
+                    self.run((SAVE_FULL_FIT if full else SAVE_FIT)[self.dialect], row)
 
     def ladder_state(self, game: str) -> dict[str, Any]:
         """The ladder fit's state of ``game``: ``results`` recorded, ``fitted_results`` counted
-        by the last fit, ``fitted_at`` (Unix seconds, None before the first fit) and ``fit_ms``
-        (its duration); zeros for a game without results."""
+        by the last fit, ``fitted_at`` (Unix seconds, None before the first fit), ``fit_ms`` (its
+        wall duration, ms) and ``fit_cpu_ms`` (its CPU time, ms), ``full`` (whether it computed
+        the intervals), and the last full refit's ``full_fit_at``, ``full_fit_ms`` and
+        ``full_fit_cpu_ms``; None where not known (a fit by an older arena, or none yet), zeros
+        for a game without results."""
         row = self.run(STATE, {"game": game}).first()
         if row is None:
-            return {"results": 0, "fitted_results": 0, "fitted_at": None, "fit_ms": None}
-        return {"results": row[0], "fitted_results": row[1], "fitted_at": row[2], "fit_ms": row[3]}
+            row = (0, 0, None, None, None, None, None, None)
+        keys = ("results", "fitted_results", "fitted_at", "fit_ms", "fit_cpu_ms", "full_fit_at", "full_fit_ms",
+                "full_fit_cpu_ms")
+        out = dict(zip(keys, row))
+        out["full"] = out["fitted_at"] is not None and out["full_fit_at"] == out["fitted_at"]
+        return out
 
     def pair_counts(self, game: str, bot: str, others: list[str]) -> dict[str, int]:
         """How many finished matches of ``game`` ``bot`` played against each of ``others``

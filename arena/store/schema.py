@@ -56,7 +56,7 @@ Str = Text().with_variant(Text(collation="C"), "postgresql")
 Bytes = LargeBinary()
 """A bytes column: ``BLOB`` on SQLite, ``BYTEA`` on PostgreSQL."""
 
-HEAD = "0003"
+HEAD = "0004"
 """The Alembic revision this code writes (the head of :mod:`arena.store.migrations`); a test checks
 that it is the scripts' head. A database stamped with another known revision is behind
 (``arena db upgrade``); with an unknown one, made by a newer arena."""
@@ -372,6 +372,12 @@ ladder_state = Table(
     Column("fitted_results", Int, nullable=False, server_default=text("0")),
     Column("fitted_at", Real),
     Column("fit_ms", Int),
+    # what the last fit cost and the last full refit (ratings and intervals), revision 0004: the
+    # last fit computed the intervals when full_fit_at = fitted_at (arena.schedule.fitter)
+    Column("fit_cpu_ms", Int),
+    Column("full_fit_at", Real),
+    Column("full_fit_ms", Int),
+    Column("full_fit_cpu_ms", Int),
 )
 
 TABLES = tuple(metadata.tables)

@@ -1,0 +1,240 @@
+"""What a ladder fit costs, measured honestly (issue 21 item 6): each fit stores its CPU time beside
+its wall time and whether it computed the intervals, a full refit's figures are kept apart, the
+server exports them (``/metrics``), a contest sets how often a big field's intervals are refitted
+(``fit_intervals_s``), and revision 0004 adds the columns to a store of revision 0003. No timing:
+the CPU clock is a fake one where a figure is compared."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import sqlalchemy as sa
+import trio
+
+import arena.schedule.fitter as fitter
+from arena.errors import UserError
+from arena.metrics import Metrics
+from arena.schedule.contest import Contest, ContestConfig, load_config
+from arena.schedule.fitter import FitPolicy, FitWatch, LadderFitter, fit_ladder, spawn
+from arena.store.engine import connect
+from arena.store.sqlite import Store
+from arena.store.upgrade import upgrade
+from arena.tools.season_report import parse_metrics
+from tests.test_fit_input import _finish
+from tests.test_season import _history
+
+GAME = "ecarte"
+NEW = ("fit_cpu_ms", "full_fit_at", "full_fit_ms", "full_fit_cpu_ms")
+
+
+class FakeCpu:
+    """A CPU clock (seconds) that advances ``step`` at each read: a measured computation takes
+    exactly ``step`` (read once before and once after)."""
+
+    def __init__(self, step: float) -> None:
+        self.now, self.step = 0.0, step
+
+    def __call__(self) -> float:
+        self.now += self.step
+        return self.now
+
+
+async def _inline(f, *args):
+    return f(*args)
+
+
+@pytest.fixture
+def metrics(monkeypatch) -> Metrics:
+    """A registry of its own for the fitter's gauges (the process-wide one is shared by every test)."""
+    fresh = Metrics()
+    monkeypatch.setattr(fitter, "METRICS", fresh)
+    return fresh
+
+
+def _scrape(metrics: Metrics):
+    return parse_metrics(metrics.exposition().decode())
+
+
+async def test_each_fit_stores_its_cpu_time_and_a_full_refit_is_kept_apart(monkeypatch, autojump_clock, metrics):
+    monkeypatch.setattr(fitter, "EXACT_BOTS", 3)  # a "large" field of 6 bots: intervals every 30 s only
+    store = Store(":memory:")
+    tid, _ = _history(store, 6, 0, pending=8)
+    keys = [m.match_key for m in store.pending_matches(tid)]
+    for key in keys[:6]:
+        _finish(store, key, "0")
+    reports = []
+    cpu = FakeCpu(0.25)
+    job = LadderFitter(store, GAME, FitPolicy(min_interval_s=1.0, rest_ratio=0.0, intervals_s=30.0),
+                       on_fit=reports.append, run_sync=_inline, cpu_clock=cpu)
+    await job.step()
+    state = store.ladder_state(GAME)
+    assert reports[-1].full and reports[-1].cpu_ms == 250
+    assert state["full"] and state["fit_cpu_ms"] == 250 and state["full_fit_cpu_ms"] == 250
+    assert state["full_fit_at"] == state["fitted_at"] and state["full_fit_ms"] == state["fit_ms"] == reports[-1].fit_ms
+    scrape = _scrape(metrics)
+    assert scrape.value("arena_ladder_fit_cpu_seconds", game=GAME) == 0.25
+    assert scrape.value("arena_ladder_fit_full", game=GAME) == 1
+    assert scrape.value("arena_ladder_full_fit_cpu_seconds", game=GAME) == 0.25
+
+    cpu.step = 0.125  # the ratings alone: cheaper, and the full refit's figures stay
+    full_at, full_ms = state["full_fit_at"], state["full_fit_ms"]
+    _finish(store, keys[6], "1")
+    await trio.sleep(5)
+    await job.step()
+    state = store.ladder_state(GAME)
+    assert not reports[-1].full and reports[-1].cpu_ms == 125
+    assert not state["full"] and state["fit_cpu_ms"] == 125 and state["fit_ms"] == reports[-1].fit_ms
+    assert (state["full_fit_at"], state["full_fit_ms"], state["full_fit_cpu_ms"]) == (full_at, full_ms, 250)
+    scrape = _scrape(metrics)
+    assert scrape.value("arena_ladder_fit_cpu_seconds", game=GAME) == 0.125
+    assert scrape.value("arena_ladder_fit_full", game=GAME) == 0
+    assert scrape.value("arena_ladder_full_fit_cpu_seconds", game=GAME) == 0.25
+    assert scrape.value("arena_ladder_full_fit_seconds", game=GAME) == full_ms / 1000
+
+    cpu.step = 0.5  # 30 s after the last full refit: a full one again
+    _finish(store, keys[7], "0")
+    await trio.sleep(30)
+    await job.step()
+    state = store.ladder_state(GAME)
+    assert reports[-1].full and state["full"] and state["full_fit_cpu_ms"] == 500 and state["full_fit_at"] > full_at
+    assert _scrape(metrics).value("arena_ladder_full_fit_cpu_seconds", game=GAME) == 0.5
+
+
+async def test_the_cpu_time_is_read_in_the_thread_that_computes(metrics):
+    """By default the fit runs in a worker thread and its CPU time is that thread's
+    (``time.thread_time``): the clock must be read there, not in the trio thread."""
+    import threading
+
+    store = Store(":memory:")
+    tid, _ = _history(store, 4, 0, pending=2)
+    _finish(store, f"t{tid}-m0001", "0")
+    threads = []
+
+    def clock() -> float:
+        threads.append(threading.get_ident())
+        return 0.0
+
+    job = LadderFitter(store, GAME, cpu_clock=clock)
+    assert LadderFitter(store, GAME).cpu_clock is fitter.time.thread_time  # the default
+    await job.step()
+    assert len(threads) == 2 and threads[0] == threads[1] != threading.get_ident()
+    assert store.ladder_state(GAME)["fit_cpu_ms"] == 0
+
+
+def test_fit_ladder_stores_a_full_refit(metrics):
+    store = Store(":memory:")
+    tid, _ = _history(store, 5, 12, pending=0)
+    report = fit_ladder(store, GAME)
+    state = store.ladder_state(GAME)
+    assert report.full and state["full"] and report.cpu_ms is not None and report.cpu_ms >= 0
+    assert (state["fit_cpu_ms"], state["full_fit_cpu_ms"], state["full_fit_ms"]) == (report.cpu_ms, report.cpu_ms,
+                                                                                        report.fit_ms)
+    assert _scrape(metrics).value("arena_ladder_fit_full", game=GAME) == 1
+
+
+def test_the_servers_watch_exports_the_stored_figures_and_none_made_up(metrics):
+    """FitWatch (the server's side of the fitter's process) sets the gauges from ``ladder_state``:
+    a fit stored by an older arena (no CPU figure, no full refit) leaves the new gauges unset."""
+    store = Store(":memory:")
+    tid, _ = _history(store, 4, 3, pending=0)
+    watch = FitWatch(store, GAME, with_ratings=False, on_fit=lambda r: seen.append(r))
+    seen: list = []
+    store.db.execute("INSERT INTO ladder_state(game, results, fitted_results, fitted_at, fit_ms) VALUES "
+                     "('piquet', 3, 3, 1000.0, 700)")  # a fit of an arena before revision 0004
+    FitWatch(store, "piquet").look()
+    scrape = _scrape(metrics)
+    assert scrape.value("arena_ladder_fit_seconds", game="piquet") == 0.7
+    for name in ("arena_ladder_fit_cpu_seconds", "arena_ladder_fit_full", "arena_ladder_full_fit_seconds",
+                 "arena_ladder_full_fit_cpu_seconds"):
+        assert scrape.value(name, game="piquet") is None, name
+    store.save_ladder_fit(GAME, [], 3, 1500, 900, full=True)
+    store.db.execute("UPDATE ladder_state SET fitted_at=fitted_at-10, full_fit_at=full_fit_at-10 WHERE game=?",
+                     (GAME,))
+    store.save_ladder_fit(GAME, [], 3, 600, 300, full=False)
+    watch.look()
+    scrape = _scrape(metrics)
+    assert scrape.value("arena_ladder_fit_seconds", game=GAME) == 0.6
+    assert scrape.value("arena_ladder_fit_cpu_seconds", game=GAME) == 0.3
+    assert scrape.value("arena_ladder_fit_full", game=GAME) == 0
+    assert scrape.value("arena_ladder_full_fit_seconds", game=GAME) == 1.5
+    assert scrape.value("arena_ladder_full_fit_cpu_seconds", game=GAME) == 0.9
+    assert [(r.fit_ms, r.cpu_ms, r.full) for r in seen] == [(600, 300, False)]
+    assert b"arena_ladder_full_fit_cpu_seconds" in metrics.exposition()  # what /metrics serves
+
+
+def test_revision_0004_adds_the_fit_figures_to_a_0003_store(db_target: str) -> None:
+    store = Store(db_target)
+    try:
+        tid, _ = _history(store, 4, 6, pending=0)
+        fit_ladder(store, GAME)
+        before = store.ladder_state(GAME)
+    finally:
+        store.close()
+    conn = connect(db_target)  # the database as revision 0003 left it: no figures of the fit's cost
+    try:
+        with conn.transaction():
+            for column in NEW:
+                conn.run(sa.text(f"ALTER TABLE ladder_state DROP COLUMN {column}"))
+            conn.run(sa.text("UPDATE alembic_version SET version_num='0003'"))
+    finally:
+        conn.close()
+    assert "schema revision 0003 upgraded to revision 0004" in upgrade(db_target)
+    store = Store(db_target)
+    try:
+        state = store.ladder_state(GAME)
+        kept = ("results", "fitted_results", "fitted_at", "fit_ms")
+        assert {k: state[k] for k in kept} == {k: before[k] for k in kept}
+        assert all(state[k] is None for k in NEW) and not state["full"]  # nothing made up for the old fit
+        store.save_ladder_fit(GAME, [], state["results"], 40, 30, full=True)
+        state = store.ladder_state(GAME)
+        assert (state["fit_cpu_ms"], state["full_fit_ms"], state["full_fit_cpu_ms"], state["full"]) == (30, 40, 30,
+                                                                                                       True)
+    finally:
+        store.close()
+
+
+def _contest_file(tmp_path: Path, line: str) -> Path:
+    path = tmp_path / "contest.toml"
+    path.write_text(f'db = "{tmp_path / "x.db"}"\n{line}\n')
+    return path
+
+
+def test_the_contest_key_reaches_the_fitters_command_line(tmp_path, monkeypatch):
+    cfg = load_config(_contest_file(tmp_path, "fit_intervals_s = 20"))
+    assert cfg.fit_intervals_s == 20.0 and ContestConfig().fit_intervals_s == FitPolicy().intervals_s == 120.0
+    policy = Contest.fit_policy(SimpleNamespace(config=cfg))
+    assert policy == FitPolicy(intervals_s=20.0)
+    started = []
+    monkeypatch.setattr(fitter.subprocess, "Popen", lambda cmd, **kw: started.append(cmd))
+    store = Store(tmp_path / "x.db")
+    try:
+        spawn(store, GAME, policy)
+    finally:
+        store.close()
+    (cmd,) = started
+    assert cmd[cmd.index("--intervals-s") + 1] == "20.0"
+    seen = []
+    monkeypatch.setattr(fitter.trio, "run", lambda f, *args: seen.append(args))
+    assert fitter.main(cmd[cmd.index("--db"):]) == 0  # the fitter's process reads it back
+    assert seen[0][2].intervals_s == 20.0
+
+
+def test_a_contest_in_memory_fits_with_its_contest_policy(tmp_path):
+    contest = Contest(ContestConfig(db=":memory:", logs=str(tmp_path / "logs"), fit_intervals_s=15),
+                      store=Store(":memory:"))
+    assert isinstance(contest.fitter, LadderFitter) and contest.fitter.policy.intervals_s == 15.0
+
+
+@pytest.mark.parametrize("line", ["fit_intervals_s = 0", "fit_intervals_s = -5", "fit_intervals_s = nan",
+                                  "fit_intervals_s = inf", 'fit_intervals_s = "20"'])
+def test_a_bad_fit_interval_is_one_line(tmp_path, line):
+    with pytest.raises(UserError) as caught:
+        load_config(_contest_file(tmp_path, line))
+    message = str(caught.value)
+    assert "fit_intervals_s" in message and "\n" not in message and str(tmp_path) in message
+    if "nan" in line or "inf" in line or "-" in line or "= 0" in line:
+        assert "positive number" in message
+    assert math.isfinite(load_config(_contest_file(tmp_path, "fit_intervals_s = 0.5")).fit_intervals_s)
