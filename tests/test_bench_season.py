@@ -18,11 +18,14 @@ from arena.store.season_seed import MATCH_COLUMNS, SeasonSpec, make_season, seed
 from arena.store.sqlite import Store
 from arena.tools import bench_season
 from arena.tools.season_report import (
+    FIT_NOTE,
     PageFigures,
     RunFigures,
     check_targets,
+    fit_figures,
     histogram_quantile,
     parse_metrics,
+    report_rows,
     window_figures,
 )
 
@@ -156,7 +159,8 @@ def test_metrics_of_a_server_are_read_back() -> None:
 
 def _met(label: str) -> RunFigures:
     return RunFigures(label=label, bots=10, welcomed=10, welcomed_in_target=10, welcome_s=1.0, results=100,
-                      results_per_s=10.0, pairing_p99_s=0.0005, pairings=50, fit_s=0.5,
+                      results_per_s=10.0, pairing_p99_s=0.0005, pairings=50, fit_s=0.5, full_fit_s=0.5,
+                      full_fit_cpu_s=0.4,
                       pages={"leaderboard": PageFigures(path="/api/leaderboard", requests=5, p99_s=0.02)})
 
 
@@ -164,21 +168,77 @@ def test_targets_name_each_miss() -> None:
     assert check_targets(_met("full"), _met("empty"), 10_000) == []
     full, empty = _met("full"), _met("empty")
     full.results_per_s, full.welcome_s, full.welcomed_in_target, full.rate_limited = 8.0, None, 3, 7
-    full.pages["leaderboard"].p99_s, full.fit_s = 0.25, None
+    full.pages["leaderboard"].p99_s, full.full_fit_s, full.full_fit_cpu_s = 0.25, None, None
     empty.pairing_p99_s, empty.pages["leaderboard"].errors = 0.004, 2
     misses = check_targets(full, empty, 10_000)
     assert len(misses) == 6, misses
     text = "\n".join(misses)
     for part in ("3 of 10 bots welcomed", "7 rate_limited", "0.80x", "leaderboard p99 250 ms",
-                 "ladder fit of 10,000 bots not measured: arena_ladder_fit_seconds absent",
+                 "full refit of 10,000 bots not measured: arena_ladder_full_fit_cpu_seconds absent",
                  "empty: pairing decision p99 4.00 ms", "2 of 5 answers"):
         assert part in text
+
+
+def _fit_scrape(t: float, fit: tuple[float, float | None, int | None], full: tuple[float, float] | None = None):
+    """A scrape whose last fit took ``fit`` = (wall s, CPU s or None, full 1/0 or None) and whose
+    last full refit ``full`` = (wall s, CPU s), as the server's FitWatch exports them."""
+    m = Metrics()
+    m.fit_seconds.labels("ecarte").set(fit[0])
+    if fit[1] is not None:
+        m.fit_cpu.labels("ecarte").set(fit[1])
+        m.fit_full.labels("ecarte").set(fit[2])
+    if full is not None:
+        m.full_fit_seconds.labels("ecarte").set(full[0])
+        m.full_fit_cpu.labels("ecarte").set(full[1])
+    return parse_metrics(m.exposition().decode(), t=t)
+
+
+def test_the_full_refit_is_judged_on_its_cpu_time_and_the_ratings_alone_shown_apart() -> None:
+    """A synthetic run on a busy machine: the seeded fit (no CPU figure), a fit of the ratings
+    alone, a full refit whose wall time is 4x its CPU time (a niced fitter waiting for a core),
+    then the ratings alone again (the full refit's gauges stay)."""
+    scrapes = [_fit_scrape(0.0, (0.0, None, None)), _fit_scrape(1.0, (3.0, 0.8, 0)),
+               _fit_scrape(2.0, (6.0, 1.5, 1), (6.0, 1.5)), _fit_scrape(3.0, (2.0, 0.6, 0), (6.0, 1.5))]
+    fig = RunFigures(label="full", bots=10)
+    window_figures(fig, scrapes, "ecarte")
+    assert (fig.ratings_fit_s, fig.ratings_fit_cpu_s) == (3.0, 0.8)
+    assert (fig.full_fit_s, fig.full_fit_cpu_s, fig.fit_s) == (6.0, 1.5, 6.0)
+    full, empty = _met("full"), _met("empty")
+    full.full_fit_s, full.full_fit_cpu_s = fig.full_fit_s, fig.full_fit_cpu_s
+    assert check_targets(full, empty, 10_000) == []  # 6 s of wall, 1.5 s of CPU: met
+    fit_figures(fig, [_fit_scrape(9.0, (9.0, 2.5, 1), (9.0, 2.5))], "ecarte")  # a later one, after the window
+    assert (fig.full_fit_s, fig.full_fit_cpu_s, fig.ratings_fit_cpu_s) == (9.0, 2.5, 0.8)
+    full.full_fit_s, full.full_fit_cpu_s = fig.full_fit_s, fig.full_fit_cpu_s
+    (miss,) = check_targets(full, empty, 10_000)
+    assert "full refit of 10,000 bots took 2.50 s of CPU (9.00 s wall; target < 2 s of CPU)" in miss
+    rows = {row[0]: row[1:] for row in report_rows(fig, empty, 10_000)}
+    assert rows["ladder fit, ratings alone: longest wall / CPU (s)"][0] == "3.00 / 0.80"
+    assert rows["ladder full refit: longest wall / CPU (s)"] == ("9.00 / 2.50", "0.50 / 0.40",
+                                                                 "CPU < 2 s (10,000 bots)")
+    assert "niced" in FIT_NOTE and "CPU" in FIT_NOTE
+    seeded = RunFigures(label="full", bots=10)  # only the seeded fit seen: no full refit, a miss
+    window_figures(seeded, scrapes[:2], "ecarte")
+    assert seeded.full_fit_cpu_s is None and seeded.ratings_fit_cpu_s == 0.8
+    assert any("full refit of 10,000 bots not measured" in m for m in check_targets(seeded, empty, 10_000))
+
+
+def test_the_contest_file_sets_the_fit_interval(tmp_path) -> None:
+    from arena.schedule.contest import load_config
+
+    path = tmp_path / "contest.toml"
+    bench_season.contest_file(path, "full", str(tmp_path / "x.db"), tmp_path / "logs",
+                              bench_season.Settings(fit_intervals_s=7.5))
+    assert load_config(path).fit_intervals_s == 7.5
+    assert bench_season.Settings().fit_intervals_s == 20.0
 
 
 def test_bad_options_are_one_line_and_status_2(capsys) -> None:
     assert bench_season.main(["--bots", "20", "--season-bots", "10"]) == 2
     assert "cannot exceed --season-bots" in capsys.readouterr().out
     assert bench_season.main(["--db", "arena.db"]) == 2
+    capsys.readouterr()
+    assert bench_season.main(["--fit-intervals-s", "0"]) == 2
+    assert "--fit-intervals-s must be a positive number" in capsys.readouterr().out
 
 
 @pytest.mark.slow

@@ -22,16 +22,25 @@ PAIRING_P99_TARGET_S = 0.001
 """Target: p99 of one pairing decision (seconds)."""
 
 FIT_TARGET_S = 2.0
-"""Target: one full refit of the full store's ladder (seconds). ``arena_ladder_fit_seconds`` is the
-last fit's duration: a full refit (ratings and intervals) only when the fitter computed the
-intervals in the window (its first fit, unless intervals were stored; then every
-``FitPolicy.intervals_s``), else the ratings alone; ``python -m arena.tools.bench_fit`` gives both."""
+"""Target: one full refit (ratings and intervals) of the full store's ladder, in seconds of CPU
+(``arena_ladder_full_fit_cpu_seconds``: the computation's cost). Its wall time is shown beside it,
+not judged: the fitter's process is niced (:data:`arena.schedule.fitter.NICE`) and the bench
+saturates the machine, so a fit's wall time is mostly its wait for a core. Beyond 2,000 bots the
+fitter computes the intervals only every ``fit_intervals_s`` (the bench sets it short, so that
+full refits happen during its run); the fits between refit the ratings alone, shown apart."""
 
 PAGE_P99_TARGET_S = 0.1
 """Target: p99 of every web page measured (seconds)."""
 
 WELCOME_TARGET_S = 5.0
 """Target: every bot welcomed within this long of the server's start (seconds)."""
+
+
+FIT_NOTE = ("the ladder's fitter runs in a niced process (nice 10) on a machine the bench saturates: a fit's "
+            "wall time is mostly its wait for a core; the target is judged on the full refit's CPU time (the "
+            "computation's cost), wall shown beside it; the fits seen until the server stopped, the window's and "
+            "after")
+"""The report's note on the fit's figures."""
 
 
 # --------------------------------------------------------------------------- metrics
@@ -146,6 +155,14 @@ class RunFigures:
     pairing_p99_s: float | None = None
     pairings: int = 0
     fit_s: float | None = None
+    """The longest last-fit duration seen (wall; full refit or ratings alone)."""
+    ratings_fit_s: float | None = None
+    ratings_fit_cpu_s: float | None = None
+    """The longest wall and CPU times seen of a fit of the ratings alone (``arena_ladder_fit_full`` 0)."""
+    full_fit_s: float | None = None
+    full_fit_cpu_s: float | None = None
+    """The longest wall and CPU times seen of a full refit (``arena_ladder_full_fit_*``): None if the
+    server made none (a seeded store's prior fit has no such figure)."""
     fit_lag_results: float | None = None
     fit_age_s: float | None = None
     pages: dict[str, PageFigures] = field(default_factory=dict)
@@ -185,10 +202,11 @@ def window_figures(fig: RunFigures, scrapes: list[Scrape], game: str) -> None:
     fig.commit_p99_s, _ = histogram_quantile(0.99, commit[1], commit[2])
     fig.pairing_p99_s, fig.pairings = histogram_quantile(0.99, first.buckets("arena_pairing_decision_seconds"),
                                                          last.buckets("arena_pairing_decision_seconds"))
-    for attr, name in (("fit_s", "arena_ladder_fit_seconds"), ("fit_lag_results", "arena_ladder_fit_lag_results"),
+    for attr, name in (("fit_lag_results", "arena_ladder_fit_lag_results"),
                        ("fit_age_s", "arena_ladder_fit_age_seconds")):
         seen = [v for s in scrapes if (v := s.value(name, game=game)) is not None]
         setattr(fig, attr, max(seen) if seen else None)
+    fit_figures(fig, scrapes, game)
     if not fig.commits:
         fig.notes.append("no result-commit observation in /metrics (arena_result_commit_seconds)")
     if not fig.pairings:
@@ -196,6 +214,31 @@ def window_figures(fig: RunFigures, scrapes: list[Scrape], game: str) -> None:
     if not fig.fit_s:
         fig.notes.append("no ladder fit duration in /metrics (arena_ladder_fit_seconds absent or 0)")
     fig.metrics_bytes = last.size
+
+
+def _longest(values: list[float | None]) -> float | None:
+    seen = [v for v in values if v is not None]
+    return max(seen) if seen else None
+
+
+def fit_figures(fig: RunFigures, scrapes: list[Scrape], game: str) -> None:
+    """Fill ``fig``'s fit figures from ``scrapes`` (gauges of ``game``, the largest seen): the
+    last fit's wall time (any kind); the fits of the ratings alone (wall and CPU, from the scrapes
+    where ``arena_ladder_fit_full`` is 0: a fit with no CPU figure, an older arena's or a seed's,
+    counts as neither kind); the full refits (``arena_ladder_full_fit_seconds`` and
+    ``..._cpu_seconds``). Called again with later scrapes, it keeps the larger figures."""
+    def value(s: Scrape, name: str) -> float | None:
+        return s.value(name, game=game)
+
+    fits = [v for s in scrapes if (v := value(s, "arena_ladder_fit_seconds"))]
+    alone = [s for s in scrapes if value(s, "arena_ladder_fit_full") == 0 and value(s, "arena_ladder_fit_seconds")]
+    fig.fit_s = _longest([fig.fit_s, *fits])
+    fig.ratings_fit_s = _longest([fig.ratings_fit_s, *(value(s, "arena_ladder_fit_seconds") for s in alone)])
+    fig.ratings_fit_cpu_s = _longest([fig.ratings_fit_cpu_s,
+                                      *(value(s, "arena_ladder_fit_cpu_seconds") for s in alone)])
+    fig.full_fit_s = _longest([fig.full_fit_s, *(value(s, "arena_ladder_full_fit_seconds") for s in scrapes)])
+    fig.full_fit_cpu_s = _longest([fig.full_fit_cpu_s, *(value(s, "arena_ladder_full_fit_cpu_seconds")
+                                                        for s in scrapes)])
 
 
 # --------------------------------------------------------------------------- verdicts and report
@@ -229,12 +272,13 @@ def check_targets(full: RunFigures, empty: RunFigures, fitted_bots: int) -> list
         misses.append(f"results per second: full store {full.results_per_s:.1f} = "
                       f"{full.results_per_s / empty.results_per_s:.2f}x the empty store's {empty.results_per_s:.1f} "
                       f"(target >= {RATE_RATIO_TARGET:g}x)")
-    if not full.fit_s:
-        misses.append(f"{full.label}: ladder fit of {fitted_bots:,} bots not measured: arena_ladder_fit_seconds "
-                      f"absent or 0 (no fit finished in the {full.window_s:.0f} s window?)")
-    elif full.fit_s >= FIT_TARGET_S:
-        misses.append(f"{full.label}: ladder fit of {fitted_bots:,} bots took {full.fit_s:.2f} s "
-                      f"(target < {FIT_TARGET_S:g} s)")
+    if full.full_fit_cpu_s is None:
+        misses.append(f"{full.label}: full refit of {fitted_bots:,} bots not measured: "
+                      "arena_ladder_full_fit_cpu_seconds absent (no full refit finished while the server ran; "
+                      f"longest fit seen {_num(full.fit_s, '.2f')} s)")
+    elif full.full_fit_cpu_s >= FIT_TARGET_S:
+        misses.append(f"{full.label}: full refit of {fitted_bots:,} bots took {full.full_fit_cpu_s:.2f} s of CPU "
+                      f"({_num(full.full_fit_s, '.2f')} s wall; target < {FIT_TARGET_S:g} s of CPU)")
     return misses
 
 
@@ -244,6 +288,10 @@ def _ms(seconds: float | None, digits: int = 2) -> str:
 
 def _num(value: float | None, fmt: str = ",.0f") -> str:
     return "-" if value is None else format(value, fmt)
+
+
+def _wall_cpu(wall: float | None, cpu: float | None) -> str:
+    return f"{_num(wall, '.2f')} / {_num(cpu, '.2f')}"
 
 
 def _welcomed(fig: RunFigures) -> str:
@@ -267,8 +315,10 @@ def report_rows(full: RunFigures, empty: RunFigures, fitted_bots: int) -> list[t
          f"{_ms(empty.commit_p50_s)} / {_ms(empty.commit_p99_s)} (n={empty.commits})", ""),
         ("pairing decision p99 (ms)", f"{_ms(full.pairing_p99_s, 3)} (n={full.pairings})",
          f"{_ms(empty.pairing_p99_s, 3)} (n={empty.pairings})", f"< {PAIRING_P99_TARGET_S * 1000:g} ms"),
-        ("ladder fit, longest seen (s; full if intervals were due)", _num(full.fit_s, ".2f"), _num(empty.fit_s, ".2f"),
-         f"< {FIT_TARGET_S:g} s ({fitted_bots:,} bots)"),
+        ("ladder fit, ratings alone: longest wall / CPU (s)", _wall_cpu(full.ratings_fit_s, full.ratings_fit_cpu_s),
+         _wall_cpu(empty.ratings_fit_s, empty.ratings_fit_cpu_s), ""),
+        ("ladder full refit: longest wall / CPU (s)", _wall_cpu(full.full_fit_s, full.full_fit_cpu_s),
+         _wall_cpu(empty.full_fit_s, empty.full_fit_cpu_s), f"CPU < {FIT_TARGET_S:g} s ({fitted_bots:,} bots)"),
         ("rating lag, most seen (results / s)", f"{_num(full.fit_lag_results)} / {_num(full.fit_age_s, '.1f')}",
          f"{_num(empty.fit_lag_results)} / {_num(empty.fit_age_s, '.1f')}", ""),
     ]
@@ -314,6 +364,7 @@ def print_report(console: Any, title: str, seeding: str, full: RunFigures, empty
     console.print("percentiles of the server's histograms are interpolated linearly within their buckets "
                   "(as Prometheus' histogram_quantile); pages' percentiles are nearest-rank over the requests made, "
                   "'playing' while every bot plays, 'idle' once they have gone", markup=False)
+    console.print(FIT_NOTE, markup=False)
     for fig in (full, empty):
         for note in fig.notes:
             console.print(f"note ({fig.label}): {note}", markup=False)
