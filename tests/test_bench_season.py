@@ -219,6 +219,11 @@ def test_the_full_refit_is_judged_on_its_cpu_time_and_the_ratings_alone_shown_ap
     seeded = RunFigures(label="full", bots=10)  # only the seeded fit seen: no full refit, a miss
     window_figures(seeded, scrapes[:2], "ecarte")
     assert seeded.full_fit_cpu_s is None and seeded.ratings_fit_cpu_s == 0.8
+    none_yet = RunFigures(label="full", bots=10)  # no fit in the window, one seen after it
+    window_figures(none_yet, scrapes[:1], "ecarte")
+    assert any("no ladder fit duration" in n for n in none_yet.notes)
+    fit_figures(none_yet, scrapes[2:3], "ecarte")
+    assert not any("no ladder fit duration" in n for n in none_yet.notes) and none_yet.full_fit_cpu_s == 1.5
     assert any("full refit of 10,000 bots not measured" in m for m in check_targets(seeded, empty, 10_000))
 
 

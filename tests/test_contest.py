@@ -46,12 +46,18 @@ async def test_example_config_parses():
     assert cfg.game == "ecarte" and cfg.time.move_ms == 2000 and cfg.server.port == 7000
 
 
-async def test_ladder_api_metrics_and_a_remote_bot(tmp_path):
+async def test_ladder_api_metrics_and_a_remote_bot(tmp_path, monkeypatch):
+    import arena.schedule.contest as contest_module
+
+    policies = []
+    real_spawn = contest_module.spawn
+    monkeypatch.setattr(contest_module, "spawn", lambda store, game, policy: (policies.append(policy),
+                                                                              real_spawn(store, game, policy))[1])
     store = Store(tmp_path / "arena.db")
     store.submit_bot("greedy", str(ROOT / "sample_bots" / "greedy.toml"))
     store.submit_bot("random", str(ROOT / "sample_bots" / "random.toml"))
     token = store.add_bot("remote")  # `arena bots add remote`: it connects on its own
-    contest = Contest(config(tmp_path, max_matches=16), store)
+    contest = Contest(config(tmp_path, max_matches=16, fit_intervals_s=45.0), store)
     async with trio.open_nursery() as nursery:
         port, http_port = await nursery.start(contest.run)
         remote = remote_random_bot(port, "remote", token)
@@ -63,7 +69,9 @@ async def test_ladder_api_metrics_and_a_remote_bot(tmp_path):
             async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{http_port}") as http:
                 board = (await http.get("/api/leaderboard")).json()["leaderboard"]
                 page = await http.get("/")
-                scrape = (await http.get("/metrics")).text
+                with trio.fail_after(30):  # the server's FitWatch has seen a fit of the fitter's process
+                    while "arena_ladder_full_fit_cpu_seconds{" not in (scrape := (await http.get("/metrics")).text):
+                        await trio.sleep(0.5)
         finally:
             remote.terminate()
             contest.stop()
@@ -79,6 +87,11 @@ async def test_ladder_api_metrics_and_a_remote_bot(tmp_path):
     assert metric(families, "arena_decisions_total", game="ecarte") > 100
     assert metric(families, "arena_decision_latency_seconds_count") > 0  # one series for all bots
     assert metric(families, "arena_connections", role="bot") >= 2
+    assert [p.intervals_s for p in policies] == [45.0]  # the contest file's fit_intervals_s, to the fitter's process
+    assert metric(families, "arena_ladder_fit_full", game="ecarte") == 1  # 3 bots: the intervals at every fit
+    assert metric(families, "arena_ladder_fit_cpu_seconds", game="ecarte") >= 0
+    assert metric(families, "arena_ladder_full_fit_cpu_seconds", game="ecarte") >= 0
+    assert metric(families, "arena_ladder_full_fit_seconds", game="ecarte") >= 0
     for name in ("arena_matches_in_play", "arena_spectators", "arena_scheduler_queue_depth"):
         assert any(f.name == name for f in families), name
     with sqlite3.connect(tmp_path / "arena.db") as db:

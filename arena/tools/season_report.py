@@ -36,6 +36,8 @@ WELCOME_TARGET_S = 5.0
 """Target: every bot welcomed within this long of the server's start (seconds)."""
 
 
+NO_FIT_NOTE = "no ladder fit duration in /metrics (arena_ladder_fit_seconds absent or 0)"
+
 FIT_NOTE = ("the ladder's fitter runs in a niced process (nice 10) on a machine the bench saturates: a fit's "
             "wall time is mostly its wait for a core; the target is judged on the full refit's CPU time (the "
             "computation's cost), wall shown beside it; the fits seen until the server stopped, the window's and "
@@ -212,7 +214,7 @@ def window_figures(fig: RunFigures, scrapes: list[Scrape], game: str) -> None:
     if not fig.pairings:
         fig.notes.append("no pairing-decision observation in /metrics (arena_pairing_decision_seconds)")
     if not fig.fit_s:
-        fig.notes.append("no ladder fit duration in /metrics (arena_ladder_fit_seconds absent or 0)")
+        fig.notes.append(NO_FIT_NOTE)
     fig.metrics_bytes = last.size
 
 
@@ -239,6 +241,8 @@ def fit_figures(fig: RunFigures, scrapes: list[Scrape], game: str) -> None:
     fig.full_fit_s = _longest([fig.full_fit_s, *(value(s, "arena_ladder_full_fit_seconds") for s in scrapes)])
     fig.full_fit_cpu_s = _longest([fig.full_fit_cpu_s, *(value(s, "arena_ladder_full_fit_cpu_seconds")
                                                         for s in scrapes)])
+    if fig.fit_s and NO_FIT_NOTE in fig.notes:  # a later scrape saw one
+        fig.notes.remove(NO_FIT_NOTE)
 
 
 # --------------------------------------------------------------------------- verdicts and report
