@@ -175,6 +175,9 @@ class Blocks:
         # the right part of G_{T,J}: E_J - M_JJ - B_J M_{J+1,J}; the left part of G_{T,T}: F_T + B_T M_{T+1,T}
         self.tail = [e[k] - md[k] - bm[k] for k in range(nb)]
         self.head = [f[k] + bm[k] for k in range(nb)]
+        # a walk's step (_Walk.advance): p(J+1) = p(J) A_J^T + psi(J) W_J, with W_J = M_{J,J+1} +
+        # B_J (M_{J+1,J+1} + B_{J+1} M_{J+2,J+1}) (what the rows psi B_J and psi B_J B_{J+1} weigh)
+        self.w = [ml[k].T + b[k] @ (md[k + 1] + bm[k + 1]) for k in range(nb - 1)]
 
     def solve(self, rhs: np.ndarray) -> np.ndarray:
         """``H^-1 rhs`` (``rhs``: ``n`` or ``n x r``, bots' indices), exact (block forward and back
@@ -269,21 +272,18 @@ then a walk keeps 6-10 directions on the season-shaped field (2 or 3: 110-125, a
 class _Walk:
     """The walk of :meth:`Blocks.covariances` from block ``t`` for the pairs ``rows`` (their
     places ``local`` within block ``t``, the other bots' places ``far`` in blocks ``target``,
-    ascending). It carries, for the rows ``z`` of ``C_tt`` of the bots ``local``, ``psi(K) = z
-    B_t ... B_{K-1}`` (rows of ``C_{t,K}``) for ``K = J, J+1, J+2`` and, robust, ``p(J) = z
-    P_{t,J}`` (what ``M`` weighs left of ``J``), kept as ``coef @ basis``: these rows span fewer
-    and fewer dimensions as ``J`` moves away (the far covariances are smooth), so the basis is cut
-    to its numerical rank (:data:`RANK_TOL`)."""
+    ascending). It carries, for the rows ``z`` of ``C_tt`` of the bots ``local``, ``psi(J) = z
+    B_t ... B_{J-1}`` (rows of ``C_{t,J}``) and, robust, ``p(J) = z P_{t,J}`` (what ``M`` weighs
+    left of ``J``), kept as ``coef @ basis``: these rows span fewer and fewer dimensions as ``J``
+    moves away (the far covariances are smooth), so the basis is cut to its numerical rank
+    (:data:`RANK_TOL`). A step to ``J + 1`` is ``psi B_J`` and ``p A_J^T + psi W_J``
+    (:attr:`Blocks.w`)."""
 
     def __init__(self, blocks: Blocks, t: int, rows: np.ndarray, local: np.ndarray, far: np.ndarray,
                  target: np.ndarray) -> None:
         self.blocks, self.rows, self.far, self.target = blocks, rows, far, target
-        nb, b = blocks.nb, blocks.b
         z = blocks.c[t]  # the basis: all of C_tt's rows; coef picks the bots' (one-hot)
-        self.psi: list = [z, None, None]
-        for d in (1, 2):
-            if t + d < nb:
-                self.psi[d] = self.psi[d - 1] @ b[t + d - 1]
+        self.psi = z
         self.p = z @ blocks.head[t] if blocks.robust else np.zeros((z.shape[0], 0))
         self.coef = np.zeros((local.size, z.shape[0]))
         self.coef[np.arange(local.size), local] = 1.0
@@ -302,10 +302,10 @@ class _Walk:
             cols = self.far[done:stop] - bl.starts[jb]
             pick = self.coef[done:stop]
             if bl.robust:
-                rows = pick @ self.p + (pick @ self.psi[0]) @ bl.tail[jb]
+                rows = pick @ self.p + (pick @ self.psi) @ bl.tail[jb]
                 out[self.rows[done:stop]] = np.einsum("ij,ij->i", rows, bl.c[jb][cols])
             else:
-                out[self.rows[done:stop]] = (pick @ self.psi[0])[np.arange(stop - done), cols]
+                out[self.rows[done:stop]] = (pick @ self.psi)[np.arange(stop - done), cols]
             self.done = stop
         return self.over()
 
@@ -314,37 +314,37 @@ class _Walk:
         """Move ``walks`` (all at block ``jb``) to block ``jb + 1``: one product per operator for
         all of them (their bases stacked)."""
         bl = walks[0].blocks
-        nb, b, ml = bl.nb, bl.b, bl.ml
-        sizes = np.cumsum([w.p.shape[0] for w in walks])[:-1]
-        psi = [np.vstack([w.psi[d] for w in walks]) if walks[0].psi[d] is not None else None for d in range(3)]
-        p = None
+        if len(walks) == 1:
+            w = walks[0]
+            if bl.robust:
+                w.p = w.p @ bl.a[jb].T + w.psi @ bl.w[jb]
+            w.psi = w.psi @ bl.b[jb]
+            return
+        sizes = np.cumsum([w.psi.shape[0] for w in walks])[:-1]
+        psi = np.vstack([w.psi for w in walks])
         if bl.robust:
-            p = np.vstack([w.p for w in walks]) @ bl.a[jb].T + psi[0] @ ml[jb].T + psi[1] @ bl.md[jb + 1]
-            if psi[2] is not None:
-                p += psi[2] @ ml[jb + 1]
-        new = psi[2] @ b[jb + 2] if jb + 3 < nb else None
-        for d, x in enumerate((psi[1], psi[2], new)):
-            parts = np.split(x, sizes) if x is not None else [None] * len(walks)
-            for w, part in zip(walks, parts):
-                w.psi[d] = part
-        for w, part in zip(walks, np.split(p, sizes) if p is not None else [None] * len(walks)):
-            w.p = part if part is not None else np.zeros((w.psi[0].shape[0], 0))
+            p = np.vstack([w.p for w in walks]) @ bl.a[jb].T + psi @ bl.w[jb]
+            for w, part in zip(walks, np.split(p, sizes)):
+                w.p = part
+        for w, part in zip(walks, np.split(psi @ bl.b[jb], sizes)):
+            w.psi = part
+            if not bl.robust:
+                w.p = np.zeros((part.shape[0], 0))
 
     def compress(self) -> None:
         """Cut the basis to its numerical rank (:func:`_compress`)."""
         self.coef, self.p, self.psi = _compress(self.coef, self.p, self.psi)
 
 
-def _compress(coef: np.ndarray, p: np.ndarray, psi: list) -> tuple[np.ndarray, np.ndarray, list]:
-    """``coef @ [p | psi...]`` with the basis cut to its numerical rank (:data:`RANK_TOL` of the
+def _compress(coef: np.ndarray, p: np.ndarray, psi: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``coef @ [p | psi]`` with the basis cut to its numerical rank (:data:`RANK_TOL` of the
     largest singular value): first by a seeded random sketch of :data:`SKETCH` directions (N.
     Halko, P.-G. Martinsson and J. A. Tropp, 2011), kept when its own smallest singular value is
     below the tolerance (the rank is then well inside the sketch); else from the eigenvectors of
     the basis's Gram matrix."""
     if coef.shape[1] <= SMALL_BASIS:
         return coef, p, psi
-    parts = [p] + [x for x in psi if x is not None]
-    stacked = np.hstack(parts)
+    stacked = np.hstack([p, psi])
     k = stacked.shape[0]
     u = None
     if SKETCH < k:
@@ -361,9 +361,8 @@ def _compress(coef: np.ndarray, p: np.ndarray, psi: list) -> tuple[np.ndarray, n
         if keep.sum() >= 0.8 * values.size:
             return coef, p, psi
         u = vectors[:, keep]
-    new = np.split(u.T @ stacked, np.cumsum([x.shape[1] for x in parts])[:-1], axis=1)
-    rest = iter(new[1:])
-    return coef @ u, new[0], [next(rest) if x is not None else None for x in psi]
+    new = u.T @ stacked
+    return coef @ u, new[:, :p.shape[1]], new[:, p.shape[1]:]
 
 
 def spd_inverse(s: np.ndarray) -> np.ndarray:
