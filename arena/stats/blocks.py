@@ -250,6 +250,7 @@ class Blocks:
                 walk.finish(jb, out)
                 if walk.over():
                     break
+                walk.prune()
                 walk.advance([walk], jb)
                 if jb >= t + 2:  # (closer, the rows have nearly full rank still: nothing to cut)
                     walk.compress()
@@ -282,12 +283,20 @@ class _Walk:
     def __init__(self, blocks: Blocks, t: int, rows: np.ndarray, local: np.ndarray, far: np.ndarray,
                  target: np.ndarray) -> None:
         self.blocks, self.rows, self.far, self.target = blocks, rows, far, target
-        z = blocks.c[t]  # the basis: all of C_tt's rows; coef picks the bots' (one-hot)
+        bots, which = np.unique(local, return_inverse=True)
+        z = blocks.c[t][bots]  # the basis: the rows of C_tt of the bots; coef picks them (one-hot)
         self.psi = z
         self.p = z @ blocks.head[t] if blocks.robust else np.zeros((z.shape[0], 0))
         self.coef = np.zeros((local.size, z.shape[0]))
-        self.coef[np.arange(local.size), local] = 1.0
+        self.coef[np.arange(local.size), which] = 1.0
         self.done = 0
+
+    def prune(self) -> None:
+        """Drop the rows of the basis that no pair left to finish uses (bots whose pairs all
+        ended in the blocks walked so far: before any cut, ``coef`` is one-hot)."""
+        keep = np.any(self.coef[self.done:] != 0.0, axis=0)
+        if not keep.all():
+            self.coef, self.psi, self.p = self.coef[:, keep], self.psi[keep], self.p[keep]
 
     def over(self) -> bool:
         """Whether every pair is done."""
