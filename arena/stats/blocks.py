@@ -170,8 +170,8 @@ class Blocks:
         bm = [b[k] @ ml[k] for k in range(nb - 1)] + [np.zeros_like(md[nb - 1])]  # B_k M_{k+1,k}
         for k in range(nb - 2, -1, -1):
             e[k] = b[k] @ e[k + 1] @ b[k].T + md[k] + bm[k] + bm[k].T
-        self.f, self.e = f, e
-        self.x = [self.c[k] @ (f[k] + e[k] - md[k]) @ self.c[k] for k in range(nb)]
+        # the diagonal of X_kk = C_kk (F_k + E_k - M_kk) C_kk (C_kk symmetric): one product per block
+        self.x = [np.einsum("ij,ij->i", self.c[k] @ (f[k] + e[k] - md[k]), self.c[k]) for k in range(nb)]
         # the right part of G_{T,J}: E_J - M_JJ - B_J M_{J+1,J}; the left part of G_{T,T}: F_T + B_T M_{T+1,T}
         self.tail = [e[k] - md[k] - bm[k] for k in range(nb)]
         self.head = [f[k] + bm[k] for k in range(nb)]
@@ -215,9 +215,8 @@ class Blocks:
 
     def variances(self) -> np.ndarray:
         """The diagonal of ``C`` (model) or ``C M C`` (robust), per bot (not anchored)."""
-        mats = self.x if self.robust else self.c
         out = np.empty(self.n)
-        out[self.order] = np.concatenate([np.diag(x) for x in mats])
+        out[self.order] = np.concatenate(self.x if self.robust else [np.diag(x) for x in self.c])
         if self.long:
             every = np.arange(self.n)
             out += self._low_rank(every, every)
@@ -399,25 +398,36 @@ class _Cut:
     in the order, their ``block``): one vectorised scatter per matrix, the positions computed once."""
 
     def __init__(self, h: sp.csr_matrix, place: np.ndarray, block: np.ndarray, starts: np.ndarray) -> None:
-        rows = np.repeat(np.arange(h.shape[0]), np.diff(h.indptr))
-        pr, pc = place[rows], place[h.indices]
-        br, bc = block[pr], block[pc]
         size = np.diff(starts)
         nb = size.size
         # a flat buffer: the diagonal blocks, then the sub-diagonal ones
         diag_at = np.concatenate([[0], np.cumsum(size * size)])
         low_at = diag_at[-1] + np.concatenate([[0], np.cumsum(size[1:] * size[:-1])])
-        self.diag = br == bc
-        self.low = br == bc + 1
-        d, lo = self.diag, self.low
-        self.where_d = diag_at[br[d]] + (pr[d] - starts[br[d]]) * size[br[d]] + (pc[d] - starts[bc[d]])
-        self.where_l = low_at[bc[lo]] + (pr[lo] - starts[br[lo]]) * size[bc[lo]] + (pc[lo] - starts[bc[lo]])
         self.size, self.nb, self.diag_at, self.low_at = size, nb, diag_at, low_at
         self.total = int(low_at[-1])
+        small = np.int32 if self.total < 2**31 else np.int64
+        # per bot (by index): its block, its place within the block, where its row starts in its
+        # diagonal block and in its sub-diagonal block (K, K-1) of the buffer
+        bb = block[place].astype(small)
+        loc = (place - starts[bb]).astype(small)
+        left = np.maximum(bb - 1, 0)
+        row_d = (diag_at[bb] + loc * size[bb]).astype(small)
+        row_l = (low_at[left] + loc * size[left]).astype(small)
+        counts, col = np.diff(h.indptr), h.indices
+        gap = np.repeat(bb, counts) - bb[col]  # block of the row minus block of the column, per entry
+        self.diag = np.flatnonzero(gap == 0)
+        self.low = np.flatnonzero(gap == 1)
+        self.where_d = np.repeat(row_d, counts)[self.diag] + loc[col[self.diag]]
+        self.where_l = np.repeat(row_l, counts)[self.low] + loc[col[self.low]]
         # the long pairs (upper entries more than a block apart): left out, their weight taken
         # off the two bots' diagonal entries (H_b = H - U W U^T)
-        self.long = np.flatnonzero((np.abs(br - bc) > 1) & (pr < pc))
-        self.long_a, self.long_b = pr[self.long], pc[self.long]
+        far = np.flatnonzero(np.abs(gap) > 1)
+        if far.size:
+            rows = np.repeat(np.arange(h.shape[0]), counts)[far]
+            far = far[place[rows] < place[col[far]]]
+        self.long = far
+        self.long_a = place[np.repeat(np.arange(h.shape[0]), counts)[far]] if far.size else far
+        self.long_b = place[col[far]]
         ends = np.concatenate([self.long_a, self.long_b])
         self.long_at = diag_at[block[ends]] + (ends - starts[block[ends]]) * (size[block[ends]] + 1)
 
