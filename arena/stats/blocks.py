@@ -139,9 +139,9 @@ class Blocks:
             f = _cho(s)
             self.fwd.append(f)
             if k + 1 < nb:
-                a = -la.cho_solve(f, hl[k].T, check_finite=False).T
+                a, gram = _schur_step(f[0], hl[k].T)
                 self.a.append(a)
-                s = hd[k + 1] + a @ hl[k].T
+                s = hd[k + 1] - gram
         back: list = [None] * nb
         self.b: list = [None] * max(nb - 1, 0)
         s_back: list = [None] * nb
@@ -150,9 +150,8 @@ class Blocks:
             s_back[k] = s
             back[k] = _cho(s)
             if k > 0:
-                b = -la.cho_solve(back[k], hl[k - 1], check_finite=False).T  # B_{k-1} = -H_{k-1,k} S'_k^-1
-                self.b[k - 1] = b
-                s = hd[k - 1] + b @ hl[k - 1]
+                self.b[k - 1], gram = _schur_step(back[k][0], hl[k - 1])  # B_{k-1} = -H_{k-1,k} S'_k^-1
+                s = hd[k - 1] - gram
         self.c = []  # C_kk
         for k in range(nb):
             self.c.append(spd_inverse(s_fwd[k] + s_back[k] - hd[k]))
@@ -383,6 +382,18 @@ def spd_inverse(s: np.ndarray) -> np.ndarray:
     if info:
         raise ArithmeticError(f"information matrix not positive definite (potrf/potri {info})")
     return np.tril(lower) + np.tril(lower, -1).T
+
+
+def _schur_step(lower: np.ndarray, h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For ``S = L L^T`` (``lower``: ``L`` in the lower triangle) and a coupling block ``h``
+    (``s_K x s_L``): ``(-(S^-1 h)^T, h^T S^-1 h)``, the latter in its lower triangle only (the
+    upper one is zero: the Schur complements are read by lower-triangle LAPACK calls only). With
+    ``Y = L^-1 h``: two triangular solves and a rank-k update (``Y^T Y``), a third fewer flops
+    than ``S^-1 h`` and a product."""
+    y = la.solve_triangular(lower, h, lower=True, check_finite=False)
+    a = -la.solve_triangular(lower, y, lower=True, trans="T", check_finite=False).T
+    gram = la.blas.dsyrk(1.0, y, trans=1, lower=1)
+    return a, gram
 
 
 def _cho(s: np.ndarray) -> tuple[np.ndarray, bool]:
