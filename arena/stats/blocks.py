@@ -161,9 +161,9 @@ class Blocks:
     def _sandwich(self) -> None:
         nb, md, ml, a, b = self.nb, self.md, self.ml, self.a, self.b
         f = [md[0]]
-        for k in range(nb - 1):
-            x = a[k] @ ml[k].T  # A_k M_{k,k+1}
-            f.append(a[k] @ f[k] @ a[k].T + md[k + 1] + x + x.T)
+        for k in range(nb - 1):  # A F A^T + A M_{k,k+1} + M_{k+1,k} A^T = Y + Y^T, Y = A (F A^T / 2 + M_{k,k+1})
+            y = a[k] @ (0.5 * (f[k] @ a[k].T) + ml[k].T)
+            f.append(y + y.T + md[k + 1])
         e: list = [None] * nb
         e[nb - 1] = md[nb - 1]
         bm = [b[k] @ ml[k] for k in range(nb - 1)] + [np.zeros_like(md[nb - 1])]  # B_k M_{k+1,k}
@@ -308,8 +308,9 @@ class _Walk:
         if stop > done:
             cols = self.far[done:stop] - bl.starts[jb]
             pick = self.coef[done:stop]
-            if bl.robust:
-                rows = pick @ self.p + (pick @ self.psi) @ bl.tail[jb]
+            if bl.robust:  # (fewer basis rows than pairs: through the basis)
+                rows = pick @ (self.p + self.psi @ bl.tail[jb]) if pick.shape[1] < stop - done else \
+                    pick @ self.p + (pick @ self.psi) @ bl.tail[jb]
                 out[self.rows[done:stop]] = np.einsum("ij,ij->i", rows, bl.c[jb][cols])
             else:
                 out[self.rows[done:stop]] = (pick @ self.psi)[np.arange(stop - done), cols]
