@@ -132,14 +132,15 @@ class Blocks:
     def _factor(self) -> None:
         nb, hd, hl = self.nb, self.hd, self.hl
         # hl[k] = H_{k+1,k}; forward Schur complements (Cholesky factors) and A_k = -H_{k+1,k} S_k^-1
+        # (and the inverses of their Cholesky factors, L_k^-1: the block solves' products)
         self.fwd, self.a, s_fwd = [], [], []
         s = hd[0]
         for k in range(nb):
             s_fwd.append(s)
-            f = _cho(s)
-            self.fwd.append(f)
+            inverse = _inverse_factor(_cho(s)[0])
+            self.fwd.append(inverse)
             if k + 1 < nb:
-                a, gram = _schur_step(f[0], hl[k].T)
+                a, gram = _schur_step(inverse, hl[k].T)
                 self.a.append(a)
                 s = hd[k + 1] - gram
         back: list = [None] * nb
@@ -150,7 +151,7 @@ class Blocks:
             s_back[k] = s
             back[k] = _cho(s)
             if k > 0:
-                self.b[k - 1], gram = _schur_step(back[k][0], hl[k - 1])  # B_{k-1} = -H_{k-1,k} S'_k^-1
+                self.b[k - 1], gram = _schur_step(_inverse_factor(back[k][0]), hl[k - 1])  # B_{k-1} = -H_{k-1,k} S'_k^-1
                 s = hd[k - 1] - gram
         self.c = []  # C_kk
         for k in range(nb):
@@ -205,9 +206,10 @@ class Blocks:
         for k in range(nb - 1):
             parts[k + 1] = parts[k + 1] + self.a[k] @ parts[k]
         x: list = [None] * nb
-        x[nb - 1] = la.cho_solve(self.fwd[nb - 1], parts[nb - 1], check_finite=False)
+        inv = self.fwd  # S_k^-1 y = L_k^-T (L_k^-1 y)
+        x[nb - 1] = inv[nb - 1].T @ (inv[nb - 1] @ parts[nb - 1])
         for k in range(nb - 2, -1, -1):
-            x[k] = la.cho_solve(self.fwd[k], parts[k] - self.hl[k].T @ x[k + 1], check_finite=False)
+            x[k] = inv[k].T @ (inv[k] @ (parts[k] - self.hl[k].T @ x[k + 1]))
         out = np.empty_like(y)
         out[self.order] = np.concatenate(x)
         return out
@@ -385,17 +387,22 @@ def spd_inverse(s: np.ndarray) -> np.ndarray:
     return np.tril(lower) + np.tril(lower, -1).T
 
 
-def _schur_step(lower: np.ndarray, h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """For ``S = L L^T`` (``lower``: ``L`` in the lower triangle) and a coupling block ``h``
-    (``s_K x s_L``): ``(-(S^-1 h)^T, h^T S^-1 h)``, the latter in its lower triangle only (the
-    upper one is zero: the Schur complements are read by lower-triangle LAPACK calls only). With
-    ``Y = L^-1 h``: ``L^-1`` (``trtri``), two products and a rank-k update (``Y^T Y``): at a
-    block's size (~230) OpenBLAS's triangular solves (``trsm``) take 4-5 times a product's time
-    per flop on one thread, ``trtri`` and the products half the time of two solves."""
+def _inverse_factor(lower: np.ndarray) -> np.ndarray:
+    """``L^-1`` (lower triangular, zeros above) of a Cholesky factor ``L`` (its lower triangle;
+    whatever is above is ignored), by LAPACK's ``trtri``. At a block's size (~230) OpenBLAS's
+    triangular solves (``trsm``) take 4-5 times a product's time per flop on one thread: the
+    solves with ``S = L L^T`` are products with ``L^-1`` instead."""
     inverse, info = la.lapack.dtrtri(lower, lower=1)
     if info:
         raise ArithmeticError(f"information matrix not positive definite (trtri {info})")
-    inverse = np.tril(inverse)
+    return np.tril(inverse)
+
+
+def _schur_step(inverse: np.ndarray, h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For ``S = L L^T`` (``inverse``: ``L^-1``, :func:`_inverse_factor`) and a coupling block
+    ``h`` (``s_K x s_L``): ``(-(S^-1 h)^T, h^T S^-1 h)``, the latter in its lower triangle only
+    (the upper one is zero: the Schur complements are read by lower-triangle LAPACK calls only):
+    with ``Y = L^-1 h``, two products and a rank-k update (``Y^T Y``)."""
     y = inverse @ h
     return -(y.T @ inverse), la.blas.dsyrk(1.0, y, trans=1, lower=1)
 
