@@ -151,7 +151,8 @@ class Blocks:
             s_back[k] = s
             back[k] = _cho(s)
             if k > 0:
-                self.b[k - 1], gram = _schur_step(_inverse_factor(back[k][0]), hl[k - 1])  # B_{k-1} = -H_{k-1,k} S'_k^-1
+                # B_{k-1} = -H_{k-1,k} S'_k^-1
+                self.b[k - 1], gram = _schur_step(_inverse_factor(back[k][0]), hl[k - 1])
                 s = hd[k - 1] - gram
         self.c = []  # C_kk
         for k in range(nb):
