@@ -251,7 +251,7 @@ class Blocks:
                 walk.finish(jb, out)
                 if walk.over():
                     break
-                walk.prune()
+                walk.prune(jb)
                 walk.advance([walk], jb)
                 if jb >= t + 2:  # (closer, the rows have nearly full rank still: nothing to cut)
                     walk.compress()
@@ -291,13 +291,17 @@ class _Walk:
         self.coef = np.zeros((local.size, z.shape[0]))
         self.coef[np.arange(local.size), which] = 1.0
         self.done = 0
+        self.last: np.ndarray | None = np.zeros(bots.size, np.int64)  # per basis row (a bot): its farthest block
+        np.maximum.at(self.last, which, target)
 
-    def prune(self) -> None:
+    def prune(self, jb: int) -> None:
         """Drop the rows of the basis that no pair left to finish uses (bots whose pairs all
-        ended in the blocks walked so far: before any cut, ``coef`` is one-hot)."""
-        keep = np.any(self.coef[self.done:] != 0.0, axis=0)
-        if not keep.all():
-            self.coef, self.psi, self.p = self.coef[:, keep], self.psi[keep], self.p[keep]
+        ended by block ``jb``), until the basis is cut (its rows are no longer bots)."""
+        if self.last is not None:
+            keep = self.last > jb
+            if not keep.all():
+                self.coef, self.psi, self.p, self.last = self.coef[:, keep], self.psi[keep], self.p[keep], \
+                    self.last[keep]
 
     def over(self) -> bool:
         """Whether every pair is done."""
@@ -344,7 +348,9 @@ class _Walk:
 
     def compress(self) -> None:
         """Cut the basis to its numerical rank (:func:`_compress`)."""
-        self.coef, self.p, self.psi = _compress(self.coef, self.p, self.psi)
+        coef, self.p, self.psi = _compress(self.coef, self.p, self.psi)
+        if coef is not self.coef:  # cut: the rows are combinations of bots now
+            self.coef, self.last = coef, None
 
 
 def _compress(coef: np.ndarray, p: np.ndarray, psi: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
