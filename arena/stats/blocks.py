@@ -54,20 +54,46 @@ def partition(order: np.ndarray, pattern: sp.csr_matrix, limit: int | None = Non
     limit is given). Returns the blocks' starts in the order, ``N + 1`` values ending with ``n``.
     Greedy: each block reaches as far as the farthest bot the previous block met, and spans at
     least :data:`MIN_BLOCK` bots."""
-    n = order.size
-    position = np.empty(n, np.int64)
-    position[order] = np.arange(n)
-    reach = np.arange(n)
-    ptr = pattern.indptr
-    full = np.flatnonzero(np.diff(ptr) > 0)
-    if full.size:
+    floor = MIN_BLOCK if limit is None else min(limit, MIN_BLOCK)
+    return _greedy(_Reach(order, pattern, floor).farthest(limit))
+
+
+class _Reach:
+    """How far each bot reaches in ``order``: per place, the farthest place of a bot it met,
+    counting every pair or only those at most a limit apart (:meth:`farthest`). The pairs at
+    least ``floor`` places apart (``big_place``, ``big_other``, ``big_length``: each pair once,
+    from its lower place) are kept aside, so that each limit costs ``O(n)`` plus their number."""
+
+    def __init__(self, order: np.ndarray, pattern: sp.csr_matrix, floor: int) -> None:
+        n = order.size
+        position = np.empty(n, np.int64)
+        position[order] = np.arange(n)
+        counts = np.diff(pattern.indptr)
+        mine = np.repeat(position, counts)
         other = position[pattern.indices]
-        if limit is not None:
-            mine = np.repeat(position, np.diff(ptr))
-            other = np.where(np.abs(other - mine) > limit, mine, other)
-        far = np.maximum.reduceat(other, ptr[full])
-        reach[position[full]] = np.maximum(far, position[full])
-    farthest = np.maximum.accumulate(reach)  # the farthest bot met by any bot up to this place
+        ahead = other - mine
+        self.pairs = int((ahead > 0).sum())
+        big = np.flatnonzero(ahead >= floor)
+        self.big_place, self.big_other, self.big_length = mine[big], other[big], ahead[big]
+        other[big] = mine[big]
+        self.base = np.arange(n)
+        full = np.flatnonzero(counts > 0)
+        if full.size:
+            far = np.maximum.reduceat(other, pattern.indptr[full])
+            self.base[position[full]] = np.maximum(far, position[full])
+
+    def farthest(self, limit: int | None) -> np.ndarray:
+        """Per place, the farthest place met by any bot up to there, leaving out the pairs more
+        than ``limit`` places apart (``limit >= floor``, or None: every pair)."""
+        reach = self.base.copy()
+        keep = slice(None) if limit is None else self.big_length <= limit
+        np.maximum.at(reach, self.big_place[keep], self.big_other[keep])
+        return np.maximum.accumulate(reach)
+
+
+def _greedy(farthest: np.ndarray) -> np.ndarray:
+    """The blocks' starts for :func:`partition`, given the farthest place met up to each place."""
+    n = farthest.size
     starts = [0]
     end = min(MIN_BLOCK, n) - 1  # the first block: at least MIN_BLOCK
     while end < n - 1:
@@ -504,29 +530,28 @@ def plan(order: np.ndarray, pattern: sp.csr_matrix) -> np.ndarray | None:
     """The blocks' starts (:func:`partition`): keeping every pair within adjacent blocks, or
     leaving out the longest pairs (a share of :data:`LONG_SHARES`, at most :data:`MAX_LONG`),
     whichever costs least (:func:`work`) among those whose blocks are narrow enough
-    (:data:`BLOCK_WIDTH`); None if none is."""
+    (:data:`BLOCK_WIDTH`); None if none is. A pair two blocks apart or more spans a whole block
+    between (at least :data:`MIN_BLOCK` places): only the pairs that long are looked at again
+    for each share."""
     n = order.size
-    starts = partition(order, pattern)
+    reach = _Reach(order, pattern, MIN_BLOCK)
+    starts = _greedy(reach.farthest(None))
     if cost(starts) <= min(NARROW, BLOCK_WIDTH)**2 * n:  # every pair kept, and narrow: nothing to gain
         return starts
-    position = np.empty(n, np.int64)
-    position[order] = np.arange(n)
-    rows = np.repeat(np.arange(n), np.diff(pattern.indptr))
-    upper = rows < pattern.indices
-    length = np.abs(position[rows[upper]] - position[pattern.indices[upper]])
-    longer = np.cumsum(np.bincount(length, minlength=n)[::-1])[::-1]  # pairs at least this long
+    # pairs at least this long, exact from MIN_BLOCK on (below, the limit is MIN_BLOCK anyway)
+    longer = np.cumsum(np.bincount(reach.big_length, minlength=n)[::-1])[::-1]
     best, best_work = None, np.inf
     for share in (0.0, *LONG_SHARES):
         limit = None
         if share:  # the shortest length leaving at most this share of the pairs out
-            limit = max(int(np.searchsorted(-longer, -share * length.size, side="left")), MIN_BLOCK)
+            limit = max(int(np.searchsorted(-longer, -share * reach.pairs, side="left")), MIN_BLOCK)
             if limit >= n - 1:
                 continue
-        starts = partition(order, pattern, limit)
+        starts = _greedy(reach.farthest(limit))
         if cost(starts) > BLOCK_WIDTH**2 * n:
             continue
-        block = np.repeat(np.arange(starts.size - 1), np.diff(starts))[position]
-        long = int((np.abs(block[rows[upper]] - block[pattern.indices[upper]]) > 1).sum())
+        block = np.repeat(np.arange(starts.size - 1), np.diff(starts))  # by place
+        long = int((np.abs(block[reach.big_place] - block[reach.big_other]) > 1).sum())
         if long <= MAX_LONG and work(starts, long) < best_work:
             best, best_work = starts, work(starts, long)
     return best
