@@ -245,9 +245,10 @@ class Blocks:
         """The diagonal of ``C`` (model) or ``C M C`` (robust), per bot (not anchored)."""
         out = np.empty(self.n)
         out[self.order] = np.concatenate(self.x if self.robust else [np.diag(x) for x in self.c])
-        if self.long:
-            every = np.arange(self.n)
-            out += self._low_rank(every, every)
+        if self.long:  # the diagonal of the low-rank part: Q (G Q^T - 2 K Y^T) robust (K symmetric), -Q K Q^T
+            q = self.q
+            out += np.einsum("ij,ij->i", q @ self.g - 2.0 * (self.y @ self.k), q) if self.robust else \
+                -np.einsum("ij,ij->i", q @ self.k, q)
         return out
 
     def _low_rank(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:
