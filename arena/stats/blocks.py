@@ -18,9 +18,18 @@ M_{K+1,K+1} + A_K M_{K,K+1} + M_{K+1,K} A_K^T`` (what ``M`` weighs on the rows o
 (``J > T``) walks the chain from ``T`` to ``J`` carrying only the rows of the pairs asked for
 (:meth:`Blocks.covariances`). Everything is exact (rounding aside): no probe, no tolerance.
 
-Cost: ``O(sum_K s_K^3)`` for the factors (about ``20 s^3`` flops per block of ``s`` bots, level-3
-BLAS), plus ``O(s^2)`` per pair and block walked for the pairs of rating neighbours, which may lie
-several blocks apart in the layout (the ratings are estimates, the layout follows who met whom).
+Cost: ``O(sum_K s_K^3)`` for the factors and the sandwich (about ``26 s^3`` flops per block of
+``s`` bots, robust), nearly all in matrix products: at these sizes (~250) OpenBLAS's triangular
+solves take 4-5 times a product's time per flop on one thread, so the solves with ``S_K`` are
+products with ``L_K^-1`` (``trtri``). Then ``O(s^2)`` per walked row and block for the pairs of
+rating neighbours, which may lie many blocks apart in the layout (the ratings are estimates, the
+layout follows who met whom: on the season-shaped field 17% of them share a block, 15% are in
+adjacent ones, the rest up to 30 blocks apart); a walk's rows are its bots' until they are cut
+to a few directions. Measured on that field (10,000 bots, 10 million matches, ``python -m
+arena.tools.bench_fit --synthetic``: 40 blocks of up to 280 and 109 long pairs), CPU on a shared
+2-core machine: the intervals 1.5-1.7 s after the ratings' 0.45-0.5 s (before this module's
+rework: 2.2-2.5 s), of which the blocks' factors and sandwich 0.6-0.7 s, the neighbours'
+covariances 0.3-0.4 s, the long pairs 0.2 s, :func:`plan` 0.07 s.
 Memory: a few dense blocks per block (``8 s^2`` bytes each). A random (expander) graph has no
 narrow layout (one block of ``n``): :func:`partition` says so and the caller uses another method.
 """
@@ -35,7 +44,8 @@ RANK_TOL = 1e-7
 """Directions below this fraction of the largest singular value are dropped from the walked rows
 of :meth:`Blocks.covariances`. Season-shaped field (10,000 bots): the standard deviations of the
 differences of rating neighbours then stay within 1e-6 (relative) of those at 1e-9, with a third
-less work; 1e-4 would cost another tenth and err by 1e-4."""
+less work; 1e-4 would cost another tenth and err by 1e-4. Measured again with walks of only their
+bots' rows: within 4.4e-8 of walks with no cut (1e-14)."""
 SKETCH = 64
 """Directions of the random sketch that first tries to cut a walked basis (:func:`_compress`):
 three blocks from its start, the season-shaped field's keep 2-40 of ~230 at :data:`RANK_TOL`."""
