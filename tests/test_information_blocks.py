@@ -139,3 +139,36 @@ def test_a_ladder_refit_reuses_the_last_layout_and_fits_the_same(monkeypatch):
         assert x.name == y.name and x.elo == pytest.approx(y.elo, abs=1e-6)
         assert x.ci95 == pytest.approx(y.ci95, rel=1e-6)
     assert fresh.neighbour_sd() == pytest.approx(again.neighbour_sd(), rel=1e-6)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_limited_partition_keeps_the_shorter_pairs_adjacent_and_blocks_wide(seed, monkeypatch):
+    """With a limit, every pair at most that many places apart lies within adjacent blocks, and
+    every block but the last spans at least MIN_BLOCK bots (what plan relies on: a pair two
+    blocks apart or more is longer than MIN_BLOCK); plan's blocks are a partition's."""
+    monkeypatch.setattr(blocks, "MIN_BLOCK", 8)
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(60, 300))
+    i = rng.integers(0, n, 6 * n)
+    j = np.clip(i + rng.geometric(0.15, i.size) * rng.choice([-1, 1], i.size), 0, n - 1)
+    j[:n // 10] = rng.integers(0, n, n // 10)  # a few long pairs
+    keep = i != j
+    i, j = i[keep], j[keep]
+    diag = np.arange(n)
+    pattern = sp.csr_matrix((np.ones(2 * i.size + n), (np.concatenate([i, j, diag]), np.concatenate([j, i, diag]))),
+                            shape=(n, n))
+    order = np.argsort(rng.random(n)) if seed % 2 else np.arange(n)
+    place = np.empty(n, np.int64)
+    place[order] = np.arange(n)
+    for limit in (None, 8, 20, 50):
+        starts = blocks.partition(order, pattern, limit)
+        assert starts[0] == 0 and starts[-1] == n and np.all(np.diff(starts)[:-1] >= blocks.MIN_BLOCK)
+        block = np.searchsorted(starts, place, side="right") - 1
+        short = np.ones(i.size, bool) if limit is None else np.abs(place[i] - place[j]) <= limit
+        assert np.abs(block[i] - block[j])[short].max() <= 1
+    monkeypatch.setattr(blocks, "BLOCK_WIDTH", 30)
+    monkeypatch.setattr(blocks, "NARROW", 10)
+    monkeypatch.setattr(blocks, "LONG_SHARES", (0.005, 0.01, 0.02))
+    got = blocks.plan(order, pattern)
+    if got is not None:
+        assert any(np.array_equal(got, blocks.partition(order, pattern, limit)) for limit in [None, *range(8, n)])

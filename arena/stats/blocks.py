@@ -18,9 +18,18 @@ M_{K+1,K+1} + A_K M_{K,K+1} + M_{K+1,K} A_K^T`` (what ``M`` weighs on the rows o
 (``J > T``) walks the chain from ``T`` to ``J`` carrying only the rows of the pairs asked for
 (:meth:`Blocks.covariances`). Everything is exact (rounding aside): no probe, no tolerance.
 
-Cost: ``O(sum_K s_K^3)`` for the factors (about ``20 s^3`` flops per block of ``s`` bots, level-3
-BLAS), plus ``O(s^2)`` per pair and block walked for the pairs of rating neighbours, which may lie
-several blocks apart in the layout (the ratings are estimates, the layout follows who met whom).
+Cost: ``O(sum_K s_K^3)`` for the factors and the sandwich (about ``26 s^3`` flops per block of
+``s`` bots, robust), nearly all in matrix products: at these sizes (~250) OpenBLAS's triangular
+solves take 4-5 times a product's time per flop on one thread, so the solves with ``S_K`` are
+products with ``L_K^-1`` (``trtri``). Then ``O(s^2)`` per walked row and block for the pairs of
+rating neighbours, which may lie many blocks apart in the layout (the ratings are estimates, the
+layout follows who met whom: on the season-shaped field 17% of them share a block, 15% are in
+adjacent ones, the rest up to 30 blocks apart); a walk's rows are its bots' until they are cut
+to a few directions. Measured on that field (10,000 bots, 10 million matches, ``python -m
+arena.tools.bench_fit --synthetic``: 40 blocks of up to 280 and 109 long pairs), CPU on a shared
+2-core machine: the intervals 1.5-1.7 s after the ratings' 0.45-0.5 s (before this module's
+rework: 2.2-2.5 s), of which the blocks' factors and sandwich 0.6-0.7 s, the neighbours'
+covariances 0.3-0.4 s, the long pairs 0.2 s, :func:`plan` 0.07 s.
 Memory: a few dense blocks per block (``8 s^2`` bytes each). A random (expander) graph has no
 narrow layout (one block of ``n``): :func:`partition` says so and the caller uses another method.
 """
@@ -35,7 +44,8 @@ RANK_TOL = 1e-7
 """Directions below this fraction of the largest singular value are dropped from the walked rows
 of :meth:`Blocks.covariances`. Season-shaped field (10,000 bots): the standard deviations of the
 differences of rating neighbours then stay within 1e-6 (relative) of those at 1e-9, with a third
-less work; 1e-4 would cost another tenth and err by 1e-4."""
+less work; 1e-4 would cost another tenth and err by 1e-4. Measured again with walks of only their
+bots' rows: within 4.4e-8 of walks with no cut (1e-14)."""
 SKETCH = 64
 """Directions of the random sketch that first tries to cut a walked basis (:func:`_compress`):
 three blocks from its start, the season-shaped field's keep 2-40 of ~230 at :data:`RANK_TOL`."""
@@ -54,20 +64,46 @@ def partition(order: np.ndarray, pattern: sp.csr_matrix, limit: int | None = Non
     limit is given). Returns the blocks' starts in the order, ``N + 1`` values ending with ``n``.
     Greedy: each block reaches as far as the farthest bot the previous block met, and spans at
     least :data:`MIN_BLOCK` bots."""
-    n = order.size
-    position = np.empty(n, np.int64)
-    position[order] = np.arange(n)
-    reach = np.arange(n)
-    ptr = pattern.indptr
-    full = np.flatnonzero(np.diff(ptr) > 0)
-    if full.size:
+    floor = MIN_BLOCK if limit is None else min(limit, MIN_BLOCK)
+    return _greedy(_Reach(order, pattern, floor).farthest(limit))
+
+
+class _Reach:
+    """How far each bot reaches in ``order``: per place, the farthest place of a bot it met,
+    counting every pair or only those at most a limit apart (:meth:`farthest`). The pairs at
+    least ``floor`` places apart (``big_place``, ``big_other``, ``big_length``: each pair once,
+    from its lower place) are kept aside, so that each limit costs ``O(n)`` plus their number."""
+
+    def __init__(self, order: np.ndarray, pattern: sp.csr_matrix, floor: int) -> None:
+        n = order.size
+        position = np.empty(n, np.int64)
+        position[order] = np.arange(n)
+        counts = np.diff(pattern.indptr)
+        mine = np.repeat(position, counts)
         other = position[pattern.indices]
-        if limit is not None:
-            mine = np.repeat(position, np.diff(ptr))
-            other = np.where(np.abs(other - mine) > limit, mine, other)
-        far = np.maximum.reduceat(other, ptr[full])
-        reach[position[full]] = np.maximum(far, position[full])
-    farthest = np.maximum.accumulate(reach)  # the farthest bot met by any bot up to this place
+        ahead = other - mine
+        self.pairs = int((ahead > 0).sum())
+        big = np.flatnonzero(ahead >= floor)
+        self.big_place, self.big_other, self.big_length = mine[big], other[big], ahead[big]
+        other[big] = mine[big]
+        self.base = np.arange(n)
+        full = np.flatnonzero(counts > 0)
+        if full.size:
+            far = np.maximum.reduceat(other, pattern.indptr[full])
+            self.base[position[full]] = np.maximum(far, position[full])
+
+    def farthest(self, limit: int | None) -> np.ndarray:
+        """Per place, the farthest place met by any bot up to there, leaving out the pairs more
+        than ``limit`` places apart (``limit >= floor``, or None: every pair)."""
+        reach = self.base.copy()
+        keep = slice(None) if limit is None else self.big_length <= limit
+        np.maximum.at(reach, self.big_place[keep], self.big_other[keep])
+        return np.maximum.accumulate(reach)
+
+
+def _greedy(farthest: np.ndarray) -> np.ndarray:
+    """The blocks' starts for :func:`partition`, given the farthest place met up to each place."""
+    n = farthest.size
     starts = [0]
     end = min(MIN_BLOCK, n) - 1  # the first block: at least MIN_BLOCK
     while end < n - 1:
@@ -132,16 +168,17 @@ class Blocks:
     def _factor(self) -> None:
         nb, hd, hl = self.nb, self.hd, self.hl
         # hl[k] = H_{k+1,k}; forward Schur complements (Cholesky factors) and A_k = -H_{k+1,k} S_k^-1
+        # (and the inverses of their Cholesky factors, L_k^-1: the block solves' products)
         self.fwd, self.a, s_fwd = [], [], []
         s = hd[0]
         for k in range(nb):
             s_fwd.append(s)
-            f = _cho(s)
-            self.fwd.append(f)
+            inverse = _inverse_factor(_cho(s)[0])
+            self.fwd.append(inverse)
             if k + 1 < nb:
-                a = -la.cho_solve(f, hl[k].T, check_finite=False).T
+                a, gram = _schur_step(inverse, hl[k].T)
                 self.a.append(a)
-                s = hd[k + 1] + a @ hl[k].T
+                s = hd[k + 1] - gram
         back: list = [None] * nb
         self.b: list = [None] * max(nb - 1, 0)
         s_back: list = [None] * nb
@@ -150,9 +187,9 @@ class Blocks:
             s_back[k] = s
             back[k] = _cho(s)
             if k > 0:
-                b = -la.cho_solve(back[k], hl[k - 1], check_finite=False).T  # B_{k-1} = -H_{k-1,k} S'_k^-1
-                self.b[k - 1] = b
-                s = hd[k - 1] + b @ hl[k - 1]
+                # B_{k-1} = -H_{k-1,k} S'_k^-1
+                self.b[k - 1], gram = _schur_step(_inverse_factor(back[k][0]), hl[k - 1])
+                s = hd[k - 1] - gram
         self.c = []  # C_kk
         for k in range(nb):
             self.c.append(spd_inverse(s_fwd[k] + s_back[k] - hd[k]))
@@ -162,19 +199,22 @@ class Blocks:
     def _sandwich(self) -> None:
         nb, md, ml, a, b = self.nb, self.md, self.ml, self.a, self.b
         f = [md[0]]
-        for k in range(nb - 1):
-            x = a[k] @ ml[k].T  # A_k M_{k,k+1}
-            f.append(a[k] @ f[k] @ a[k].T + md[k + 1] + x + x.T)
+        for k in range(nb - 1):  # A F A^T + A M_{k,k+1} + M_{k+1,k} A^T = Y + Y^T, Y = A (F A^T / 2 + M_{k,k+1})
+            y = a[k] @ (0.5 * (f[k] @ a[k].T) + ml[k].T)
+            f.append(y + y.T + md[k + 1])
         e: list = [None] * nb
         e[nb - 1] = md[nb - 1]
         bm = [b[k] @ ml[k] for k in range(nb - 1)] + [np.zeros_like(md[nb - 1])]  # B_k M_{k+1,k}
         for k in range(nb - 2, -1, -1):
             e[k] = b[k] @ e[k + 1] @ b[k].T + md[k] + bm[k] + bm[k].T
-        self.f, self.e = f, e
-        self.x = [self.c[k] @ (f[k] + e[k] - md[k]) @ self.c[k] for k in range(nb)]
+        # the diagonal of X_kk = C_kk (F_k + E_k - M_kk) C_kk (C_kk symmetric): one product per block
+        self.x = [np.einsum("ij,ij->i", self.c[k] @ (f[k] + e[k] - md[k]), self.c[k]) for k in range(nb)]
         # the right part of G_{T,J}: E_J - M_JJ - B_J M_{J+1,J}; the left part of G_{T,T}: F_T + B_T M_{T+1,T}
         self.tail = [e[k] - md[k] - bm[k] for k in range(nb)]
         self.head = [f[k] + bm[k] for k in range(nb)]
+        # a walk's step (_Walk.advance): p(J+1) = p(J) A_J^T + psi(J) W_J, with W_J = M_{J,J+1} +
+        # B_J (M_{J+1,J+1} + B_{J+1} M_{J+2,J+1}) (what the rows psi B_J and psi B_J B_{J+1} weigh)
+        self.w = [ml[k].T + b[k] @ (md[k + 1] + bm[k + 1]) for k in range(nb - 1)]
 
     def solve(self, rhs: np.ndarray) -> np.ndarray:
         """``H^-1 rhs`` (``rhs``: ``n`` or ``n x r``, bots' indices), exact (block forward and back
@@ -203,21 +243,22 @@ class Blocks:
         for k in range(nb - 1):
             parts[k + 1] = parts[k + 1] + self.a[k] @ parts[k]
         x: list = [None] * nb
-        x[nb - 1] = la.cho_solve(self.fwd[nb - 1], parts[nb - 1], check_finite=False)
+        inv = self.fwd  # S_k^-1 y = L_k^-T (L_k^-1 y)
+        x[nb - 1] = inv[nb - 1].T @ (inv[nb - 1] @ parts[nb - 1])
         for k in range(nb - 2, -1, -1):
-            x[k] = la.cho_solve(self.fwd[k], parts[k] - self.hl[k].T @ x[k + 1], check_finite=False)
+            x[k] = inv[k].T @ (inv[k] @ (parts[k] - self.hl[k].T @ x[k + 1]))
         out = np.empty_like(y)
         out[self.order] = np.concatenate(x)
         return out
 
     def variances(self) -> np.ndarray:
         """The diagonal of ``C`` (model) or ``C M C`` (robust), per bot (not anchored)."""
-        mats = self.x if self.robust else self.c
         out = np.empty(self.n)
-        out[self.order] = np.concatenate([np.diag(x) for x in mats])
-        if self.long:
-            every = np.arange(self.n)
-            out += self._low_rank(every, every)
+        out[self.order] = np.concatenate(self.x if self.robust else [np.diag(x) for x in self.c])
+        if self.long:  # the diagonal of the low-rank part: Q (G Q^T - 2 K Y^T) robust (K symmetric), -Q K Q^T
+            q = self.q
+            out += np.einsum("ij,ij->i", q @ self.g - 2.0 * (self.y @ self.k), q) if self.robust else \
+                -np.einsum("ij,ij->i", q @ self.k, q)
         return out
 
     def _low_rank(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:
@@ -247,6 +288,7 @@ class Blocks:
                 walk.finish(jb, out)
                 if walk.over():
                     break
+                walk.prune(jb)
                 walk.advance([walk], jb)
                 if jb >= t + 2:  # (closer, the rows have nearly full rank still: nothing to cut)
                     walk.compress()
@@ -269,25 +311,34 @@ then a walk keeps 6-10 directions on the season-shaped field (2 or 3: 110-125, a
 class _Walk:
     """The walk of :meth:`Blocks.covariances` from block ``t`` for the pairs ``rows`` (their
     places ``local`` within block ``t``, the other bots' places ``far`` in blocks ``target``,
-    ascending). It carries, for the rows ``z`` of ``C_tt`` of the bots ``local``, ``psi(K) = z
-    B_t ... B_{K-1}`` (rows of ``C_{t,K}``) for ``K = J, J+1, J+2`` and, robust, ``p(J) = z
-    P_{t,J}`` (what ``M`` weighs left of ``J``), kept as ``coef @ basis``: these rows span fewer
-    and fewer dimensions as ``J`` moves away (the far covariances are smooth), so the basis is cut
-    to its numerical rank (:data:`RANK_TOL`)."""
+    ascending). It carries, for the rows ``z`` of ``C_tt`` of the bots ``local``, ``psi(J) = z
+    B_t ... B_{J-1}`` (rows of ``C_{t,J}``) and, robust, ``p(J) = z P_{t,J}`` (what ``M`` weighs
+    left of ``J``), kept as ``coef @ basis``: these rows span fewer and fewer dimensions as ``J``
+    moves away (the far covariances are smooth), so the basis is cut to its numerical rank
+    (:data:`RANK_TOL`). A step to ``J + 1`` is ``psi B_J`` and ``p A_J^T + psi W_J``
+    (:attr:`Blocks.w`)."""
 
     def __init__(self, blocks: Blocks, t: int, rows: np.ndarray, local: np.ndarray, far: np.ndarray,
                  target: np.ndarray) -> None:
         self.blocks, self.rows, self.far, self.target = blocks, rows, far, target
-        nb, b = blocks.nb, blocks.b
-        z = blocks.c[t]  # the basis: all of C_tt's rows; coef picks the bots' (one-hot)
-        self.psi: list = [z, None, None]
-        for d in (1, 2):
-            if t + d < nb:
-                self.psi[d] = self.psi[d - 1] @ b[t + d - 1]
+        bots, which = np.unique(local, return_inverse=True)
+        z = blocks.c[t][bots]  # the basis: the rows of C_tt of the bots; coef picks them (one-hot)
+        self.psi = z
         self.p = z @ blocks.head[t] if blocks.robust else np.zeros((z.shape[0], 0))
         self.coef = np.zeros((local.size, z.shape[0]))
-        self.coef[np.arange(local.size), local] = 1.0
+        self.coef[np.arange(local.size), which] = 1.0
         self.done = 0
+        self.last: np.ndarray | None = np.zeros(bots.size, np.int64)  # per basis row (a bot): its farthest block
+        np.maximum.at(self.last, which, target)
+
+    def prune(self, jb: int) -> None:
+        """Drop the rows of the basis that no pair left to finish uses (bots whose pairs all
+        ended by block ``jb``), until the basis is cut (its rows are no longer bots)."""
+        if self.last is not None:
+            keep = self.last > jb
+            if not keep.all():
+                self.coef, self.psi, self.p, self.last = self.coef[:, keep], self.psi[keep], self.p[keep], \
+                    self.last[keep]
 
     def over(self) -> bool:
         """Whether every pair is done."""
@@ -301,11 +352,12 @@ class _Walk:
         if stop > done:
             cols = self.far[done:stop] - bl.starts[jb]
             pick = self.coef[done:stop]
-            if bl.robust:
-                rows = pick @ self.p + (pick @ self.psi[0]) @ bl.tail[jb]
+            if bl.robust:  # (fewer basis rows than pairs: through the basis)
+                rows = pick @ (self.p + self.psi @ bl.tail[jb]) if pick.shape[1] < stop - done else \
+                    pick @ self.p + (pick @ self.psi) @ bl.tail[jb]
                 out[self.rows[done:stop]] = np.einsum("ij,ij->i", rows, bl.c[jb][cols])
             else:
-                out[self.rows[done:stop]] = (pick @ self.psi[0])[np.arange(stop - done), cols]
+                out[self.rows[done:stop]] = (pick @ self.psi)[np.arange(stop - done), cols]
             self.done = stop
         return self.over()
 
@@ -314,37 +366,39 @@ class _Walk:
         """Move ``walks`` (all at block ``jb``) to block ``jb + 1``: one product per operator for
         all of them (their bases stacked)."""
         bl = walks[0].blocks
-        nb, b, ml = bl.nb, bl.b, bl.ml
-        sizes = np.cumsum([w.p.shape[0] for w in walks])[:-1]
-        psi = [np.vstack([w.psi[d] for w in walks]) if walks[0].psi[d] is not None else None for d in range(3)]
-        p = None
+        if len(walks) == 1:
+            w = walks[0]
+            if bl.robust:
+                w.p = w.p @ bl.a[jb].T + w.psi @ bl.w[jb]
+            w.psi = w.psi @ bl.b[jb]
+            return
+        sizes = np.cumsum([w.psi.shape[0] for w in walks])[:-1]
+        psi = np.vstack([w.psi for w in walks])
         if bl.robust:
-            p = np.vstack([w.p for w in walks]) @ bl.a[jb].T + psi[0] @ ml[jb].T + psi[1] @ bl.md[jb + 1]
-            if psi[2] is not None:
-                p += psi[2] @ ml[jb + 1]
-        new = psi[2] @ b[jb + 2] if jb + 3 < nb else None
-        for d, x in enumerate((psi[1], psi[2], new)):
-            parts = np.split(x, sizes) if x is not None else [None] * len(walks)
-            for w, part in zip(walks, parts):
-                w.psi[d] = part
-        for w, part in zip(walks, np.split(p, sizes) if p is not None else [None] * len(walks)):
-            w.p = part if part is not None else np.zeros((w.psi[0].shape[0], 0))
+            p = np.vstack([w.p for w in walks]) @ bl.a[jb].T + psi @ bl.w[jb]
+            for w, part in zip(walks, np.split(p, sizes)):
+                w.p = part
+        for w, part in zip(walks, np.split(psi @ bl.b[jb], sizes)):
+            w.psi = part
+            if not bl.robust:
+                w.p = np.zeros((part.shape[0], 0))
 
     def compress(self) -> None:
         """Cut the basis to its numerical rank (:func:`_compress`)."""
-        self.coef, self.p, self.psi = _compress(self.coef, self.p, self.psi)
+        coef, self.p, self.psi = _compress(self.coef, self.p, self.psi)
+        if coef is not self.coef:  # cut: the rows are combinations of bots now
+            self.coef, self.last = coef, None
 
 
-def _compress(coef: np.ndarray, p: np.ndarray, psi: list) -> tuple[np.ndarray, np.ndarray, list]:
-    """``coef @ [p | psi...]`` with the basis cut to its numerical rank (:data:`RANK_TOL` of the
+def _compress(coef: np.ndarray, p: np.ndarray, psi: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``coef @ [p | psi]`` with the basis cut to its numerical rank (:data:`RANK_TOL` of the
     largest singular value): first by a seeded random sketch of :data:`SKETCH` directions (N.
     Halko, P.-G. Martinsson and J. A. Tropp, 2011), kept when its own smallest singular value is
     below the tolerance (the rank is then well inside the sketch); else from the eigenvectors of
     the basis's Gram matrix."""
     if coef.shape[1] <= SMALL_BASIS:
         return coef, p, psi
-    parts = [p] + [x for x in psi if x is not None]
-    stacked = np.hstack(parts)
+    stacked = np.hstack([p, psi])
     k = stacked.shape[0]
     u = None
     if SKETCH < k:
@@ -361,9 +415,8 @@ def _compress(coef: np.ndarray, p: np.ndarray, psi: list) -> tuple[np.ndarray, n
         if keep.sum() >= 0.8 * values.size:
             return coef, p, psi
         u = vectors[:, keep]
-    new = np.split(u.T @ stacked, np.cumsum([x.shape[1] for x in parts])[:-1], axis=1)
-    rest = iter(new[1:])
-    return coef @ u, new[0], [next(rest) if x is not None else None for x in psi]
+    new = u.T @ stacked
+    return coef @ u, new[:, :p.shape[1]], new[:, p.shape[1]:]
 
 
 def spd_inverse(s: np.ndarray) -> np.ndarray:
@@ -376,6 +429,26 @@ def spd_inverse(s: np.ndarray) -> np.ndarray:
     if info:
         raise ArithmeticError(f"information matrix not positive definite (potrf/potri {info})")
     return np.tril(lower) + np.tril(lower, -1).T
+
+
+def _inverse_factor(lower: np.ndarray) -> np.ndarray:
+    """``L^-1`` (lower triangular, zeros above) of a Cholesky factor ``L`` (its lower triangle;
+    whatever is above is ignored), by LAPACK's ``trtri``. At a block's size (~230) OpenBLAS's
+    triangular solves (``trsm``) take 4-5 times a product's time per flop on one thread: the
+    solves with ``S = L L^T`` are products with ``L^-1`` instead."""
+    inverse, info = la.lapack.dtrtri(lower, lower=1)
+    if info:
+        raise ArithmeticError(f"information matrix not positive definite (trtri {info})")
+    return np.tril(inverse)
+
+
+def _schur_step(inverse: np.ndarray, h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For ``S = L L^T`` (``inverse``: ``L^-1``, :func:`_inverse_factor`) and a coupling block
+    ``h`` (``s_K x s_L``): ``(-(S^-1 h)^T, h^T S^-1 h)``, the latter in its lower triangle only
+    (the upper one is zero: the Schur complements are read by lower-triangle LAPACK calls only):
+    with ``Y = L^-1 h``, two products and a rank-k update (``Y^T Y``)."""
+    y = inverse @ h
+    return -(y.T @ inverse), la.blas.dsyrk(1.0, y, trans=1, lower=1)
 
 
 def _cho(s: np.ndarray) -> tuple[np.ndarray, bool]:
@@ -391,25 +464,36 @@ class _Cut:
     in the order, their ``block``): one vectorised scatter per matrix, the positions computed once."""
 
     def __init__(self, h: sp.csr_matrix, place: np.ndarray, block: np.ndarray, starts: np.ndarray) -> None:
-        rows = np.repeat(np.arange(h.shape[0]), np.diff(h.indptr))
-        pr, pc = place[rows], place[h.indices]
-        br, bc = block[pr], block[pc]
         size = np.diff(starts)
         nb = size.size
         # a flat buffer: the diagonal blocks, then the sub-diagonal ones
         diag_at = np.concatenate([[0], np.cumsum(size * size)])
         low_at = diag_at[-1] + np.concatenate([[0], np.cumsum(size[1:] * size[:-1])])
-        self.diag = br == bc
-        self.low = br == bc + 1
-        d, lo = self.diag, self.low
-        self.where_d = diag_at[br[d]] + (pr[d] - starts[br[d]]) * size[br[d]] + (pc[d] - starts[bc[d]])
-        self.where_l = low_at[bc[lo]] + (pr[lo] - starts[br[lo]]) * size[bc[lo]] + (pc[lo] - starts[bc[lo]])
         self.size, self.nb, self.diag_at, self.low_at = size, nb, diag_at, low_at
         self.total = int(low_at[-1])
+        small = np.int32 if self.total < 2**31 else np.int64
+        # per bot (by index): its block, its place within the block, where its row starts in its
+        # diagonal block and in its sub-diagonal block (K, K-1) of the buffer
+        bb = block[place].astype(small)
+        loc = (place - starts[bb]).astype(small)
+        left = np.maximum(bb - 1, 0)
+        row_d = (diag_at[bb] + loc * size[bb]).astype(small)
+        row_l = (low_at[left] + loc * size[left]).astype(small)
+        counts, col = np.diff(h.indptr), h.indices
+        gap = np.repeat(bb, counts) - bb[col]  # block of the row minus block of the column, per entry
+        self.diag = np.flatnonzero(gap == 0)
+        self.low = np.flatnonzero(gap == 1)
+        self.where_d = np.repeat(row_d, counts)[self.diag] + loc[col[self.diag]]
+        self.where_l = np.repeat(row_l, counts)[self.low] + loc[col[self.low]]
         # the long pairs (upper entries more than a block apart): left out, their weight taken
         # off the two bots' diagonal entries (H_b = H - U W U^T)
-        self.long = np.flatnonzero((np.abs(br - bc) > 1) & (pr < pc))
-        self.long_a, self.long_b = pr[self.long], pc[self.long]
+        far = np.flatnonzero(np.abs(gap) > 1)
+        if far.size:
+            rows = np.repeat(np.arange(h.shape[0]), counts)[far]
+            far = far[place[rows] < place[col[far]]]
+        self.long = far
+        self.long_a = place[np.repeat(np.arange(h.shape[0]), counts)[far]] if far.size else far
+        self.long_b = place[col[far]]
         ends = np.concatenate([self.long_a, self.long_b])
         self.long_at = diag_at[block[ends]] + (ends - starts[block[ends]]) * (size[block[ends]] + 1)
 
@@ -457,29 +541,28 @@ def plan(order: np.ndarray, pattern: sp.csr_matrix) -> np.ndarray | None:
     """The blocks' starts (:func:`partition`): keeping every pair within adjacent blocks, or
     leaving out the longest pairs (a share of :data:`LONG_SHARES`, at most :data:`MAX_LONG`),
     whichever costs least (:func:`work`) among those whose blocks are narrow enough
-    (:data:`BLOCK_WIDTH`); None if none is."""
+    (:data:`BLOCK_WIDTH`); None if none is. A pair two blocks apart or more spans a whole block
+    between (at least :data:`MIN_BLOCK` places): only the pairs that long are looked at again
+    for each share."""
     n = order.size
-    starts = partition(order, pattern)
+    reach = _Reach(order, pattern, MIN_BLOCK)
+    starts = _greedy(reach.farthest(None))
     if cost(starts) <= min(NARROW, BLOCK_WIDTH)**2 * n:  # every pair kept, and narrow: nothing to gain
         return starts
-    position = np.empty(n, np.int64)
-    position[order] = np.arange(n)
-    rows = np.repeat(np.arange(n), np.diff(pattern.indptr))
-    upper = rows < pattern.indices
-    length = np.abs(position[rows[upper]] - position[pattern.indices[upper]])
-    longer = np.cumsum(np.bincount(length, minlength=n)[::-1])[::-1]  # pairs at least this long
+    # pairs at least this long, exact from MIN_BLOCK on (below, the limit is MIN_BLOCK anyway)
+    longer = np.cumsum(np.bincount(reach.big_length, minlength=n)[::-1])[::-1]
     best, best_work = None, np.inf
     for share in (0.0, *LONG_SHARES):
         limit = None
         if share:  # the shortest length leaving at most this share of the pairs out
-            limit = max(int(np.searchsorted(-longer, -share * length.size, side="left")), MIN_BLOCK)
+            limit = max(int(np.searchsorted(-longer, -share * reach.pairs, side="left")), MIN_BLOCK)
             if limit >= n - 1:
                 continue
-        starts = partition(order, pattern, limit)
+        starts = _greedy(reach.farthest(limit))
         if cost(starts) > BLOCK_WIDTH**2 * n:
             continue
-        block = np.repeat(np.arange(starts.size - 1), np.diff(starts))[position]
-        long = int((np.abs(block[rows[upper]] - block[pattern.indices[upper]]) > 1).sum())
+        block = np.repeat(np.arange(starts.size - 1), np.diff(starts))  # by place
+        long = int((np.abs(block[reach.big_place] - block[reach.big_other]) > 1).sum())
         if long <= MAX_LONG and work(starts, long) < best_work:
             best, best_work = starts, work(starts, long)
     return best

@@ -31,8 +31,8 @@ anchored variance is ``(P C P)_ii`` with ``P = I - 11^T/n``.
 
 Intervals, by blocks (beyond ``EXACT_BOTS`` bots, when the layout is narrow): exact, by the block-tridiagonal
 selected inversion of :mod:`arena.stats.blocks`, a few long pairs added back by Woodbury (the season's 10,000 bots,
-~200 opponents each, make 43 blocks of 190-300; 1.6-2.6 s of CPU on a busy machine, every bot exact to 1e-13 and
-every difference of rating neighbours to 1e-7).
+~200 opponents each, make 40-44 blocks of up to 300; 1.5-1.7 s of CPU on a busy machine, the costs in
+:mod:`arena.stats.blocks`; every bot exact to 1e-13 and every difference of rating neighbours to 1e-7).
 
 Intervals, scalable (beyond ``EXACT_BOTS`` bots): probing (after J. M. Tang and Y. Saad, "A probing method for
 computing the diagonal of a matrix inverse", Numer. Linear Algebra Appl. 19, 2012) of what remains once the coarse

@@ -14,6 +14,12 @@ bench-season`` cached in ``~/.cache/arena-bench-season``) opens the file read-on
 * the last refit twice: the ratings alone, then ratings and intervals (the full refit), and
   the intervals' share (the difference).
 
+``--synthetic`` reads no store: the totals are those of ``make bench-season``'s history
+(:func:`season_totals`: the same pairs and results as :func:`arena.store.season_seed.make_season`
+draws for the default :class:`~arena.store.season_seed.SeasonSpec`, 10,000 bots and 10 million
+matches, summed in memory), so the fit's costs can be measured without the seeded database.
+``--repeat`` times the last refit's two fits that many times (CPU ranges on a busy machine).
+
 CPU seconds are this process's (the machine may be shared; the wall time then says little).
 """
 
@@ -30,10 +36,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import sqlalchemy as sa
 
 from arena.schedule.fitter import FitState, compute_fit
+from arena.stats.rating import LadderTotals
 from arena.store.fit_input import RANKED, Units
+from arena.store.season_seed import SeasonSpec
 
 CACHE = Path.home() / ".cache" / "arena-bench-season"
 """Where ``make bench-season`` caches its seeded stores (``arena.tools.bench_season``)."""
@@ -69,6 +78,34 @@ class ReadOnlyStore:
             self._conn.exec_driver_sql("ROLLBACK")
 
 
+def season_totals(spec: SeasonSpec) -> tuple[LadderTotals, list[str]]:
+    """The ladder totals of the history :func:`arena.store.season_seed.make_season` generates for
+    ``spec`` (its first draws, in its order: strengths, pairs, both halves' winners; one unit of
+    two games per duplicate pair, the points of its first bot), without the matches' other
+    columns; and the bot names strongest first. Memory: about 40 bytes per duplicate pair while
+    summing."""
+    rng = np.random.default_rng(spec.seed)
+    n, p = spec.bots, spec.matches // 2
+    strength = rng.normal(0.0, spec.spread_elo, n)
+    order = np.argsort(strength, kind="stable")  # rank -> bot
+    ra = rng.integers(0, n, p)
+    dist = np.minimum(rng.geometric(1.0 / spec.window, p), n - 1)
+    sign = np.where(rng.random(p) < 0.5, -1, 1)
+    rb = ra + sign * dist
+    out = (rb < 0) | (rb >= n)
+    rb[out] = ra[out] - sign[out] * dist[out]
+    rb = np.clip(rb, 0, n - 1)
+    same = rb == ra
+    rb[same] = (ra[same] + 1) % n
+    a, b = order[ra], order[rb]
+    p_a = 1.0 / (1.0 + 10.0 ** ((strength[b] - strength[a]) / 400.0))  # a beats b
+    points = (rng.random((p, 2)) < p_a[:, None]).sum(axis=1).astype(float)
+    totals = LadderTotals()
+    names = spec.names()
+    totals.add_units(names, a, b, points, np.full(p, 2.0), np.ones(p))
+    return totals, [names[k] for k in order[::-1].tolist()]
+
+
 def _memory() -> str:
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     with open("/proc/self/status") as f:
@@ -82,6 +119,32 @@ def _timed(f: Any, *args: Any) -> tuple[Any, float, float]:
     return out, time.perf_counter() - w, time.process_time() - c
 
 
+def _load(args: argparse.Namespace) -> tuple[FitState, list[str]] | None:
+    """The fitter's state after its first load (a store's, or the synthetic season's) and the
+    bots strongest first; None (said on stderr) when there is no store."""
+    state = FitState(args.game)
+    if args.synthetic:
+        spec = SeasonSpec()
+        (state.totals, ranked), wall, cpu = _timed(season_totals, spec)
+        print(f"synthetic season ({spec.bots:,} bots, {spec.matches:,} matches, window {spec.window:g}; load "
+              f"average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores): summed in {wall:.2f} s wall, "
+              f"{cpu:.2f} s CPU; {len(state.totals):,} pairs; memory {_memory()}")
+        return state, ranked
+    stores = sorted(CACHE.glob("season-*.db"), key=lambda x: x.stat().st_mtime) if CACHE.is_dir() else []
+    db = Path(args.db) if args.db else (stores[-1] if stores else None)
+    if db is None or not db.is_file():
+        print(f"no season store at {db or CACHE}: run `make bench-season` first, name one, or use --synthetic",
+              file=sys.stderr)
+        return None
+    store = ReadOnlyStore(db)
+    print(f"{db} (load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
+    _, wall, cpu = _timed(state.update, store)
+    assert state.cursor is not None
+    print(f"first load: {wall:.2f} s wall, {cpu:.2f} s CPU; {len(state.totals.names):,} bots, "
+          f"{len(state.totals):,} pairs, {state.cursor.results:,} results; memory {_memory()}")
+    return state, [r[0] for r in store.run(RANKED, {"game": args.game})]
+
+
 def main(argv: list[str] | None = None) -> int:
     """Print the fitter's costs on a season store (see the module docstring); 2 if there is none."""
     p = argparse.ArgumentParser(prog="python -m arena.tools.bench_fit", description=__doc__.split("\n")[0])
@@ -89,21 +152,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--game", default="ecarte")
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--results", type=int, default=100)
+    p.add_argument("--synthetic", action="store_true", help="the season's history summed in memory, no store")
+    p.add_argument("--repeat", type=int, default=1, help="times the last refit's two fits are timed (default 1)")
     args = p.parse_args(argv)
-    stores = sorted(CACHE.glob("season-*.db"), key=lambda x: x.stat().st_mtime) if CACHE.is_dir() else []
-    db = Path(args.db) if args.db else (stores[-1] if stores else None)
-    if db is None or not db.is_file():
-        print(f"no season store at {db or CACHE}: run `make bench-season` first, or name one", file=sys.stderr)
+    loaded = _load(args)
+    if loaded is None:
         return 2
-    store = ReadOnlyStore(db)
-    print(f"{db} (load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
-    state = FitState(args.game)
-    _, wall, cpu = _timed(state.update, store)
-    assert state.cursor is not None
-    print(f"first load: {wall:.2f} s wall, {cpu:.2f} s CPU; {len(state.totals.names):,} bots, "
-          f"{len(state.totals):,} pairs, {state.cursor.results:,} results; memory {_memory()}")
+    state, ranked = loaded
     rng = random.Random(1)
-    ranked = [r[0] for r in store.run(RANKED, {"game": args.game})]
     for k in range(args.rounds + 1):
         rows = []
         for n in range(max(args.results // 2, 1)):
@@ -114,14 +170,15 @@ def main(argv: list[str] | None = None) -> int:
                 rows.append((ranked[x], ranked[y], rng.choice((0.0, 1.0, 1.0, 2.0)), 2, 1))
         u = Units.of(rows)
         state.totals.add_units(u.names, u.a, u.b, u.s, u.g, u.c)
-        intervals = k == args.rounds
-        (ratings, _), wall, cpu = _timed(compute_fit, state.totals, state.elo, False, state.ci95)
-        print(f"refit {k + 1}, ratings alone: {wall:.2f} s wall, {cpu:.2f} s CPU; memory {_memory()}")
-        if intervals:  # the same refit with the intervals: the full refit, and the intervals' share
-            (ratings, _), f_wall, f_cpu = _timed(compute_fit, state.totals, state.elo, True, state.ci95)
-            print(f"refit {k + 1}, full (ratings and intervals): {f_wall:.2f} s wall, {f_cpu:.2f} s CPU; "
-                  f"intervals {f_wall - wall:.2f} s wall, {f_cpu - cpu:.2f} s CPU; memory {_memory()}")
-        state.fitted(ratings, intervals, 0.0)
+        last = k == args.rounds
+        for _ in range(args.repeat if last else 1):
+            (ratings, _), wall, cpu = _timed(compute_fit, state.totals, state.elo, False, state.ci95)
+            print(f"refit {k + 1}, ratings alone: {wall:.2f} s wall, {cpu:.2f} s CPU; memory {_memory()}")
+            if last:  # the same refit with the intervals: the full refit, and the intervals' share
+                (full, _), f_wall, f_cpu = _timed(compute_fit, state.totals, state.elo, True, state.ci95)
+                print(f"refit {k + 1}, full (ratings and intervals): {f_wall:.2f} s wall, {f_cpu:.2f} s CPU; "
+                      f"intervals {f_wall - wall:.2f} s wall, {f_cpu - cpu:.2f} s CPU; memory {_memory()}")
+        state.fitted(full if last else ratings, last, 0.0)
     print(f"load average {os.getloadavg()[0]:.1f}")
     return 0
 
