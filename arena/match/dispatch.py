@@ -28,6 +28,8 @@ from typing import Any, Protocol
 import outcome
 import trio
 
+from arena.match import fairclock
+
 BATCH = 64
 """Ready sockets handled per turn of the dispatcher before it yields to the other tasks (at
 about 0.1 ms per decision, at most a few milliseconds at a time)."""
@@ -67,9 +69,11 @@ class Dispatcher:
         parked = self._parked
         task_status.started()
         wait_readable, poll, get, epfd = trio.lowlevel.wait_readable, ep.poll, parked.get, ep.fileno()
+        mark = fairclock.watch().mark
         try:
             while True:
                 await wait_readable(epfd)
+                mark()  # the clocks, once per batch: the kernel stamps of its reads are converted with them
                 for fd, _ in poll(0, BATCH):
                     entry = get(fd)
                     if entry is None:

@@ -170,7 +170,8 @@ class Referee:
             if i == last and out.asked is not None:
                 rid = out.asked[1]
                 conn.core.expect(rid)
-                conn.arm(core.sent(seat, int(self._now() * 1e9)), rid)
+                now_ns = int(self._now() * 1e9)
+                conn.arm(core.sent(seat, now_ns), rid, now_ns)
             rest = conn.send_now(data)
             if rest is not None:
                 return self._write_rest(out, i, rest)
