@@ -176,6 +176,7 @@ async def test_a_write_the_socket_does_not_take_whole_keeps_its_turn() -> None:
     assert bytes(received) == big + b"B\n" and order == ["A", "B"]
     assert conn.writable_now()
     await conn.aclose()
+    assert not conn.writable_now()  # closed: the dispatcher's cheap path is off
     with pytest.raises(SendFailed):
         await conn.send_held(conn.send_now(b"C\n"))  # closed: the turn is given back, the write fails
     theirs.close()

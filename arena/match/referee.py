@@ -197,7 +197,7 @@ class Referee:
         """Whether both seats' sockets take a write at once (see
         :meth:`arena.match.seat.Connection.writable_now`): :meth:`answer_now` may then run."""
         a, b = self.conns
-        return a.writable_now() and b.writable_now()
+        return a.direct and b.direct
 
     def answer_now(self, conn: Connection, rid: int, action: Any, t_ns: int) -> Coroutine[Any, Any, None] | None:
         """:meth:`on_answer` without waiting, for the dispatcher's task

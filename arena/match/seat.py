@@ -148,6 +148,9 @@ class Connection:
         self._armed: int | None = None
         self._turn: trio.Semaphore | None = None  # the locked path's turn (whoever holds it writes)
         self._slow = 0  # writes waiting on the locked path: the direct path must wait its turn
+        self.direct = self._raw is not None
+        """Whether a write goes straight to the socket (:meth:`writable_now`), kept as a plain
+        attribute (read for both seats before every answer the dispatcher referees)."""
         self.dispatcher: Dispatcher | None = None  # set by the server: readers park there
         self._arrived_ns = 0  # the last read's arrival (fair clock, ns)
         self._waited = True  # the last read waited for its data (else a flood may be under way)
@@ -223,7 +226,7 @@ class Connection:
 
     def writable_now(self) -> bool:
         """Whether a write would go straight to the socket: open, a socket, no write waiting."""
-        return self._raw is not None and not self._slow and not self._shut
+        return self.direct
 
     async def send_bytes(self, data: bytes) -> None:
         """Write ``data``; raise :class:`SendFailed` if the peer is gone or does not read."""
@@ -237,7 +240,7 @@ class Connection:
         :meth:`send_held` (the connection's writes keep their order: the turn is taken for it
         here, unless another write already waits for it)."""
         raw = self._raw
-        if raw is not None and not self._slow and not self._shut:
+        if self.direct and raw is not None:
             try:
                 n = raw.send(data)
             except (BlockingIOError, OSError):  # an error shows again in send_held, which closes
@@ -251,6 +254,7 @@ class Connection:
         if held:
             self._turn.acquire_nowait()  # free: nobody is on the locked path
         self._slow += 1
+        self.direct = False
         return HeldWrite(data, held)
 
     async def send_held(self, write: HeldWrite) -> None:
@@ -271,6 +275,7 @@ class Connection:
             self._turn = trio.Semaphore(1)
         turn = self._turn
         self._slow += 1
+        self.direct = False
         mine = held
         try:
             with trio.CancelScope(shield=True):  # never leave half a line on the wire
@@ -294,6 +299,7 @@ class Connection:
             raise SendFailed(f"send failed: {exc!r}") from None
         finally:
             self._slow -= 1
+            self.direct = self._raw is not None and not self._slow and not self._shut
             if mine:
                 turn.release()
         if timer.cancelled_caught:
@@ -319,6 +325,7 @@ class Connection:
         if not self.close_reason:
             self.close_reason = reason
         self._shut = True
+        self.direct = False
         self.closed.set()
         if self.dispatcher is not None:
             self.dispatcher.forget(self)  # before the socket's number can be reused
@@ -503,6 +510,7 @@ class Connection:
             if not self.close_reason:
                 self.close_reason = "disconnected"
             self._shut = True
+            self.direct = False
             self.closed.set()
             if self.dispatcher is not None:
                 self.dispatcher.forget(self)
