@@ -16,7 +16,7 @@ import pytest
 import trio
 import trio.testing
 
-from arena.match import dispatch
+from arena.match import dispatch, fairclock
 from arena.match.dispatch import Dispatcher
 from arena.match.log import MatchLog
 from arena.match.referee import MatchConfig, Referee
@@ -187,6 +187,33 @@ async def test_the_dispatcher_stops_looking_without_waiting_for_bots_that_think(
     probes = 100 // dispatch.SPIN_PROBE
     assert dispatch.SPIN_MISSES <= dispatcher.spins <= dispatch.SPIN_MISSES + probes
     assert dispatcher.spin_hits == 0
+
+
+def _tcp_pair() -> tuple[socket.socket, socket.socket]:
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        client = socket.create_connection(listener.getsockname())
+        server, _ = listener.accept()
+    server.setblocking(False)
+    return server, client
+
+
+@pytest.mark.parametrize("transport", ["tcp", "unix"])
+async def test_only_a_reader_without_kernel_stamps_turns_the_look_after_a_turn_off(transport: str) -> None:
+    dispatcher = Dispatcher()
+    ours, theirs = _tcp_pair() if transport == "tcp" else _pair()
+    stream = trio.SocketStream(trio.socket.from_stdlib_socket(ours))
+    conn = Connection(stream, LineReader(stream), "bot")
+    conn.dispatcher = dispatcher
+    async with _serving(dispatcher) as nursery:
+        nursery.start_soon(conn.run_reader)
+        await trio.testing.wait_all_tasks_blocked()
+        assert dispatcher.is_parked(conn)
+        # a socket pair has no kernel stamps: its arrivals are the loop's wakes (the hook runs),
+        # which a look after a turn would put a turn early
+        assert dispatcher.spin is (transport == "tcp")
+        assert fairclock.watch().hooked is (transport == "unix")
+        await conn.aclose()
+    theirs.close()
 
 
 async def test_a_write_the_socket_does_not_take_whole_keeps_its_turn() -> None:

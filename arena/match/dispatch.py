@@ -22,9 +22,9 @@ that turn (an instant bot on this machine: 84% of the time; a busy server: nearl
 answer is taken without trio's wait machinery (re-arming the set's descriptor in trio's epoll, a
 system call, and the process's sleep and wake in ``epoll_wait``). Two such looks in a row that
 find nothing (bots that think) turn it off but for one look every :data:`SPIN_PROBE` batches, so
-a server of thinking bots pays about one extra turn in 32 batches. It never spins while the fair
-clock keeps the loop's wake for a stream without kernel stamps (the time the loop learnt of the
-data would then be the turn before the look).
+a server of thinking bots pays about one extra turn in 32 batches. It never spins once a reader
+without kernel stamps has parked (:attr:`Dispatcher.spin`): the fair clock takes the loop's wake
+as such a reader's arrival time, which after a look would be the turn before it.
 
 A parked reader stays inside its own cancel scope: its deadline, a cancellation or
 :meth:`Dispatcher.forget` (the connection closes) wakes it, and it leaves the epoll set.
@@ -76,6 +76,9 @@ class Dispatcher:
         """Looks after a yield, without waiting (see the module docstring; for tests and the bench)."""
         self.spin_hits = 0
         """Of :attr:`spins`, those that found a ready socket."""
+        self.spin = True
+        """Whether the dispatcher may look again after a turn (module docstring): set False, for
+        good, by a reader whose arrival times are the loop's wakes (no kernel stamps) as it parks."""
 
     @staticmethod
     def available() -> bool:
@@ -89,8 +92,7 @@ class Dispatcher:
         parked = self._parked
         task_status.started()
         wait_readable, poll, get, epfd = trio.lowlevel.wait_readable, ep.poll, parked.get, ep.fileno()
-        watch = fairclock.watch()
-        mark, checkpoint = watch.mark, trio.lowlevel.checkpoint
+        mark, checkpoint = fairclock.watch().mark, trio.lowlevel.checkpoint
         events: list[tuple[int, int]] = []
         misses = batches = 0
         try:
@@ -113,7 +115,7 @@ class Dispatcher:
                             raise
                 events = []
                 batches += 1
-                if (misses < SPIN_MISSES or batches % SPIN_PROBE == 0) and not watch.hooked:
+                if (misses < SPIN_MISSES or batches % SPIN_PROBE == 0) and self.spin:
                     await checkpoint()  # one turn for the others (a cancellation point)
                     events = poll(0, BATCH)
                     self.spins += 1

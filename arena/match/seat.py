@@ -350,6 +350,8 @@ class Connection:
             return data
         dispatcher = self.dispatcher
         if dispatcher is not None and dispatcher.running and not self._full and not streak:
+            if not self._stamps:
+                dispatcher.spin = False  # its arrivals are the loop's wakes: no look after a turn
             return await self._parked(dispatcher)  # the usual case, on a server
         if not self._full:
             await trio.lowlevel.wait_readable(raw)  # the usual case: nothing is waiting yet
