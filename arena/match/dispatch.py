@@ -16,15 +16,18 @@ Whatever that cheap path does not handle it hands back to the connection's own r
 (:meth:`Dispatcher.wake`), which carries on exactly as it would have without a dispatcher: the
 dispatcher only ever takes the common case.
 
-After a batch, the dispatcher first yields one turn of the loop (the other tasks run, trio polls
-its own I/O without waiting) and looks at its set again without waiting: when bots answer within
-that turn (an instant bot on this machine: 84% of the time; a busy server: nearly always) the
-answer is taken without trio's wait machinery (re-arming the set's descriptor in trio's epoll, a
-system call, and the process's sleep and wake in ``epoll_wait``). Two such looks in a row that
-find nothing (bots that think) turn it off but for one look every :data:`SPIN_PROBE` batches, so
-a server of thinking bots pays about one extra turn in 32 batches. It never spins once a reader
+After a batch, the dispatcher first yields a turn of the loop (the other tasks run, trio polls its
+own I/O without waiting) and looks at its set again without waiting, up to :data:`SPIN_TURNS`
+times (a *spin*). When the bots answer by then (an instant bot over loopback: 99% of the time on
+the quiet machine, a busy server nearly always), the answer is taken without trio's wait
+machinery and, above all, without the process sleeping in ``epoll_wait`` and being woken again:
+on the quiet 2-core machine a decision that slept cost about 85-90 µs of the server's CPU, one
+that did not about 70-74 (the raw trio round trip of ``make bench``'s floor never sleeps: trio's
+own two scheduling points per round give the client time to answer). Two spins in a row that find
+nothing (bots that think) turn it off but for one spin every :data:`SPIN_PROBE` batches, so a
+server of thinking bots pays about a quarter of a turn per batch. It never spins once a reader
 without kernel stamps has parked (:attr:`Dispatcher.spin`): the fair clock takes the loop's wake
-as such a reader's arrival time, which after a look would be the turn before it.
+as such a reader's arrival time, which after a spin would be the turn before the look.
 
 A parked reader stays inside its own cancel scope: its deadline, a cancellation or
 :meth:`Dispatcher.forget` (the connection closes) wakes it, and it leaves the epoll set.
@@ -44,10 +47,12 @@ BATCH = 64
 """Ready sockets handled per turn of the dispatcher before it yields to the other tasks (at
 about 0.1 ms per decision, at most a few milliseconds at a time)."""
 
+SPIN_TURNS = 8
+"""After a batch, the dispatcher yields a turn of the loop and looks again without waiting, up to
+this many times, until a look finds a ready socket (a *spin*; about 20 µs of an idle loop here)."""
 SPIN_MISSES = 2
-"""After a batch, the dispatcher yields one turn of the loop and looks again without waiting (a
-*spin*) unless this many spins in a row found nothing; it then spins only once every
-:data:`SPIN_PROBE` batches until one finds something again."""
+"""The dispatcher stops spinning after this many spins in a row found nothing, but for one spin
+every :data:`SPIN_PROBE` batches, until one finds something again."""
 SPIN_PROBE = 32
 
 
@@ -73,7 +78,8 @@ class Dispatcher:
         self.answered = 0
         """Answers refereed in the dispatcher's task (the cheap path; for tests and the bench)."""
         self.spins = 0
-        """Looks after a yield, without waiting (see the module docstring; for tests and the bench)."""
+        """Spins (batches after which it looked again without waiting: the module docstring; for
+        tests and the bench)."""
         self.spin_hits = 0
         """Of :attr:`spins`, those that found a ready socket."""
         self.spin = True
@@ -116,8 +122,11 @@ class Dispatcher:
                 events = []
                 batches += 1
                 if (misses < SPIN_MISSES or batches % SPIN_PROBE == 0) and self.spin:
-                    await checkpoint()  # one turn for the others (a cancellation point)
-                    events = poll(0, BATCH)
+                    for _ in range(SPIN_TURNS):
+                        await checkpoint()  # one turn for the others (a cancellation point)
+                        events = poll(0, BATCH)
+                        if events:
+                            break
                     self.spins += 1
                     if events:
                         self.spin_hits += 1
