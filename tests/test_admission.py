@@ -42,8 +42,24 @@ async def test_a_match_always_starts_when_none_is_in_play(autojump_clock, monkey
 async def test_the_loop_watch_sees_a_long_turn():
     watch = fairclock.watch()
     assert fairclock.watch() is watch  # one per trio run
-    await trio.sleep(0)
-    before = watch.turns
-    time.sleep(0.03)  # this turn lasts at least 30 ms
+    assert watch.lag_ms == 0.0  # the first read starts the sampler
+    await trio.sleep(0.02)
+    before = watch.samples
+    time.sleep(0.03)  # this turn lasts 30 ms: the sampler, due within 10 ms, runs at least 20 ms late
     await trio.sleep(0.001)
-    assert watch.turns > before and watch.lag_ms >= 30 * fairclock.LoopWatch.SMOOTHING * 0.99
+    assert watch.samples > before and watch.lag_ms >= 20 * fairclock.LoopWatch.SMOOTHING * 0.99
+
+
+def test_the_lag_sampler_stops_when_nobody_reads_the_figure():
+    async def main() -> tuple[int, int, float]:
+        watch = fairclock.watch()
+        watch.lag_ms  # noqa: B018 (the read starts the sampler)
+        await trio.sleep(0.5)
+        seen = watch.samples
+        await trio.sleep(10.0)  # nobody reads it: the sampler stops after IDLE_S
+        return seen, watch.samples, watch.lag_ms
+
+    seen, total, lag = trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    assert 45 <= seen <= 51  # every TICK_S of the loop's (virtual) clock
+    assert total <= seen + (fairclock.LoopWatch.IDLE_S - 0.5) / fairclock.LoopWatch.TICK_S + 2
+    assert lag == 0.0

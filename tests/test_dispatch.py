@@ -16,6 +16,7 @@ import pytest
 import trio
 import trio.testing
 
+from arena.match import dispatch, fairclock
 from arena.match.dispatch import Dispatcher
 from arena.match.log import MatchLog
 from arena.match.referee import MatchConfig, Referee
@@ -141,6 +142,80 @@ async def test_a_bug_in_one_connections_read_reaches_its_reader_and_the_others_g
         assert str(raised[0]) == "a bug" and good.reads == [b"y\n"] and dispatcher.running
 
 
+class _Instant(_Sock):
+    """A parked reader whose bot answers at once: each read makes the peer write again."""
+
+    def __init__(self, sock: socket.socket, peer: socket.socket, rounds: int) -> None:
+        super().__init__(sock)
+        self.peer, self.left = peer, rounds
+
+    def on_readable(self) -> None:
+        super().on_readable()
+        self.left -= 1
+        if self.left > 0:
+            self.peer.send(b"x\n")  # the next answer is there before the dispatcher looks again
+
+
+async def test_an_answer_ready_after_one_turn_is_taken_without_waiting() -> None:
+    dispatcher = Dispatcher()
+    ours, theirs = _pair()
+    conn = _Instant(ours, theirs, 50)
+    async with _serving(dispatcher) as nursery:
+        nursery.start_soon(dispatcher.park, conn)
+        await trio.testing.wait_all_tasks_blocked()
+        theirs.send(b"x\n")
+        while conn.left > 0:
+            await trio.sleep(0)
+        await trio.testing.wait_all_tasks_blocked()
+    assert len(conn.reads) == 50 == dispatcher.handled
+    # the first read came through trio's wait; the 49 after it each from a look after one turn,
+    # and one more look found nothing
+    assert dispatcher.spin_hits == 49 and dispatcher.spins == 50
+
+
+async def test_the_dispatcher_stops_looking_without_waiting_for_bots_that_think(autojump_clock) -> None:
+    dispatcher = Dispatcher()
+    ours, theirs = _pair()
+    conn = _Sock(ours)
+    async with _serving(dispatcher) as nursery:
+        nursery.start_soon(dispatcher.park, conn)
+        await trio.testing.wait_all_tasks_blocked()
+        for _ in range(100):
+            theirs.send(b"x\n")
+            await trio.sleep(0.02)  # a bot thinking 20 ms: the look after a turn finds nothing
+    assert len(conn.reads) == 100 == dispatcher.handled
+    probes = 100 // dispatch.SPIN_PROBE
+    assert dispatch.SPIN_MISSES <= dispatcher.spins <= dispatch.SPIN_MISSES + probes
+    assert dispatcher.spin_hits == 0
+
+
+def _tcp_pair() -> tuple[socket.socket, socket.socket]:
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        client = socket.create_connection(listener.getsockname())
+        server, _ = listener.accept()
+    server.setblocking(False)
+    return server, client
+
+
+@pytest.mark.parametrize("transport", ["tcp", "unix"])
+async def test_only_a_reader_without_kernel_stamps_turns_the_look_after_a_turn_off(transport: str) -> None:
+    dispatcher = Dispatcher()
+    ours, theirs = _tcp_pair() if transport == "tcp" else _pair()
+    stream = trio.SocketStream(trio.socket.from_stdlib_socket(ours))
+    conn = Connection(stream, LineReader(stream), "bot")
+    conn.dispatcher = dispatcher
+    async with _serving(dispatcher) as nursery:
+        nursery.start_soon(conn.run_reader)
+        await trio.testing.wait_all_tasks_blocked()
+        assert dispatcher.is_parked(conn)
+        # a socket pair has no kernel stamps: its arrivals are the loop's wakes (the hook runs),
+        # which a look after a turn would put a turn early
+        assert dispatcher.spin is (transport == "tcp")
+        assert fairclock.watch().hooked is (transport == "unix")
+        await conn.aclose()
+    theirs.close()
+
+
 async def test_a_write_the_socket_does_not_take_whole_keeps_its_turn() -> None:
     ours, theirs = socket.socketpair()
     ours.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
@@ -176,6 +251,7 @@ async def test_a_write_the_socket_does_not_take_whole_keeps_its_turn() -> None:
     assert bytes(received) == big + b"B\n" and order == ["A", "B"]
     assert conn.writable_now()
     await conn.aclose()
+    assert not conn.writable_now()  # closed: the dispatcher's cheap path is off
     with pytest.raises(SendFailed):
         await conn.send_held(conn.send_now(b"C\n"))  # closed: the turn is given back, the write fails
     theirs.close()

@@ -63,15 +63,36 @@ async def test_on_trios_own_clock_the_watch_reads_the_clocks_time_itself():
     watch = fairclock.watch()
     assert type(watch).__name__ == "_SystemLoopWatch"
     before = trio.current_time()
+    watch.mark()
+    assert before <= watch.woke <= trio.current_time()  # the same clock as trio.current_time, offset included
+    watch.need_wake()
+    before = trio.current_time()
     await trio.sleep(0.001)
     after = trio.current_time()
-    assert before <= watch.woke <= after  # the same clock as trio.current_time, offset included
-    assert watch.turns >= 1
+    assert before <= watch.woke <= after  # the wake hook: the loop's return from its I/O wait
+
+
+async def test_no_hook_runs_per_turn_until_a_stream_without_stamps_is_read():
+    watch = fairclock.watch()
+    watch.woke = -1.0
+    await trio.sleep(0.001)
+    assert watch.woke == -1.0 and not watch.hooked  # nothing ran at the wake
+    watch.mark()
+    assert watch.woke > 0
+    watch.need_wake()
+    watch.need_wake()  # once only
+    watch.woke = -1.0
+    await trio.sleep(0.001)
+    assert watch.woke > 0 and watch.hooked
+    kept = watch.woke
+    watch.mark()  # the hook keeps woke at the loop's wake: the dispatcher's later reading is not taken
+    assert watch.woke == kept
 
 
 def test_on_a_mock_clock_the_watch_uses_the_clocks_method():
     async def main() -> tuple[str, float, float]:
         watch = fairclock.watch()
+        watch.need_wake()
         await trio.sleep(3.0)
         return type(watch).__name__, watch.woke, trio.current_time()
 

@@ -170,7 +170,8 @@ class Referee:
             if i == last and out.asked is not None:
                 rid = out.asked[1]
                 conn.core.expect(rid)
-                conn.arm(core.sent(seat, int(self._now() * 1e9)), rid)
+                now_ns = int(self._now() * 1e9)
+                conn.arm(core.sent(seat, now_ns), rid, now_ns)
             rest = conn.send_now(data)
             if rest is not None:
                 return self._write_rest(out, i, rest)
@@ -196,7 +197,7 @@ class Referee:
         """Whether both seats' sockets take a write at once (see
         :meth:`arena.match.seat.Connection.writable_now`): :meth:`answer_now` may then run."""
         a, b = self.conns
-        return a.writable_now() and b.writable_now()
+        return a.direct and b.direct
 
     def answer_now(self, conn: Connection, rid: int, action: Any, t_ns: int) -> Coroutine[Any, Any, None] | None:
         """:meth:`on_answer` without waiting, for the dispatcher's task

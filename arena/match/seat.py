@@ -17,7 +17,8 @@ never cut in the middle of a line. Streams other than a socket (memory streams i
 the locked path every time.
 
 Arrival times come from the fair clock (:mod:`arena.match.fairclock`): the kernel's receive
-stamp on TCP, else the moment the event loop woke for the data.
+stamp on TCP, else the moment the event loop woke for the data (a connection without stamps
+asks the loop's watch to keep that moment: :meth:`arena.match.fairclock.LoopWatch.need_wake`).
 
 On a server with a :class:`~arena.match.dispatch.Dispatcher` (every TCP and launched bot of
 :class:`arena.net.server.ArenaServer`), a reader with nothing buffered parks there instead of
@@ -147,6 +148,9 @@ class Connection:
         self._armed: int | None = None
         self._turn: trio.Semaphore | None = None  # the locked path's turn (whoever holds it writes)
         self._slow = 0  # writes waiting on the locked path: the direct path must wait its turn
+        self.direct = self._raw is not None
+        """Whether a write goes straight to the socket (:meth:`writable_now`), kept as a plain
+        attribute (read for both seats before every answer the dispatcher referees)."""
         self.dispatcher: Dispatcher | None = None  # set by the server: readers park there
         self._arrived_ns = 0  # the last read's arrival (fair clock, ns)
         self._waited = True  # the last read waited for its data (else a flood may be under way)
@@ -188,9 +192,10 @@ class Connection:
         self.core.expire()
         self.arm(None, None)
 
-    def arm(self, deadline_ns: int | None, rid: int | None) -> None:
+    def arm(self, deadline_ns: int | None, rid: int | None, now_ns: int | None = None) -> None:
         """The reader reports request ``rid`` as timed out at ``deadline_ns`` (loop clock, ns;
-        None: none) unless it is answered first. The reader's cancel scope keeps an earlier,
+        None: none) unless it is answered first (``now_ns``: the loop clock's time, if the
+        caller has just read it; else it is read when needed). The reader's cancel scope keeps an earlier,
         stale deadline (of a request already answered) unless it falls due within the first half
         of this request's time, which costs the reader at most one wake-up per half a request's
         time instead of one per decision or one per move_ms for every reader at once."""
@@ -209,8 +214,7 @@ class Connection:
             # one. But a stale deadline due within the first half of this request's time is moved
             # now: its firing costs the reader a wake-up, and the readers of matches started
             # together would all wake at once, every move_ms, and hold up the answers meanwhile
-            watch = self._watch
-            now = watch.woke if watch is not None else -INF  # this turn's wake: a clock read for free
+            now = self._now() if now_ns is None else now_ns / 1e9
             if stale - now < (deadline - now) * 0.5:
                 scope.deadline = deadline
 
@@ -222,7 +226,7 @@ class Connection:
 
     def writable_now(self) -> bool:
         """Whether a write would go straight to the socket: open, a socket, no write waiting."""
-        return self._raw is not None and not self._slow and not self._shut
+        return self.direct
 
     async def send_bytes(self, data: bytes) -> None:
         """Write ``data``; raise :class:`SendFailed` if the peer is gone or does not read."""
@@ -236,7 +240,7 @@ class Connection:
         :meth:`send_held` (the connection's writes keep their order: the turn is taken for it
         here, unless another write already waits for it)."""
         raw = self._raw
-        if raw is not None and not self._slow and not self._shut:
+        if self.direct and raw is not None:
             try:
                 n = raw.send(data)
             except (BlockingIOError, OSError):  # an error shows again in send_held, which closes
@@ -250,6 +254,7 @@ class Connection:
         if held:
             self._turn.acquire_nowait()  # free: nobody is on the locked path
         self._slow += 1
+        self.direct = False
         return HeldWrite(data, held)
 
     async def send_held(self, write: HeldWrite) -> None:
@@ -270,6 +275,7 @@ class Connection:
             self._turn = trio.Semaphore(1)
         turn = self._turn
         self._slow += 1
+        self.direct = False
         mine = held
         try:
             with trio.CancelScope(shield=True):  # never leave half a line on the wire
@@ -293,6 +299,7 @@ class Connection:
             raise SendFailed(f"send failed: {exc!r}") from None
         finally:
             self._slow -= 1
+            self.direct = self._raw is not None and not self._slow and not self._shut
             if mine:
                 turn.release()
         if timer.cancelled_caught:
@@ -318,6 +325,7 @@ class Connection:
         if not self.close_reason:
             self.close_reason = reason
         self._shut = True
+        self.direct = False
         self.closed.set()
         if self.dispatcher is not None:
             self.dispatcher.forget(self)  # before the socket's number can be reused
@@ -342,18 +350,22 @@ class Connection:
             return data
         dispatcher = self.dispatcher
         if dispatcher is not None and dispatcher.running and not self._full and not streak:
+            if not self._stamps:
+                dispatcher.spin = False  # its arrivals are the loop's wakes: no look after a turn
             return await self._parked(dispatcher)  # the usual case, on a server
         if not self._full:
             await trio.lowlevel.wait_readable(raw)  # the usual case: nothing is waiting yet
         while True:
             try:
-                return self._read_once(raw)
+                return self._read_once(raw, False)
             except BlockingIOError:
                 await trio.lowlevel.wait_readable(raw)
 
-    def _read_once(self, raw: socket.socket) -> bytes:
+    def _read_once(self, raw: socket.socket, marked: bool) -> bytes:
         """One read of the socket (b"" at the end or on an error); sets ``_arrived_ns``, ``_full``
-        and ``_waited``. ``BlockingIOError`` if nothing is there."""
+        and ``_waited``. ``BlockingIOError`` if nothing is there. ``marked``: in the dispatcher's
+        task, whose batch read the clocks (:meth:`arena.match.fairclock.LoopWatch.mark`): a kernel
+        stamp is converted with them; else with both clocks read now."""
         try:
             if self._stamps:
                 data, anc, _, _ = raw.recvmsg(self.reader.chunk, fairclock.ANCILLARY_BYTES)
@@ -363,7 +375,12 @@ class Connection:
             raise
         except OSError:
             return b""
-        self._arrived_ns = int((self._watch or fairclock.watch()).arrived(anc) * 1e9)
+        watch = self._watch or fairclock.watch()
+        if marked or not anc:
+            self._arrived_ns = int(watch.arrived(anc) * 1e9)
+        else:
+            now = self._now()
+            self._arrived_ns = int((fairclock.arrival(anc, now) or now) * 1e9)
         self._full = len(data) == self.reader.chunk  # more may be waiting: read before waiting
         self._waited = not self._full
         return data
@@ -394,7 +411,7 @@ class Connection:
         if raw is None or dispatcher is None:
             return
         try:
-            data = self._read_once(raw)
+            data = self._read_once(raw, True)
         except BlockingIOError:
             return  # nothing after all: stay parked
         reader = self.reader
@@ -445,7 +462,9 @@ class Connection:
         reader = self.reader
         blank = 0
         self._now = trio.lowlevel.current_clock().current_time  # trio.current_time, two calls shorter
-        self._watch = fairclock.watch()
+        self._watch = watch = fairclock.watch()
+        if not self._stamps:
+            watch.need_wake()  # its arrivals are the loop's wakes
         try:
             while True:
                 with trio.CancelScope(deadline=self._deadline_s) as scope:
@@ -493,6 +512,7 @@ class Connection:
             if not self.close_reason:
                 self.close_reason = "disconnected"
             self._shut = True
+            self.direct = False
             self.closed.set()
             if self.dispatcher is not None:
                 self.dispatcher.forget(self)
