@@ -103,6 +103,21 @@ async def test_each_fit_stores_its_cpu_time_and_a_full_refit_is_kept_apart(monke
     assert _scrape(metrics).value("arena_ladder_full_fit_cpu_seconds", game=GAME) == 0.5
 
 
+async def test_the_rest_after_a_fit_is_a_share_of_its_cpu_time_not_of_its_wait_for_a_core(autojump_clock):
+    """A niced fit on a saturated machine takes far more wall time than CPU: the rest that keeps
+    the fitter to a quarter of a core is three times the CPU time (wall time only when no CPU
+    time is known)."""
+    store = Store(":memory:")
+    tid, _ = _history(store, 6, 0, pending=2)
+    _finish(store, store.pending_matches(tid)[0].match_key, "0")
+    job = LadderFitter(store, GAME, FitPolicy(min_interval_s=1.0, rest_ratio=3.0), run_sync=_inline,
+                       cpu_clock=FakeCpu(2.0))
+    assert await job.step() == 6.0
+    _finish(store, store.pending_matches(tid)[0].match_key, "1")
+    job.cpu_clock = FakeCpu(0.1)
+    assert await job.step() == 1.0  # at least min_interval_s
+
+
 async def test_the_cpu_time_is_read_in_the_thread_that_computes(metrics):
     """By default the fit runs in a worker thread and its CPU time is that thread's
     (``time.thread_time``): the clock must be read there, not in the trio thread."""

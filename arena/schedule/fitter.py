@@ -14,7 +14,7 @@ schedules the matches (a contest server, a tournament), never inside the store:
   result (and every :data:`POLL_S` for results committed by other processes, the workers), it
   fits only when results arrived since the last fit, at most one fit at a time, the fit itself
   in a thread (the trio loop and the database stay free meanwhile), and then rests at least
-  :attr:`FitPolicy.min_interval_s` and :attr:`FitPolicy.rest_ratio` times the fit's duration
+  :attr:`FitPolicy.min_interval_s` and :attr:`FitPolicy.rest_ratio` times the fit's CPU time
   before the next (debounce: a burst of results costs one fit, and fits take at most about
   ``1 / (1 + rest_ratio)`` of one core however fast results come).
 
@@ -85,13 +85,17 @@ POLL_S = 2.0
 
 class FitPolicy(msgspec.Struct, frozen=True):
     """How often the background fit runs. ``min_interval_s``: the least rest between two fits
-    (seconds); ``rest_ratio``: the rest is also at least this many times the last fit's duration."""
+    (seconds); ``rest_ratio``: the rest is also at least this many times the last fit's CPU time
+    (its wall time where the CPU time is unknown)."""
 
     min_interval_s: float = 1.0
     rest_ratio: float = 3.0
     """3: the fit takes at most a quarter of one core, however fast results come; its process
     also runs at a lower priority (:data:`NICE`), so on a busy machine the matches come first and
-    the ratings lag rather than the results."""
+    the ratings lag rather than the results. The rest follows the CPU time, not the wall time: a
+    niced fit on a saturated machine waits for a core most of its wall time (the season bench:
+    32 s of wall for 4.6 s of CPU), and resting three times that refitted five times less often
+    than the quarter of a core allows."""
     intervals_s: float = 120.0
     """(A contest's ``fit_intervals_s``.) Beyond :data:`arena.stats.information.EXACT_BOTS` bots, the
     intervals are computed again only by a fit that starts this many seconds or more after the last
@@ -329,7 +333,8 @@ class LadderFitter:
         _observe(self.game, _fitted_now(report), 0, 0.0)  # ratings alone: the full refit's gauges stay
         if self.on_fit is not None:
             self.on_fit(report)
-        return max(self.policy.min_interval_s, self.policy.rest_ratio * fit_ms / 1000)
+        spent_ms = fit_ms if cpu_ms is None else cpu_ms  # a CPU share: the CPU time, not the wait for a core
+        return max(self.policy.min_interval_s, self.policy.rest_ratio * spent_ms / 1000)
 
 
 class FitWatch:
