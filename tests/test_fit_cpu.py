@@ -253,3 +253,30 @@ def test_a_bad_fit_interval_is_one_line(tmp_path, line):
     if "nan" in line or "inf" in line or "-" in line or "= 0" in line:
         assert "positive number" in message
     assert math.isfinite(load_config(_contest_file(tmp_path, "fit_intervals_s = 0.5")).fit_intervals_s)
+
+
+def test_the_fitters_process_does_its_linear_algebra_on_one_thread(tmp_path, monkeypatch):
+    """OpenBLAS starts a thread per core; beside saturating matches its threads spin waiting for
+    each other (the season bench: a full refit's CPU 4x a quiet machine's). The fitter's
+    process gets one thread unless the organiser's environment names a count, and the installed
+    numpy honours it (its process has one thread after a product of matrices)."""
+    import os
+    import subprocess
+    import sys
+
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    started = []
+    monkeypatch.setattr(fitter.subprocess, "Popen", lambda cmd, **kw: started.append(kw["env"]))
+    store = Store(tmp_path / "x.db")
+    try:
+        spawn(store, GAME)
+        monkeypatch.setenv("OPENBLAS_NUM_THREADS", "4")
+        spawn(store, GAME)
+    finally:
+        store.close()
+    assert started[0]["OPENBLAS_NUM_THREADS"] == "1" and started[1]["OPENBLAS_NUM_THREADS"] == "4"
+    monkeypatch.undo()  # the real Popen again (the module's attribute is subprocess's own)
+    probe = "import os, numpy; a = numpy.ones((400, 400)); a @ a; print(len(os.listdir('/proc/self/task')))"
+    out = subprocess.run([sys.executable, "-c", probe], env={**os.environ, **fitter.ONE_BLAS_THREAD},
+                         capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "1"
