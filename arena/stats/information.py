@@ -112,6 +112,11 @@ LAYOUT_GAIN = 0.75
 """That layout is used only where it brings the bots that met closer (median distance below this fraction)."""
 NEWTON_TOL = 1e-9
 """The accuracy Newton's method reaches on the strengths (natural-log units; 2e-7 Elo)."""
+MAX_STEP = 2.0
+"""Most a Newton step moves one strength (natural-log units: about 350 Elo): a newcomer who won
+all his few games is far from the maximum, and a full step from there, which the log-likelihood
+of the whole field accepts, could throw his strength out of floating point's reach (his
+``p (1 - p)`` 0 in every pair: a singular information matrix)."""
 NEWTON_QUADRATIC = 1e-6
 """Newton stops after a step moving no strength by more than this: converging quadratically, it
 is then within about 1e-12 of :data:`NEWTON_TOL`'s bound (sparing a last, confirming solve)."""
@@ -481,8 +486,8 @@ class Solver:
 def newton(model: Model, theta: np.ndarray, max_iter: int = 100) -> tuple[np.ndarray, np.ndarray, sp.csr_matrix]:
     """Maximise the log-likelihood from ``theta`` (a copy is made); return ``(theta, p, H)`` at
     the maximum. A full Newton step is taken unless it would lower the log-likelihood (far from
-    the maximum), then it is halved until it does not. Raises ``ArithmeticError`` if it has not
-    converged in ``max_iter`` steps."""
+    the maximum), then it is halved until it does not; no strength moves by more than
+    :data:`MAX_STEP` in one step. Raises ``ArithmeticError`` if it has not converged in ``max_iter`` steps."""
     theta = np.array(theta, dtype=float)
     coarse = None
     for _ in range(max_iter):
@@ -490,6 +495,7 @@ def newton(model: Model, theta: np.ndarray, max_iter: int = 100) -> tuple[np.nda
         solver = Solver(h, model, coarse)
         coarse = solver.coarse
         step = solver.solve(grad)
+        np.clip(step, -MAX_STEP, MAX_STEP, out=step)
         size = float(np.abs(step).max()) if step.size else 0.0
         if size > 0.5:  # a big step: make sure it climbs
             base = model.loglik(theta)
