@@ -280,3 +280,23 @@ def test_the_fitters_process_does_its_linear_algebra_on_one_thread(tmp_path, mon
     out = subprocess.run([sys.executable, "-c", probe], env={**os.environ, **fitter.ONE_BLAS_THREAD},
                          capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "1"
+
+
+async def test_the_fitters_process_waits_for_a_database_it_cannot_open_yet(autojump_clock, monkeypatch, caplog):
+    """The contest starts the fitter's process; PostgreSQL stopped a moment then (a storage fault
+    the contest rides out) killed it with a traceback, and the ratings stopped for the rest of the
+    contest. It now tries again every POLL_S, saying so once."""
+    from arena.errors import DatabaseError
+
+    tries = []
+
+    def flaky(db):  # noqa: ANN001
+        tries.append(trio.current_time())
+        if len(tries) < 3:
+            raise DatabaseError(f"cannot connect to {db}: connection refused")
+        return "store"
+
+    monkeypatch.setattr(fitter, "Store", flaky)
+    assert await fitter.open_store("postgresql://x") == "store"
+    assert len(tries) == 3 and tries[2] - tries[0] == 2 * fitter.POLL_S
+    assert caplog.text.count("cannot open the database") == 1

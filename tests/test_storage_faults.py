@@ -190,7 +190,7 @@ async def test_a_storage_fault_pauses_the_contest_which_resumes_and_loses_nothin
             for d in (where / "logs", where / "logs" / f"t{contest.tournament_id}"):
                 d.chmod(0o555)
         else:
-            with open(filler, "wb") as fh:  # fill the tmpfs up to its last byte
+            with open(filler, "wb", buffering=0) as fh:  # fill the tmpfs to its last byte (nothing left to flush)
                 try:
                     while True:
                         fh.write(b"\0" * 65536)

@@ -70,6 +70,7 @@ from typing import Any
 import msgspec
 import trio
 
+from arena.errors import DatabaseError
 from arena.metrics import METRICS
 from arena.stats.information import EXACT_BOTS
 from arena.stats.rating import LadderTotals, Rating, fit_totals
@@ -434,16 +435,35 @@ def stop_process(proc: subprocess.Popen[bytes], grace_s: float = 5.0) -> None:
 
 
 async def _serve(db: str, game: str, policy: FitPolicy) -> None:
-
-    store = Store(db)
-    job = LadderFitter(store, game, policy, run_sync=_inline, cpu_clock=time.process_time)
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(job.run)
+            nursery.start_soon(_fit_forever, db, game, policy)
             async for _ in signals:
                 nursery.cancel_scope.cancel()
                 break
-    store.close()
+
+
+async def _fit_forever(db: str, game: str, policy: FitPolicy) -> None:
+    store = await open_store(db)
+    try:
+        await LadderFitter(store, game, policy, run_sync=_inline, cpu_clock=time.process_time).run()
+    finally:
+        store.close()
+
+
+async def open_store(db: str) -> Any:
+    """The fitter process's store of ``db``; while the database cannot be opened (PostgreSQL
+    stopped a moment as the contest started the fitter), tried again every :data:`POLL_S`, said
+    once in the log: the fitter outlives a storage fault as the contest does, never dies of it."""
+    said = False
+    while True:
+        try:
+            return Store(db)
+        except (DatabaseError, *STORAGE_ERRORS) as exc:
+            if not said:
+                log.warning("ladder fit: cannot open the database (%s); trying again every %g s", exc, POLL_S)
+                said = True
+        await trio.sleep(POLL_S)
 
 
 async def _inline(f: Callable[..., Any], *args: Any) -> Any:
