@@ -135,9 +135,11 @@ class Season:
         return len(self.a)
 
 
-def make_season(spec: SeasonSpec, now: float | None = None) -> Season:
-    """Generate the history of ``spec`` (see the module docstring); ``now`` (Unix seconds,
-    default the clock) is when its last match finished. Memory: about 60 bytes per match."""
+def draw_pairs(spec: SeasonSpec) -> tuple[np.random.Generator, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The first draws of the history of ``spec``: ``(rng, strength, order, a, b)``, the generator
+    to draw on from there, each bot's strength (Elo), the bots by rank (weakest first) and the
+    two bots of each duplicate pair (a rating neighbour of ``a`` at a geometric distance of mean
+    ``spec.window`` ranks). :func:`make_season` and ``arena.tools.bench_fit`` draw the same."""
     rng = np.random.default_rng(spec.seed)
     n, p = spec.bots, spec.matches // 2
     strength = rng.normal(0.0, spec.spread_elo, n)
@@ -151,7 +153,15 @@ def make_season(spec: SeasonSpec, now: float | None = None) -> Season:
     rb = np.clip(rb, 0, n - 1)
     same = rb == ra
     rb[same] = (ra[same] + 1) % n
-    a, b = order[ra].astype(np.int32), order[rb].astype(np.int32)
+    return rng, strength, order, order[ra], order[rb]
+
+
+def make_season(spec: SeasonSpec, now: float | None = None) -> Season:
+    """Generate the history of ``spec`` (see the module docstring); ``now`` (Unix seconds,
+    default the clock) is when its last match finished. Memory: about 60 bytes per match."""
+    rng, strength, order, a, b = draw_pairs(spec)
+    p = spec.matches // 2
+    a, b = a.astype(np.int32), b.astype(np.int32)
     p_a = 1.0 / (1.0 + 10.0 ** ((strength[b] - strength[a]) / 400.0))  # a beats b
     a_wins = rng.random((p, 2)) < p_a[:, None]
     winner_seat = np.empty((p, 2), dtype=np.int8)

@@ -42,7 +42,7 @@ import sqlalchemy as sa
 from arena.schedule.fitter import FitState, compute_fit
 from arena.stats.rating import LadderTotals
 from arena.store.fit_input import RANKED, Units
-from arena.store.season_seed import SeasonSpec
+from arena.store.season_seed import SeasonSpec, draw_pairs
 
 CACHE = Path.home() / ".cache" / "arena-bench-season"
 """Where ``make bench-season`` caches its seeded stores (``arena.tools.bench_season``)."""
@@ -84,20 +84,8 @@ def season_totals(spec: SeasonSpec) -> tuple[LadderTotals, list[str]]:
     two games per duplicate pair, the points of its first bot), without the matches' other
     columns; and the bot names strongest first. Memory: about 40 bytes per duplicate pair while
     summing."""
-    rng = np.random.default_rng(spec.seed)
-    n, p = spec.bots, spec.matches // 2
-    strength = rng.normal(0.0, spec.spread_elo, n)
-    order = np.argsort(strength, kind="stable")  # rank -> bot
-    ra = rng.integers(0, n, p)
-    dist = np.minimum(rng.geometric(1.0 / spec.window, p), n - 1)
-    sign = np.where(rng.random(p) < 0.5, -1, 1)
-    rb = ra + sign * dist
-    out = (rb < 0) | (rb >= n)
-    rb[out] = ra[out] - sign[out] * dist[out]
-    rb = np.clip(rb, 0, n - 1)
-    same = rb == ra
-    rb[same] = (ra[same] + 1) % n
-    a, b = order[ra], order[rb]
+    rng, strength, order, a, b = draw_pairs(spec)
+    p = spec.matches // 2
     p_a = 1.0 / (1.0 + 10.0 ** ((strength[b] - strength[a]) / 400.0))  # a beats b
     points = (rng.random((p, 2)) < p_a[:, None]).sum(axis=1).astype(float)
     totals = LadderTotals()
