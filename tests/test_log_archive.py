@@ -24,6 +24,7 @@ from arena.match.log import ChainError, MatchLog, decompress
 from arena.match.referee import MatchConfig, MatchResult
 from arena.match.replay import verify_bytes
 from arena.schedule import retention as retention_job
+from arena.schedule.fitter import NICE
 from arena.schedule.formats import Pairing
 from arena.store import log_archive, test_matches
 from arena.store.log_archive import (
@@ -359,7 +360,7 @@ async def test_a_retention_run_is_a_niced_child_process(monkeypatch, tmp_path):
         await retention_job.run_retention(store, tmp_path / "nowhere", Retention())
     monkeypatch.setattr(retention_job, "archive_command",
                         lambda *_: [sys.executable, "-c", "import os; print(os.nice(0))"])
-    assert await retention_job.run_retention(store, logs, Retention()) == str(os.nice(0) + retention_job.NICE)
+    assert await retention_job.run_retention(store, logs, Retention()) == str(os.nice(0) + NICE)
     store.close()
 
 

@@ -398,13 +398,16 @@ so the writer lock each commit waits for is held briefly."""
 
 ONE_BLAS_THREAD = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 """The fitter process's linear algebra on one thread (unless the organiser's environment says
-otherwise): OpenBLAS starts a thread per core, and on a machine the matches saturate its threads
-wait for each other, spinning. On the season bench the full refit took 7.65 s of CPU in the
-fitter against 1.9 s on a quiet machine, and the full store's results per second fell from
-0.95x to 0.72x the empty store's."""
+otherwise): OpenBLAS starts a thread per core, which only compete with the matches for the cores
+the fitter yields to. On the SQLite season bench, with OpenBLAS's threads the full store's
+results per second were 0.72x the empty store's; with one thread 0.91-0.94x in the two runs
+since (the full refit's CPU beside the contest stayed 11.3-11.5 s: that gap has another cause)."""
 
 
-def _die_with_parent() -> None:  # runs in the child between fork and exec
+def niced_child() -> None:
+    """A ``preexec_fn`` (run in the child between fork and exec): the child is killed when the
+    thread that forked it ends (``PR_SET_PDEATHSIG``) and runs at :data:`NICE`. The fitter's
+    process and the retention's (:mod:`arena.schedule.retention`) start so."""
     import ctypes
 
     ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
@@ -420,7 +423,7 @@ def spawn(store: Any, game: str, policy: FitPolicy = FitPolicy()) -> subprocess.
            "--min-interval-s", str(policy.min_interval_s), "--rest-ratio", str(policy.rest_ratio),
            "--intervals-s", str(policy.intervals_s)]
     return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, env={**ONE_BLAS_THREAD, **os.environ, **env},
-                            preexec_fn=_die_with_parent)
+                            preexec_fn=niced_child)
 
 
 def stop_process(proc: subprocess.Popen[bytes], grace_s: float = 5.0) -> None:

@@ -26,9 +26,8 @@ from typing import Any
 
 import trio
 
-from arena.schedule.fitter import NICE
+from arena.schedule.fitter import niced_child
 from arena.schedule.fleet import wait_child
-from arena.schedule.front import die_with_parent
 from arena.store.log_archive import DAY_S, RETENTION_KEYS, Retention
 
 log = logging.getLogger("arena.schedule.retention")
@@ -53,11 +52,6 @@ def archive_command(db: str, logs: str | Path, retention: Retention) -> list[str
     return cmd
 
 
-def _lowered() -> None:  # the child, between fork and exec
-    die_with_parent()
-    os.nice(NICE)
-
-
 async def run_retention(store: Any, logs: str | Path, retention: Retention) -> str:
     """Apply ``retention`` once to ``store``'s database (its :meth:`child_db`) and ``logs``, in a
     niced child process; return the line saying what it did. Raises :class:`RetentionFailed`
@@ -67,7 +61,7 @@ async def run_retention(store: Any, logs: str | Path, retention: Retention) -> s
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         # forked here, in the main thread: PR_SET_PDEATHSIG follows the forking thread
         proc = subprocess.Popen(archive_command(db, logs, retention), stdin=subprocess.DEVNULL, stdout=out,
-                                stderr=err, env={**os.environ, **env}, preexec_fn=_lowered)
+                                stderr=err, env={**os.environ, **env}, preexec_fn=niced_child)
         status = await wait_child(proc)
         out.seek(0)
         err.seek(0)

@@ -347,7 +347,7 @@ def _take_back(touched: set[tuple[str, str, float, int]], fresh: list[Any], seen
         a, b, pts, g = _unpack(keys[mask])
         sink(Units(list(index), a, b, pts, g, -counts[mask].astype(float)))
     if fresh:
-        sink(_columns([tuple(r) for r in fresh], index))
+        sink(_columns(fresh, index))  # the driver's tuples (_rows_of)
     return True
 
 
