@@ -7,19 +7,22 @@ import pytest
 import scipy.sparse as sp
 
 from arena.stats import blocks, information
+from arena.stats import rating as rating_mod
 from arena.stats.rating import LadderTotals, fit_totals, fit_units
 from arena.stats.synthetic import synthetic_field
 
 
-def _ladder_units(n: int, seed: int, window: float = 6.0, units: int = 30) -> dict:
+def _ladder_units(n: int, seed: int, window: float = 6.0, units: int = 30, random_pairs: bool = True) -> dict:
     """A season-like ladder: each unit a duplicate pair between bots a geometric distance apart
-    in strength rank (mean ``window``, a few long edges), plus a few random pairs."""
+    in strength rank (mean ``window``, a few long edges), plus a few random pairs (unless not
+    ``random_pairs``)."""
     rng = np.random.default_rng(seed)
     strength = rng.normal(0.0, 1.0, n)
     order = np.argsort(strength)
     ra = rng.integers(0, n, n * units)
     rb = np.clip(ra + np.where(rng.random(ra.size) < 0.5, -1, 1) * rng.geometric(1.0 / window, ra.size), 0, n - 1)
-    rb[:n // 4] = rng.integers(0, n, n // 4)  # random opponents: far apart in the layout
+    if random_pairs:
+        rb[:n // 4] = rng.integers(0, n, n // 4)  # random opponents: far apart in the layout
     keep = ra != rb
     a, b = order[ra[keep]], order[rb[keep]]
     p = 1.0 / (1.0 + np.exp(strength[b] - strength[a]))
@@ -172,3 +175,111 @@ def test_a_limited_partition_keeps_the_shorter_pairs_adjacent_and_blocks_wide(se
     got = blocks.plan(order, pattern)
     if got is not None:
         assert any(np.array_equal(got, blocks.partition(order, pattern, limit)) for limit in [None, *range(8, n)])
+
+
+def _ladder_with_a_random_subset(n: int, subset: int, games: int, seed: int) -> tuple[dict, dict]:
+    """A ladder of rating neighbours (:func:`_ladder_units`), then the same plus a round-robin
+    sample among ``subset`` bots scattered over it: many long pairs, few bots (what a contest
+    pairing a connected subset of a season's field at random makes)."""
+    before = _ladder_units(n, seed, random_pairs=False)
+    after = dict(before)
+    rng = np.random.default_rng(seed + 1)
+    some = rng.choice(n, subset, replace=False)
+    for _ in range(games):
+        x, y = rng.choice(some, 2, replace=False)
+        key = (f"b{x:03d}", f"b{y:03d}", float(rng.integers(0, 3)), 2)
+        after[key] = after.get(key, 0) + 1
+    return before, after
+
+
+def _totals(units: dict) -> LadderTotals:
+    names = sorted({x for k in units for x in k[:2]})
+    index = {x: k for k, x in enumerate(names)}
+    keys = list(units)
+    t = LadderTotals()
+    t.add_units(names, np.array([index[k[0]] for k in keys]), np.array([index[k[1]] for k in keys]),
+                np.array([k[2] for k in keys]), np.array([float(k[3]) for k in keys]),
+                np.array([float(c) for c in units.values()]))
+    return t
+
+
+def _refit(before: dict, after: dict, variance: str = "robust", intervals: str = "auto"):
+    """fit_totals of ``after`` as the background fitter makes it: after a fit of ``before``
+    whose layout it may reuse (the same bots) or start from (rating.layout_hint)."""
+    ladder = _totals(before)
+    fit_totals(ladder, intervals="none")
+    grown = _totals(after)
+    grown.layout = ladder.layout
+    return ladder, grown, fit_totals(grown, variance, intervals=intervals)
+
+
+@pytest.mark.parametrize("variance", ["model", "robust"])
+def test_many_long_pairs_among_few_bots_are_corrected_by_the_bots_exactly(variance, monkeypatch):
+    """Twelve bots of a ladder playing 300 random games among themselves, refitted in the
+    ladder's earlier order: the long pairs outnumber the bots they join, so the correction's
+    rank is the bots' (the pairs' Laplacian among them: blocks.low_rank), and the intervals
+    still equal the dense exact ones."""
+    monkeypatch.setattr(blocks, "MIN_BLOCK", 8)
+    monkeypatch.setattr(blocks, "SMALL_BASIS", 2)
+    monkeypatch.setattr(blocks, "BLOCK_WIDTH", 40)
+    monkeypatch.setattr(blocks, "LONG_SHARES", (0.02, 0.05, 0.1))
+    monkeypatch.setattr("arena.stats.rating.RELAYOUT", 10.0)  # the earlier layout is reused as it is
+    monkeypatch.setattr(information, "EXACT_BOTS", 100)
+    monkeypatch.setattr(information, "DENSE_NEWTON_BOTS", 50)
+    before, after = _ladder_with_a_random_subset(400, 12, 300, 33)
+    exact = fit_units(after, variance=variance, intervals="exact")
+    got = _refit(before, after, variance, "blocks")[2]
+    b = got._intervals._blocks  # noqa: SLF001
+    assert b.nb > 3 and b.long > 40 and b.q.shape[1] < b.long / 2  # many pairs, fewer bots: the bots' rank
+    for x in exact.ratings:
+        assert got[x.name].ci95 == pytest.approx(x.ci95, rel=1e-6)
+    assert got.neighbour_sd() == pytest.approx(exact.neighbour_sd(), rel=1e-6)
+    a, z = exact.ratings[0].name, exact.ratings[-1].name
+    assert got.sd_diff(a, z) == pytest.approx(exact.sd_diff(a, z), rel=1e-6)
+
+
+def test_low_rank_gives_the_pairs_sum_in_either_form():
+    """U W U^T = sum w (e_a - e_b)(e_a - e_b)^T, by the pairs' columns (few pairs) or by the bots'
+    (many pairs among few bots), and V alike."""
+    rng = np.random.default_rng(3)
+    n = 30
+    for a, b in ((np.array([0, 4, 9]), np.array([20, 25, 29])), (rng.integers(0, 5, 40), rng.integers(5, 9, 40))):
+        w, v = rng.random(a.size) + 0.5, rng.random(a.size)
+        want_w, want_v = np.zeros((n, n)), np.zeros((n, n))
+        for x, y, p, q in zip(a, b, w, v):
+            e = np.zeros(n)
+            e[x], e[y] = 1.0, -1.0
+            want_w += p * np.outer(e, e)
+            want_v += q * np.outer(e, e)
+        u, ww, vv = blocks.low_rank(n, a, b, w, v)
+        assert u.shape[1] == min(a.size, np.unique(np.concatenate([a, b])).size)
+        dense = u.toarray()
+        assert np.allclose(dense @ ww @ dense.T, want_w) and np.allclose(dense @ vv @ dense.T, want_v)
+
+
+def test_a_refit_after_random_pairs_and_a_newcomer_keeps_the_earlier_order(monkeypatch):
+    """A ladder fitted once; then a scattered subset plays at random and a newcomer arrives (the
+    layout cannot be reused: new bots). The fresh reverse Cuthill-McKee order of the new pattern
+    is longer than the earlier order with the newcomer put in (rating.layout_hint), so the refit
+    keeps the latter; the fit equals one from scratch."""
+    monkeypatch.setattr(information, "EXACT_BOTS", 100)
+    monkeypatch.setattr(information, "DENSE_NEWTON_BOTS", 50)
+    monkeypatch.setattr(blocks, "MIN_BLOCK", 16)
+    before, after = _ladder_with_a_random_subset(400, 40, 400, 21)
+    after[("b999", "b010", 1.0, 2)] = 1  # a newcomer
+    after[("b999", "b011", 2.0, 2)] = 1
+    ladder, grown, again = _refit(before, after)
+    n = len(grown.names)
+    model = again._intervals.model  # noqa: SLF001
+    pattern = sp.csr_matrix((np.ones(model.indices.size), model.indices, model.indptr), shape=(n, n))
+    assert again.layout.length(pattern) < information.Layout(pattern).length(pattern)  # the case at hand
+    hint = rating_mod.layout_hint(grown.names, model.pairs, ladder.layout[0], ladder.layout[1])
+    assert np.array_equal(again.layout.position, information.Layout(pattern, key=hint).position)
+    at = again.layout.position
+    lo, hi = sorted(int(at[grown.names.index(x)]) for x in ("b010", "b011"))
+    assert lo <= at[grown.names.index("b999")] <= hi + 1  # between its opponents
+    assert hi - lo < 100  # (a place that says something)
+    scratch = fit_totals(_totals(after))
+    for x, y in zip(scratch.ratings, again.ratings):
+        assert x.name == y.name and x.elo == pytest.approx(y.elo, abs=1e-6)
+        assert x.ci95 == pytest.approx(y.ci95, rel=1e-6)

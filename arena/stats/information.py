@@ -159,8 +159,10 @@ class Model:
     """The log-likelihood of :mod:`arena.stats.rating` on ``pairs``, with the sparse pattern of
     ``H`` and ``M`` built once (CSR, ``n + 2 m`` entries): :meth:`at` fills it for a ``theta``."""
 
-    def __init__(self, pairs: Pairs, robust_prior_units: float, layout: Layout | None = None) -> None:
+    def __init__(self, pairs: Pairs, robust_prior_units: float, layout: Layout | None = None,
+                 hint: np.ndarray | None = None) -> None:
         self.pairs = pairs  # layout: an earlier fit's, of the same bots (any order is right; a close one is fast)
+        self.hint = hint  # an order to try beside the layout computed afresh (see layout)
         self.k = robust_prior_units
         n, m = pairs.n, pairs.i.size
         rows = np.concatenate([pairs.i, pairs.j, np.arange(n)])
@@ -181,7 +183,12 @@ class Model:
 
     @property
     def layout(self) -> Layout:
-        """The :class:`Layout` of the pattern (computed once; see :data:`LAYOUT_GAMES`)."""
+        """The :class:`Layout` of the pattern (computed once; see :data:`LAYOUT_GAMES`), or the
+        order ``hint`` gave (an earlier fit's, newcomers put in: :func:`arena.stats.rating.layout_hint`)
+        when its pairs are no longer apart, by the median (:meth:`Layout.length`): a few bots
+        paired at random across a ladder send the reverse Cuthill-McKee order's breadth-first
+        levels all over the chain (the season bench: median distance 142 against 61 in the
+        earlier order, and the blocks then found no narrow layout)."""
         if self._layout is None:
             q, n = self.pairs, self.pairs.n
             pattern = sp.csr_matrix((np.ones(self.indices.size), self.indices, self.indptr), shape=(n, n))
@@ -194,6 +201,10 @@ class Model:
                 other = Layout(pattern, sp.csr_matrix((np.ones(i.size), (i, j)), shape=(n, n)))
                 if other.length(pattern) < LAYOUT_GAIN * self._layout.length(pattern):
                     self._layout = other
+            if self.hint is not None:  # an earlier fit's order, kept while it is the shorter
+                hinted = Layout(pattern, key=self.hint)
+                if hinted.length(pattern) <= self._layout.length(pattern):
+                    self._layout = hinted
         return self._layout
 
     def matrix(self, edge: np.ndarray, diag: np.ndarray) -> sp.csr_matrix:
@@ -249,15 +260,21 @@ class Layout:
     component in the reverse Cuthill-McKee order of ``order`` (by default ``pattern``; the span
     is measured on it): a breadth-first order from a peripheral bot, in which bots that met are
     close; when bots meet their rating neighbours it recovers the chain from the weakest to the
-    strongest, whatever the current ratings say. ``position``: the place in the whole order."""
+    strongest, whatever the current ratings say. ``position``: the place in the whole order.
+    ``key`` (one number per bot) gives the order within components instead of the reverse
+    Cuthill-McKee one."""
 
-    def __init__(self, pattern: sp.csr_matrix, order: sp.csr_matrix | None = None) -> None:
+    def __init__(self, pattern: sp.csr_matrix, order: sp.csr_matrix | None = None,
+                 key: np.ndarray | None = None) -> None:
         n = pattern.shape[0]
         ncomp, self.comp = connected_components(pattern, directed=False)
         self.size = np.bincount(self.comp, minlength=ncomp)
         graph = pattern if order is None else order
-        rcm = np.empty(n, np.int64)
-        rcm[reverse_cuthill_mckee(graph, symmetric_mode=True)] = np.arange(n)
+        if key is None:
+            rcm = np.empty(n, np.int64)
+            rcm[reverse_cuthill_mckee(graph, symmetric_mode=True)] = np.arange(n)
+        else:  # an order given (an earlier fit's layout, newcomers put in: arena.stats.rating.layout_hint)
+            rcm = key
         ranked = np.lexsort((rcm, self.comp))
         self.position = np.empty(n, np.int64)
         self.position[ranked] = np.arange(n)

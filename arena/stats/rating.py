@@ -457,7 +457,8 @@ def fit_totals(totals: LadderTotals, variance: str = "robust", start: Mapping[st
 
     cached = getattr(totals, "layout", None)  # (bots, layout, pairs): the last fit's, reused while still close
     reuse = cached[1] if cached and len(totals) <= cached[2] * RELAYOUT and cached[0] == bots else None
-    fitted = _solve(bots, pairs, _start(bots, start), variance, intervals, tallies, reuse)
+    hint = layout_hint(bots, pairs, cached[0], cached[1]) if cached and reuse is None else None
+    fitted = _solve(bots, pairs, _start(bots, start), variance, intervals, tallies, reuse, hint)
     if fitted.layout is not reuse:
         totals.layout = (bots, fitted.layout, len(totals))
     return fitted
@@ -509,15 +510,40 @@ def _start(bots: list[str], start: Mapping[str, float] | None) -> np.ndarray:
     return (np.fromiter((start.get(x, ANCHOR) for x in bots), float, len(bots)) - ANCHOR) / _SCALE
 
 
+def layout_hint(bots: list[str], pairs: Pairs, earlier: list[str], layout: Any) -> np.ndarray | None:
+    """An order of ``bots`` (one number per bot, :class:`arena.stats.information.Layout`'s ``key``)
+    from an earlier fit's ``layout`` of the bots ``earlier``: each bot at its place there, a
+    newcomer at the mean place of the opponents it has there (after every placed bot if none),
+    so that a ladder keeps its order while a few bots paired at random would send a fresh
+    reverse Cuthill-McKee order's levels across the chain (:attr:`arena.stats.information.Model.layout`
+    keeps the shorter of the two). None if no bot of ``bots`` was in the earlier fit."""
+    index = {b: k for k, b in enumerate(earlier)}
+    at = np.array([index.get(b, -1) for b in bots], np.int64)
+    known = at >= 0
+    if not known.any():
+        return None
+    n = len(bots)
+    place = np.where(known, layout.position[np.maximum(at, 0)], 0).astype(float)
+    if not known.all():
+        a, b = np.concatenate([pairs.i, pairs.j]), np.concatenate([pairs.j, pairs.i])
+        met = ~known[a] & known[b]
+        total = np.bincount(a[met], place[b[met]], n)
+        count = np.bincount(a[met], minlength=n)
+        last = place[known].max() + 1.0
+        place = np.where(known, place, np.where(count > 0, total / np.maximum(count, 1), last))
+    return np.argsort(np.argsort(place, kind="stable"), kind="stable")
+
+
 def _solve(bots: list[str], pairs: Pairs, theta0: np.ndarray, variance: str, intervals: str,
-           tallies: Callable[[], tuple[np.ndarray, np.ndarray, np.ndarray]], layout: Any = None) -> Fit:
+           tallies: Callable[[], tuple[np.ndarray, np.ndarray, np.ndarray]], layout: Any = None,
+           hint: np.ndarray | None = None) -> Fit:
     """The fit of the aggregated ``pairs`` of the sorted ``bots`` from ``theta0``: ratings
     best first (then by name), with intervals (``intervals``: ``"auto"``, ``"exact"``,
     ``"probing"``, or ``"none"``: no interval computed, every ``ci95`` NaN) and the win/loss/draw
     counts ``tallies()`` gives per bot."""
     n = len(bots)
     with one_blas_thread():
-        model = Model(pairs, ROBUST_PRIOR_UNITS, layout)
+        model = Model(pairs, ROBUST_PRIOR_UNITS, layout, hint)
         theta, p, h = newton(model, theta0)
         elo = ANCHOR + _SCALE * (theta - theta.mean())
         order = np.lexsort((np.arange(n), -elo))  # best first, then by name
