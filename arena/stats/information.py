@@ -30,7 +30,8 @@ from ``M C`` (sparse times dense), of which only the diagonal and the entries of
 anchored variance is ``(P C P)_ii`` with ``P = I - 11^T/n``.
 
 Intervals, by blocks (beyond ``EXACT_BOTS`` bots, when the layout is narrow): exact, by the block-tridiagonal
-selected inversion of :mod:`arena.stats.blocks`, a few long pairs added back by Woodbury (the season's 10,000 bots,
+selected inversion of :mod:`arena.stats.blocks`, the long pairs added back by Woodbury's identity at the rank of the
+pairs or, when fewer, of the bots they join (a scattered subset paired at random) (the season's 10,000 bots,
 ~200 opponents each, make 40-44 blocks of up to 300; 1.5-1.7 s of CPU on a busy machine, the costs in
 :mod:`arena.stats.blocks`; every bot exact to 1e-13 and every difference of rating neighbours to 1e-7).
 

@@ -57,7 +57,9 @@ there (what is left is of the order of 1e-12, far below 2e-7 Elo). The intervals
 :data:`arena.stats.information.EXACT_BOTS` bots (a dense inverse, only there); beyond, exact
 still where the bots can be laid out in blocks that only meet their neighbours (a ladder pairing
 rating neighbours, the season's: :mod:`arena.stats.blocks`, a block-tridiagonal selected
-inversion, a few long pairs corrected by Woodbury's identity), else a probing estimate with an
+inversion, long pairs corrected by Woodbury's identity at the rank of the pairs or of the bots
+they join; a refit keeps the earlier fit's order, newcomers put in, while it is the shorter:
+:func:`layout_hint`), else a probing estimate with an
 exact coarse part gives the per-bot variances and those of the differences of rating neighbours,
 within a few percent of the exact ones (the measured accuracy is in
 :mod:`arena.stats.information`; :attr:`Fit.check` is the error found on a few bots solved
