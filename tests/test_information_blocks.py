@@ -8,6 +8,7 @@ import scipy.sparse as sp
 
 from arena.stats import blocks, information
 from arena.stats import rating as rating_mod
+from arena.stats.layout import Layout
 from arena.stats.rating import LadderTotals, fit_totals, fit_units
 from arena.stats.synthetic import synthetic_field
 
@@ -272,9 +273,9 @@ def test_a_refit_after_random_pairs_and_a_newcomer_keeps_the_earlier_order(monke
     n = len(grown.names)
     model = again._intervals.model  # noqa: SLF001
     pattern = sp.csr_matrix((np.ones(model.indices.size), model.indices, model.indptr), shape=(n, n))
-    assert again.layout.length(pattern) < information.Layout(pattern).length(pattern)  # the case at hand
+    assert again.layout.length(pattern) < Layout(pattern).length(pattern)  # the case at hand
     hint = rating_mod.layout_hint(grown.names, model.pairs, ladder.layout[0], ladder.layout[1])
-    assert np.array_equal(again.layout.position, information.Layout(pattern, key=hint).position)
+    assert np.array_equal(again.layout.position, Layout(pattern, key=hint).position)
     at = again.layout.position
     lo, hi = sorted(int(at[grown.names.index(x)]) for x in ("b010", "b011"))
     assert lo <= at[grown.names.index("b999")] <= hi + 1  # between its opponents

@@ -1,5 +1,5 @@
 """Exact intervals of a large field whose information matrix is block tridiagonal in the layout's
-order (:class:`arena.stats.information.Layout`): a ladder whose bots meet their rating neighbours.
+order (:class:`arena.stats.layout.Layout`): a ladder whose bots meet their rating neighbours.
 
 Shapes. ``n`` bots, laid out in the layout's order and cut into ``N`` consecutive blocks
 (sizes ``s_K``, :func:`partition`) so that no pair of bots that met lies more than one block

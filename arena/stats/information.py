@@ -11,13 +11,13 @@ diagonal ``p0 (1 - p0)``: ``n + 2 m`` non-zeros, one CSR pattern built once per 
 m)`` per conjugate-gradient step, except the exact intervals (``O(n^3)``, only up to ``EXACT_BOTS``).
 
 Layout and coarse space. The bots are laid out in one dimension by the reverse Cuthill-McKee order of the graph of
-who met whom (:class:`Layout`, per connected component): a breadth-first order, in which bots that met are close. On
-a ladder whose bots meet their rating neighbours it recovers the chain from the weakest to the strongest, whatever
-the current ratings (which are only estimates) say. The coarse space (:class:`Coarse`) holds, per component,
-piecewise linear "hat" functions of the layout's rank, one node every ``2 x`` the median layout distance of two bots
-that met (at least :data:`COARSE_SPAN`), but only where they are smooth modes of the graph (:data:`MIN_HATS`,
-:data:`SMOOTH_HATS`: a chain-like component); elsewhere (a random, expander graph: the slow mode is the constant) the
-component's indicator alone; nothing for a lone bot.
+who met whom (:class:`arena.stats.layout.Layout`, per connected component): a breadth-first order, in which bots
+that met are close. On a ladder whose bots meet their rating neighbours it recovers the chain from the weakest to the
+strongest, whatever the current ratings (which are only estimates) say. The coarse space (:class:`Coarse`) holds,
+per component, piecewise linear "hat" functions of the layout's rank, one node every ``2 x`` the median layout
+distance of two bots that met (at least :data:`arena.stats.layout.COARSE_SPAN`), but only where they are smooth
+modes of the graph (:data:`MIN_HATS`, :data:`SMOOTH_HATS`: a chain-like component); elsewhere (a random, expander
+graph: the slow mode is the constant) the component's indicator alone; nothing for a lone bot.
 
 Solves. Newton's steps solve ``H x = g`` exactly with LAPACK up to :data:`DENSE_NEWTON_BOTS` bots, beyond by the
 conjugate gradient preconditioned with Jacobi plus the coarse correction ``K = V (V^T H V)^-1 V^T``, to a relative
@@ -71,9 +71,9 @@ from contextlib import contextmanager
 import numpy as np
 import scipy.linalg as la
 import scipy.sparse as sp
-from scipy.sparse.csgraph import connected_components, reverse_cuthill_mckee
 
 from arena.stats import blocks
+from arena.stats.layout import Layout
 
 EXACT_BOTS = 2000
 """Largest field whose intervals are computed exactly (a dense ``n x n`` inverse, ``O(n^3)``:
@@ -84,9 +84,6 @@ DENSE_NEWTON_BOTS = 400
 at this size, faster than iterating); larger fields use the preconditioned conjugate gradient."""
 PROBES = 48
 """Probe vectors of the scalable intervals (colours of the layout's order)."""
-COARSE_SPAN = 20
-"""Fewest ranks of the layout between two nodes of the coarse space (hat functions); the span
-is twice the median distance in the layout between bots that met, when that is more."""
 MIN_HATS = 8
 """A component gets hat functions only if that makes more of them than this: fewer means that
 bots that met are as far apart in the layout as the component is long (an expander-like graph,
@@ -253,43 +250,6 @@ class Model:
 
 
 # ------------------------------------------------------------------ solvers
-
-
-class Layout:
-    """A one-dimensional layout of the bots from the graph of who met whom (``pattern``): the
-    connected components (``comp``, ``size`` per component) and each bot's ``rank`` within its
-    component in the reverse Cuthill-McKee order of ``order`` (by default ``pattern``; the span
-    is measured on it): a breadth-first order from a peripheral bot, in which bots that met are
-    close; when bots meet their rating neighbours it recovers the chain from the weakest to the
-    strongest, whatever the current ratings say. ``position``: the place in the whole order.
-    ``key`` (one number per bot) gives the order within components instead of the reverse
-    Cuthill-McKee one."""
-
-    def __init__(self, pattern: sp.csr_matrix, order: sp.csr_matrix | None = None,
-                 key: np.ndarray | None = None) -> None:
-        n = pattern.shape[0]
-        ncomp, self.comp = connected_components(pattern, directed=False)
-        self.size = np.bincount(self.comp, minlength=ncomp)
-        graph = pattern if order is None else order
-        if key is None:
-            rcm = np.empty(n, np.int64)
-            rcm[reverse_cuthill_mckee(graph, symmetric_mode=True)] = np.arange(n)
-        else:  # an order given (an earlier fit's layout, newcomers put in: arena.stats.rating.layout_hint)
-            rcm = key
-        ranked = np.lexsort((rcm, self.comp))
-        self.position = np.empty(n, np.int64)
-        self.position[ranked] = np.arange(n)
-        first = np.concatenate([[0], np.cumsum(self.size)[:-1]])
-        self.rank = self.position - first[self.comp]
-        # the coarse space's span: two typical steps between bots that met, at least COARSE_SPAN
-        self.span = max(COARSE_SPAN, 2 * int(self.length(graph)))
-
-    def length(self, pattern: sp.csr_matrix) -> float:
-        """The median distance in this layout between two bots that met in ``pattern`` (0 if none did)."""
-        rows = np.repeat(np.arange(pattern.shape[0]), np.diff(pattern.indptr))
-        length = np.abs(self.position[rows] - self.position[pattern.indices])
-        length = length[length > 0]
-        return float(np.median(length)) if length.size else 0.0
 
 
 class Coarse:

@@ -258,7 +258,7 @@ class Fit:
         self._by_name = {r.name: r for r in ratings}
         self._intervals = intervals
         self.layout: Any = None
-        """The fit's :class:`arena.stats.information.Layout` (None for an empty field)."""
+        """The fit's :class:`arena.stats.layout.Layout` (None for an empty field)."""
 
     def __getitem__(self, name: str) -> Rating:
         return self._by_name[name]
@@ -513,7 +513,7 @@ def _start(bots: list[str], start: Mapping[str, float] | None) -> np.ndarray:
 
 
 def layout_hint(bots: list[str], pairs: Pairs, earlier: list[str], layout: Any) -> np.ndarray | None:
-    """An order of ``bots`` (one number per bot, :class:`arena.stats.information.Layout`'s ``key``)
+    """An order of ``bots`` (one number per bot, :class:`arena.stats.layout.Layout`'s ``key``)
     from an earlier fit's ``layout`` of the bots ``earlier``: each bot at its place there, a
     newcomer at the mean place of the opponents it has there (after every placed bot if none),
     so that a ladder keeps its order while a few bots paired at random would send a fresh
