@@ -20,6 +20,7 @@ from arena.metrics import Metrics
 from arena.schedule.contest import Contest, ContestConfig, load_config
 from arena.schedule.fitter import FitPolicy, FitWatch, LadderFitter, fit_ladder, spawn
 from arena.store.engine import connect
+from arena.store.fit_input import read_ratings
 from arena.store.sqlite import Store
 from arena.store.upgrade import upgrade
 from arena.tools.season_report import parse_metrics
@@ -180,7 +181,7 @@ def test_the_servers_watch_exports_the_stored_figures_and_none_made_up(metrics):
     assert b"arena_ladder_full_fit_cpu_seconds" in metrics.exposition()  # what /metrics serves
 
 
-def test_revision_0004_adds_the_fit_figures_to_a_0003_store(db_target: str) -> None:
+def test_revisions_0004_and_0005_add_the_fit_figures_and_places_to_a_0003_store(db_target: str) -> None:
     store = Store(db_target)
     try:
         tid, _ = _history(store, 4, 6, pending=0)
@@ -193,10 +194,11 @@ def test_revision_0004_adds_the_fit_figures_to_a_0003_store(db_target: str) -> N
         with conn.transaction():
             for column in NEW:
                 conn.run(sa.text(f"ALTER TABLE ladder_state DROP COLUMN {column}"))
+            conn.run(sa.text("ALTER TABLE ladder DROP COLUMN place"))  # and revision 0005's
             conn.run(sa.text("UPDATE alembic_version SET version_num='0003'"))
     finally:
         conn.close()
-    assert "schema revision 0003 upgraded to revision 0004" in upgrade(db_target)
+    assert "schema revision 0003 upgraded to revision 0005" in upgrade(db_target)
     store = Store(db_target)
     try:
         state = store.ladder_state(GAME)
@@ -207,6 +209,7 @@ def test_revision_0004_adds_the_fit_figures_to_a_0003_store(db_target: str) -> N
         state = store.ladder_state(GAME)
         assert (state["fit_cpu_ms"], state["full_fit_ms"], state["full_fit_cpu_ms"], state["full"]) == (30, 40, 30,
                                                                                                        True)
+        assert read_ratings(store, GAME)[2] == {}  # revision 0005's places: none stored yet, the column there
     finally:
         store.close()
 

@@ -23,7 +23,7 @@ from arena.schedule.formats import Pairing
 from arena.stats.ladder import refit
 from arena.stats.rating import LadderTotals, fit_totals, fit_units
 from arena.stats.synthetic import synthetic_field
-from arena.store.fit_input import Units, read_new, read_totals
+from arena.store.fit_input import Units, read_new, read_ratings, read_totals
 from arena.store.results import SAVE_CHUNK
 from arena.store.sqlite import Store
 from tests.dense_fit import dense_fit_units
@@ -458,6 +458,28 @@ def test_a_fit_is_saved_in_chunks_one_statement_each_on_postgresql_and_row_by_ro
     after = {b: (g, w) for b, g, w in store.run(text("SELECT bot, games, wins FROM ladder WHERE game='ecarte'"))}
     assert all(after[b] == before[b] for b in before) and after["extra7"] == (99, 0)
     assert store.ladder_state("ecarte")["fitted_results"] == 30
+
+
+def test_a_fit_stores_each_bots_place_and_a_fitter_that_starts_takes_that_order(any_store):
+    """save_ladder_fit keeps each named bot's place in the fit's layout (ladder.place, revision
+    0005; NULL for a bot it does not name); a fitter that starts reads the places back and offers
+    them to its first fit as the earlier order, which it may try but never reuses as it is."""
+    from arena.stats.rating import Rating
+
+    store = any_store
+    _, bots = _history(store, 6, 30, pending=0)
+    ratings = [Rating(name=b, elo=1400.0 + i, ci95=20.0, games=9, wins=0, losses=0, draws=0)
+               for i, b in enumerate(bots)]
+    places = {b: 10 * i for i, b in enumerate(bots[:-1])}  # the last bot unplaced
+    store.save_ladder_fit("ecarte", ratings, 30, 12, places=places)
+    elo, ci95, got = read_ratings(store, "ecarte")
+    assert got == places and set(elo) == set(bots)
+    state = FitState("ecarte")
+    state.update(store)
+    names, order, pairs = state.totals.layout
+    assert dict(zip(names, order.position.tolist())) == places and pairs == 0
+    store.save_ladder_fit("ecarte", ratings, 30, 12)  # a fit with no layout: the places go
+    assert read_ratings(store, "ecarte")[2] == {}
 
 
 def test_a_table_rewritten_during_a_chunked_first_load_is_read_again_in_one_snapshot(pg_url, caplog):

@@ -284,3 +284,28 @@ def test_a_refit_after_random_pairs_and_a_newcomer_keeps_the_earlier_order(monke
     for x, y in zip(scratch.ratings, again.ratings):
         assert x.name == y.name and x.elo == pytest.approx(y.elo, abs=1e-6)
         assert x.ci95 == pytest.approx(y.ci95, rel=1e-6)
+
+
+def test_a_fitter_that_starts_takes_the_stored_order_of_the_last_one(monkeypatch):
+    """The places a fit stores (rating.layout_places) are what a fitter that starts hands its
+    first fit (rating.stored_layout): on a ladder where a scattered subset has since played at
+    random, that fit lays the field out in the stored order, shorter than a fresh one."""
+    monkeypatch.setattr(information, "EXACT_BOTS", 100)
+    monkeypatch.setattr(information, "DENSE_NEWTON_BOTS", 50)
+    monkeypatch.setattr(blocks, "MIN_BLOCK", 16)
+    before, after = _ladder_with_a_random_subset(400, 40, 400, 21)
+    ladder = _totals(before)
+    fit_totals(ladder, intervals="none")
+    places = rating_mod.layout_places(ladder)
+    assert places is not None and sorted(places.values()) == list(range(400))
+    restarted = _totals(after)
+    restarted.layout = rating_mod.stored_layout(places)
+    again = fit_totals(restarted, intervals="none")
+    index = {x: k for k, x in enumerate(restarted.names)}
+    i = np.array([index[k[0]] for k in after] + list(range(400)))
+    j = np.array([index[k[1]] for k in after] + list(range(400)))
+    pattern = sp.csr_matrix((np.ones(2 * i.size), (np.concatenate([i, j]), np.concatenate([j, i]))), shape=(400, 400))
+    pattern.data[:] = 1.0
+    assert again.layout.length(pattern) < Layout(pattern).length(pattern)  # the case at hand
+    in_order = np.array(restarted.names)[np.argsort(again.layout.position)]
+    assert [places[x] for x in in_order] == sorted(places.values())  # the stored order

@@ -73,7 +73,7 @@ import trio
 from arena.errors import DatabaseError
 from arena.metrics import METRICS
 from arena.stats.information import EXACT_BOTS
-from arena.stats.rating import LadderTotals, Rating, fit_totals
+from arena.stats.rating import LadderTotals, Rating, fit_totals, layout_places, stored_layout
 from arena.store.fit_input import FitCursor, Units, read_new, read_ratings, read_totals
 from arena.store.health import STORAGE_ERRORS
 from arena.store.sqlite import Store
@@ -159,8 +159,11 @@ class FitState:
     def update(self, store: Any) -> None:
         """Bring the totals up to the store's results: the whole ladder at the first call (and
         whenever the new rows do not account for the results counted since: logged), only the
-        matches finished since the last read after that (:mod:`arena.store.fit_input`). Raises
-        what the store raises, the state unchanged."""
+        matches finished since the last read after that (:mod:`arena.store.fit_input`). The
+        first call also takes the order the last fit stored (``ladder.place``) as the earlier
+        layout its first fit tries (:func:`arena.stats.rating.stored_layout`); a read of the
+        whole ladder again keeps the layout in memory. Raises what the store raises, the state
+        unchanged."""
         if self.cursor is not None:
             got = read_new(store, self.game, self.cursor)
             if got is not None:
@@ -181,9 +184,13 @@ class FitState:
                 return
             totals.add_units(u.names, u.a, u.b, u.s, u.g, u.c)
 
+        earlier = self.totals.layout  # the last fit's layout survives a read of the whole ladder
         cursor = read_totals(store, self.game, add)
         if self.elo is None:
-            self.elo, self.ci95 = read_ratings(store, self.game)
+            self.elo, self.ci95, places = read_ratings(store, self.game)
+            if places and earlier is None:  # a fitter that starts: the order the last fitter stored
+                earlier = stored_layout(places)
+        totals.layout = earlier
         self.totals, self.cursor, self.rows_read = totals, cursor, 0
         self.loads += 1
 
@@ -230,7 +237,8 @@ def fit_ladder(store: Any, game: str) -> FitReport:
     state.update(store)
     assert state.cursor is not None
     ratings, fit_ms, cpu_ms = measured(time.thread_time, state.fit)
-    store.save_ladder_fit(game, ratings, state.cursor.results, fit_ms, cpu_ms, full=True)
+    store.save_ladder_fit(game, ratings, state.cursor.results, fit_ms, cpu_ms, full=True,
+                          places=layout_places(state.totals))
     report = FitReport(results=state.cursor.results, bots=len(ratings), fit_ms=fit_ms, ratings=ratings,
                        cpu_ms=cpu_ms, full=True)
     _observe(game, _fitted_now(report), 0, 0.0)
@@ -324,7 +332,8 @@ class LadderFitter:
                                                       self.state.elo, intervals, self.state.ci95)
         self.state.fitted(ratings, intervals, now)
         try:
-            self.store.save_ladder_fit(self.game, ratings, results, fit_ms, cpu_ms, full=intervals)
+            self.store.save_ladder_fit(self.game, ratings, results, fit_ms, cpu_ms, full=intervals,
+                                       places=layout_places(self.state.totals))
         except STORAGE_ERRORS as exc:
             log.warning("ladder fit of %s: cannot store the ratings (%s); trying again later", self.game, exc)
             return self.policy.min_interval_s

@@ -512,6 +512,32 @@ def _start(bots: list[str], start: Mapping[str, float] | None) -> np.ndarray:
     return (np.fromiter((start.get(x, ANCHOR) for x in bots), float, len(bots)) - ANCHOR) / _SCALE
 
 
+class _Order:
+    """An earlier fit's layout known by its order alone (``position``: a place per bot), as
+    :func:`layout_hint` reads it."""
+
+    def __init__(self, position: np.ndarray) -> None:
+        self.position = position
+
+
+def stored_layout(places: Mapping[str, int]) -> tuple[list[str], Any, int]:
+    """A :attr:`LadderTotals.layout` from the places a fit stored (``ladder.place``, revision
+    0005: bot -> place in its layout), for a fitter that starts: its first fit tries that order
+    (:func:`layout_hint`) beside a fresh one and never reuses it as it is (it counts no pairs)."""
+    names = list(places)
+    return names, _Order(np.array([places[x] for x in names], np.int64)), 0
+
+
+def layout_places(totals: LadderTotals) -> dict[str, int] | None:
+    """Each bot's place in the layout of the last fit of ``totals`` (what
+    :meth:`arena.store.results.Results.save_ladder_fit` stores), or None if no fit laid the
+    field out (a small field's fits need no layout)."""
+    cached = totals.layout
+    if cached is None or cached[1] is None:
+        return None
+    return dict(zip(cached[0], cached[1].position.tolist()))
+
+
 def layout_hint(bots: list[str], pairs: Pairs, earlier: list[str], layout: Any) -> np.ndarray | None:
     """An order of ``bots`` (one number per bot, :class:`arena.stats.layout.Layout`'s ``key``)
     from an earlier fit's ``layout`` of the bots ``earlier``: each bot at its place there, a

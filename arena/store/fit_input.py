@@ -197,7 +197,10 @@ TWIN = text("SELECT id, bot0, bot1, winner_seat, status FROM matches WHERE tourn
 """The other half of a duplicate pair, finished or not (the caller keeps a finished one): no status term,
 which could make SQLite's planner walk ``matches_by_status`` over every finished match of the tournament
 instead of ``matches_by_pair`` (as :data:`arena.store.results.TWIN`)."""
-RATINGS = text("SELECT bot, elo, ci95 FROM ladder WHERE game=:game")
+RATINGS = text("SELECT bot, elo, ci95, place FROM ladder WHERE game=:game")
+RATINGS_0004 = text("SELECT bot, elo, ci95, NULL FROM ladder WHERE game=:game")
+""":data:`RATINGS` of a store older than revision 0005 read as it is (no ``place``: the fit bench's
+cached season, :class:`arena.tools.bench_fit.ReadOnlyStore`)."""
 RANKED = text("SELECT bot FROM ladder WHERE game=:game ORDER BY elo DESC")
 """The game's bots, best rated first (the fit bench's made-up results, :mod:`arena.tools.bench_fit`)."""
 
@@ -474,12 +477,17 @@ def read_new(store: Any, game: str, cursor: FitCursor) -> tuple[FitCursor, NewUn
             NewUnits(units=Units.of(units), finished=len(done), rows_read=rows_read))
 
 
-def read_ratings(store: Any, game: str) -> tuple[dict[str, float], dict[str, float]]:
-    """The stored ladder of ``game``: ``(Elo by bot, ci95 by bot)``, the intervals only where
-    known (finite): where a fitter starting warms up from."""
-    elo, ci95 = {}, {}
-    for bot, e, c in store.run(RATINGS, {"game": game}):
+def read_ratings(store: Any, game: str) -> tuple[dict[str, float], dict[str, float], dict[str, int]]:
+    """The stored ladder of ``game``: ``(Elo by bot, ci95 by bot, place by bot)``, the intervals
+    only where known (finite) and the places (``ladder.place``: the last fit's layout, revision
+    0005) only where stored: where a fitter starting warms up from. A store whose ``places`` is
+    False (one read below revision 0005) gives no place."""
+    elo, ci95, place = {}, {}, {}
+    query = RATINGS if getattr(store, "places", True) else RATINGS_0004
+    for bot, e, c, p in store.run(query, {"game": game}):
         elo[bot] = e
         if c is not None and math.isfinite(c):
             ci95[bot] = c
-    return elo, ci95
+        if p is not None:
+            place[bot] = int(p)
+    return elo, ci95, place

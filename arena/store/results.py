@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Mapping
 from typing import Any
 
 import msgspec
@@ -104,13 +105,14 @@ STATE = select(ladder_state.c.results, ladder_state.c.fitted_results, ladder_sta
                ladder_state.c.fit_ms, ladder_state.c.fit_cpu_ms, ladder_state.c.full_fit_at,
                ladder_state.c.full_fit_ms, ladder_state.c.full_fit_cpu_ms).where(ladder_state.c.game == _GAME)
 SAVE_RATING = upsert(ladder, ("game", "bot"), lambda new: {"elo": new.elo, "ci95": new.ci95,
-                                                           "updated_at": new.updated_at})
+                                                           "updated_at": new.updated_at, "place": new.place})
 SAVE_RATINGS_PG = text(
-    "INSERT INTO ladder (game, bot, elo, ci95, games, updated_at) "
-    "SELECT :game, t.bot, t.elo, t.ci95, t.games, :updated_at "
+    "INSERT INTO ladder (game, bot, elo, ci95, games, updated_at, place) "
+    "SELECT :game, t.bot, t.elo, t.ci95, t.games, :updated_at, t.place "
     "FROM unnest(CAST(:bots AS text[]), CAST(:elos AS double precision[]), CAST(:ci95s AS double precision[]), "
-    "CAST(:games AS bigint[])) AS t(bot, elo, ci95, games) "
-    "ON CONFLICT (game, bot) DO UPDATE SET elo=excluded.elo, ci95=excluded.ci95, updated_at=excluded.updated_at")
+    "CAST(:games AS bigint[]), CAST(:places AS bigint[])) AS t(bot, elo, ci95, games, place) "
+    "ON CONFLICT (game, bot) DO UPDATE SET elo=excluded.elo, ci95=excluded.ci95, updated_at=excluded.updated_at, "
+    "place=excluded.place")
 """:data:`SAVE_RATING` of a whole fit in one statement on PostgreSQL: the rows as arrays, so that the
 writer lock is held for the server's work alone, not for the client's row by row (the fitter's
 process runs at a lower priority, :data:`arena.schedule.fitter.NICE`, and every result commit
@@ -224,7 +226,7 @@ class Results:
     # ------------------------------------------------------------------ the ladder
 
     def save_ladder_fit(self, game: str, ratings: list[Any], results: int, fit_ms: int, cpu_ms: int | None = None,
-                        full: bool = True) -> None:
+                        full: bool = True, places: Mapping[str, int] | None = None) -> None:
         """Store a fit of ``game`` (``arena.stats.rating.Rating`` rows) made over its first
         ``results`` results, and when it was made, how long it took (``fit_ms``, wall ms) and
         its CPU time (``cpu_ms``, ms; None: not measured). ``full``: it computed the intervals
@@ -237,7 +239,10 @@ class Results:
         stall of every commit at each fit of a season). So a reader may see, for the moments
         between two chunks, some bots at this fit's rating and others still at the last fit's;
         ``fitted_results`` and ``fitted_at`` change with the last chunk only. On PostgreSQL a
-        chunk is one statement (:data:`SAVE_RATINGS_PG`, its arrays made before the lock)."""
+        chunk is one statement (:data:`SAVE_RATINGS_PG`, its arrays made before the lock).
+        ``places``: each bot's place in the fit's layout (``ladder.place``, revision 0005: what
+        a fitter that starts orders the field by); NULL for a bot it does not name."""
+        places = places or {}
         now = time.time()
         ordered = sorted(ratings, key=lambda r: r.name)  # one order for every writer: no lock cycles
         chunks = [ordered[k:k + SAVE_CHUNK] for k in range(0, len(ordered), SAVE_CHUNK)] or [[]]
@@ -245,11 +250,11 @@ class Results:
             if self.dialect == "postgresql":
                 rows: Any = {"game": game, "updated_at": now, "bots": [r.name for r in chunk],
                              "elos": [float(r.elo) for r in chunk], "ci95s": [float(r.ci95) for r in chunk],
-                             "games": [int(r.games) for r in chunk]}
+                             "games": [int(r.games) for r in chunk], "places": [places.get(r.name) for r in chunk]}
                 statement = SAVE_RATINGS_PG
             else:
                 rows = [{"game": game, "bot": r.name, "elo": r.elo, "ci95": r.ci95, "games": r.games,
-                         "updated_at": now} for r in chunk]
+                         "updated_at": now, "place": places.get(r.name)} for r in chunk]
                 statement = SAVE_RATING[self.dialect]
             with self._tx():
                 if chunk:

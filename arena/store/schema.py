@@ -56,7 +56,7 @@ Str = Text().with_variant(Text(collation="C"), "postgresql")
 Bytes = LargeBinary()
 """A bytes column: ``BLOB`` on SQLite, ``BYTEA`` on PostgreSQL."""
 
-HEAD = "0004"
+HEAD = "0005"
 """The Alembic revision this code writes (the head of :mod:`arena.store.migrations`); a test checks
 that it is the scripts' head. A database stamped with another known revision is behind
 (``arena db upgrade``); with an unknown one, made by a newer arena."""
@@ -211,6 +211,8 @@ ladder = Table(
     Column("wins", Int, nullable=False, server_default=text("0")),
     Column("losses", Int, nullable=False, server_default=text("0")),
     Column("draws", Int, nullable=False, server_default=text("0")),
+    # the bot's place in the last fit's layout (revision 0005): a fitter that starts orders by it
+    Column("place", Int),
     PrimaryKeyConstraint("game", "bot"),
 )
 # the leaderboard by rank, and its search by a prefix of the name in any case

@@ -34,7 +34,7 @@ from arena.store.schema import HEAD, LEGACY_VERSION, metadata
 MIGRATIONS = Path(__file__).parent / "migrations"
 """The Alembic scripts (``env.py``, ``versions/``): inside the package, no ``alembic.ini`` to find."""
 
-REVISIONS = ("0001", "0002", "0003", "0004")
+REVISIONS = ("0001", "0002", "0003", "0004", "0005")
 
 AFTER_BASELINE = frozenset({"test_matches"})
 """Tables that revisions after the baseline make (0002: ``test_matches``): the legacy step

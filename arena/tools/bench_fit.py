@@ -59,6 +59,8 @@ class ReadOnlyStore:
         self.raw = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None)
         self._conn = sa.create_engine("sqlite://", creator=lambda: self.raw).connect()
         self.connection = self
+        self.places = "place" in {row[1] for row in self.raw.execute("PRAGMA table_info(ladder)")}
+        """Whether the ladder keeps the fit's places (revision 0005; the cached season is older)."""
 
     def run(self, statement: Any, params: Any = None) -> Any:
         """Run a store statement on the file."""
