@@ -287,6 +287,29 @@ def test_the_fit_bench_reads_a_store_without_writing_it(tmp_path, capsys):
     assert "run `make bench-season` first" in capsys.readouterr().err
 
 
+def test_the_fit_bench_reads_a_store_older_than_the_places_as_it_is(tmp_path, capsys):
+    """A store of revision 0004 (no ladder.place: the cached season seeded by an older arena) is
+    read by the fit bench without an upgrade: no place, the same ratings."""
+    import sqlite3
+
+    from arena.tools.bench_fit import ReadOnlyStore, main
+
+    path = tmp_path / "season.db"
+    store = Store(str(path))
+    _history(store, 10, 120, pending=0)
+    fit_ladder(store, "ecarte")
+    want = read_ratings(store, "ecarte")[:2]
+    store.close()
+    raw = sqlite3.connect(path)
+    raw.execute("ALTER TABLE ladder DROP COLUMN place")
+    raw.commit()
+    raw.close()
+    old = ReadOnlyStore(path)
+    assert not old.places and read_ratings(old, "ecarte") == (*want, {})
+    assert main([str(path), "--rounds", "1", "--results", "10"]) == 0
+    assert "refit 2, full (ratings and intervals)" in capsys.readouterr().out
+
+
 def test_matches_left_pending_long_ago_are_not_read_again_at_each_refit():
     """An abandoned tournament's 300 matches stay pending for ever; a contest's matches in play
     finish: a refit reads the newest pending ids first and stops once the results are found."""

@@ -477,6 +477,13 @@ def read_new(store: Any, game: str, cursor: FitCursor) -> tuple[FitCursor, NewUn
             NewUnits(units=Units.of(units), finished=len(done), rows_read=rows_read))
 
 
+def places_kept(raw: Any) -> bool:
+    """Whether the SQLite file behind the driver connection ``raw`` keeps the fit's places
+    (``ladder.place``, revision 0005): a store of an older revision read as it is, without an
+    upgrade (:class:`arena.tools.bench_fit.ReadOnlyStore`), has none."""
+    return "place" in {row[1] for row in raw.execute("PRAGMA table_info(ladder)")}
+
+
 def read_ratings(store: Any, game: str) -> tuple[dict[str, float], dict[str, float], dict[str, int]]:
     """The stored ladder of ``game``: ``(Elo by bot, ci95 by bot, place by bot)``, the intervals
     only where known (finite) and the places (``ladder.place``: the last fit's layout, revision

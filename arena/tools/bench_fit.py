@@ -41,7 +41,7 @@ import sqlalchemy as sa
 
 from arena.schedule.fitter import FitState, compute_fit
 from arena.stats.rating import LadderTotals
-from arena.store.fit_input import RANKED, Units
+from arena.store.fit_input import RANKED, Units, places_kept
 from arena.store.season_seed import SeasonSpec, draw_pairs
 
 CACHE = Path.home() / ".cache" / "arena-bench-season"
@@ -59,7 +59,7 @@ class ReadOnlyStore:
         self.raw = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None)
         self._conn = sa.create_engine("sqlite://", creator=lambda: self.raw).connect()
         self.connection = self
-        self.places = "place" in {row[1] for row in self.raw.execute("PRAGMA table_info(ladder)")}
+        self.places = places_kept(self.raw)
         """Whether the ladder keeps the fit's places (revision 0005; the cached season is older)."""
 
     def run(self, statement: Any, params: Any = None) -> Any:
