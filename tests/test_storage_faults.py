@@ -338,3 +338,28 @@ def test_a_serve_stopped_while_its_disk_is_full_says_so_in_one_line(disk):
     # published every second) and logged the pause; the shutdown itself is one line
     assert "could not be written" in lines[-1] and "full" in lines[-1], err
     assert all(line.startswith("storage fault, scheduling paused") for line in lines[:-1]), err
+
+
+async def test_a_contest_stopped_before_a_runner_holds_its_match_leaves_nothing_pending(tmp_path, monkeypatch):
+    """The stop comes while a match's row is stored but no runner holds it yet (here the
+    admission never lets it in, as a loop too late to admit would): the match is recorded as
+    aborted at once, with the reason, not left pending until the next start."""
+    import arena.schedule.fleet as fleet
+
+    async def never() -> None:
+        await trio.sleep_forever()
+
+    monkeypatch.setattr(fleet, "admit", never)
+    db = tmp_path / "arena.db"
+    store = Store(db)
+    contest = _contest(tmp_path, store)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(contest.run)
+        await _until(lambda: _counts(db).get("pending", 0) >= 1)
+        contest.stop()
+    counts = _counts(db)
+    assert "pending" not in counts and counts.get("aborted", 0) >= 1, counts
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as c:
+        details = {d for (d,) in c.execute("SELECT detail FROM matches WHERE status='aborted'")}
+    assert details == {"server shut down before the match started"}
+    store.close()

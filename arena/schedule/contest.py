@@ -360,6 +360,9 @@ class Contest:
                         sink = StoreSink(row, functools.partial(self._record, x, y), self.health)
                         result = await self.fleet.play(row, cfg.match_config(), logs, sink, hub=self.hub, pair=pair,
                                                        copies=copies, on_cancel="abort")
+                except trio.Cancelled:  # stopped before a runner held the match (admission, betting)
+                    self._abort_at_stop(row.match_key)
+                    raise
                 except Exception:  # a bug in one match ends that match, never the server
                     log.exception("match %s failed", row.match_key)
                     await self._abort_if_pending(row.match_key)
@@ -433,6 +436,18 @@ class Contest:
         async with trio.open_nursery() as nursery:
             for n in range(cfg.workers):
                 nursery.start_soon(one, n)
+
+    def _abort_at_stop(self, match_key: str) -> None:
+        """Record ``match_key`` as aborted if it has no result yet, in one attempt and without
+        waiting (the contest is stopping; a runner that held the match recorded it already, as
+        its ``on_cancel`` says): a scheduled match is never left pending by a stop. A storage
+        fault now leaves it pending, and the next start marks it aborted."""
+        try:
+            if self.store.match_row(match_key).status == "pending":
+                self.store.record_result(match_key, aborted(match_key, "server shut down before the match started"),
+                                         None)
+        except STORAGE_ERRORS:
+            pass
 
     async def _abort_if_pending(self, match_key: str) -> None:
         """Record ``match_key`` as aborted (retried while storage fails) unless it has a result."""
