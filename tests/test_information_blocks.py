@@ -204,6 +204,13 @@ def _totals(units: dict) -> LadderTotals:
     return t
 
 
+def _pattern(fit) -> sp.csr_matrix:
+    """Who met whom in the field of ``fit`` (a fit with intervals: its model's pattern)."""
+    model = fit._intervals.model  # noqa: SLF001
+    n = model.pairs.n
+    return sp.csr_matrix((np.ones(model.indices.size), model.indices, model.indptr), shape=(n, n))
+
+
 def _refit(before: dict, after: dict, variance: str = "robust", intervals: str = "auto"):
     """fit_totals of ``after`` as the background fitter makes it: after a fit of ``before``
     whose layout it may reuse (the same bots) or start from (rating.layout_hint)."""
@@ -270,9 +277,8 @@ def test_a_refit_after_random_pairs_and_a_newcomer_keeps_the_earlier_order(monke
     after[("b999", "b010", 1.0, 2)] = 1  # a newcomer
     after[("b999", "b011", 2.0, 2)] = 1
     ladder, grown, again = _refit(before, after)
-    n = len(grown.names)
     model = again._intervals.model  # noqa: SLF001
-    pattern = sp.csr_matrix((np.ones(model.indices.size), model.indices, model.indptr), shape=(n, n))
+    pattern = _pattern(again)
     assert again.layout.length(pattern) < Layout(pattern).length(pattern)  # the case at hand
     hint = rating_mod.layout_hint(grown.names, model.pairs, ladder.layout[0], ladder.layout[1])
     assert np.array_equal(again.layout.position, Layout(pattern, key=hint).position)
@@ -300,12 +306,8 @@ def test_a_fitter_that_starts_takes_the_stored_order_of_the_last_one(monkeypatch
     assert places is not None and sorted(places.values()) == list(range(400))
     restarted = _totals(after)
     restarted.layout = rating_mod.stored_layout(places)
-    again = fit_totals(restarted, intervals="none")
-    index = {x: k for k, x in enumerate(restarted.names)}
-    i = np.array([index[k[0]] for k in after] + list(range(400)))
-    j = np.array([index[k[1]] for k in after] + list(range(400)))
-    pattern = sp.csr_matrix((np.ones(2 * i.size), (np.concatenate([i, j]), np.concatenate([j, i]))), shape=(400, 400))
-    pattern.data[:] = 1.0
+    again = fit_totals(restarted)
+    pattern = _pattern(again)
     assert again.layout.length(pattern) < Layout(pattern).length(pattern)  # the case at hand
     in_order = np.array(restarted.names)[np.argsort(again.layout.position)]
     assert [places[x] for x in in_order] == sorted(places.values())  # the stored order

@@ -363,3 +363,27 @@ async def test_a_contest_stopped_before_a_runner_holds_its_match_leaves_nothing_
         details = {d for (d,) in c.execute("SELECT detail FROM matches WHERE status='aborted'")}
     assert details == {"server shut down before the match started"}
     store.close()
+
+
+async def test_a_contest_stopped_while_a_worker_should_play_its_match_aborts_it_and_empties_the_queue(tmp_path,
+                                                                                                     monkeypatch):
+    """With workers, a stop while the match waits in the queue (here no worker ever runs) records
+    it as aborted during the match and takes it out of the queue: no worker can claim it later."""
+    monkeypatch.setattr(Contest, "_local_workers", lambda self: trio.sleep_forever())
+    db = tmp_path / "arena.db"
+    store = Store(db)
+    for name in ("greedy", "random"):
+        store.submit_bot(name, str(ROOT / "sample_bots" / f"{name}.toml"))
+    cfg = ContestConfig(db=str(db), logs=str(tmp_path / "logs"), http_port=0, seed=3, server=ServerConfig(port=0),
+                        duplicate=False, concurrency=1, workers=1)
+    contest = Contest(cfg, store)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(contest.run)
+        await _until(lambda: _counts(db).get("pending", 0) >= 1)
+        contest.stop()
+    assert "pending" not in _counts(db)
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as c:
+        details = {d for (d,) in c.execute("SELECT detail FROM matches WHERE status='aborted'")}
+        waiting = c.execute("SELECT COUNT(*) FROM match_queue WHERE state <> 'done'").fetchone()[0]
+    assert details == {"server shut down during the match"} and waiting == 0
+    store.close()

@@ -393,14 +393,7 @@ class Contest:
                     self.health.fail("database", exc)
                 await trio.sleep(POLL_S)
         except trio.Cancelled:
-            with trio.CancelScope(shield=True):
-                try:
-                    self.queue.cancel(match_key)
-                    if self.store.match_row(match_key).status == "pending":
-                        self.store.record_result(match_key, aborted(match_key, "server shut down during the match"),
-                                                 None)
-                except STORAGE_ERRORS:  # left pending: the next start marks it aborted
-                    pass
+            self._abort_at_stop(match_key, "server shut down during the match")
             raise
         finally:
             METRICS.matches_in_play.labels(game).dec()
@@ -437,26 +430,26 @@ class Contest:
             for n in range(cfg.workers):
                 nursery.start_soon(one, n)
 
-    def _abort_at_stop(self, match_key: str) -> None:
-        """Record ``match_key`` as aborted if it has no result yet, in one attempt and without
-        waiting (the contest is stopping; a runner that held the match recorded it already, as
-        its ``on_cancel`` says): a scheduled match is never left pending by a stop. A storage
-        fault now leaves it pending, and the next start marks it aborted."""
+    def _abort_pending(self, match_key: str, detail: str) -> None:
+        """Take ``match_key`` out of the workers' queue and record it as aborted (``detail``)
+        unless it has a result. Raises what the store raises."""
+        self.queue.cancel(match_key)
+        if self.store.match_row(match_key).status == "pending":
+            self.store.record_result(match_key, aborted(match_key, detail), None)
+
+    def _abort_at_stop(self, match_key: str, detail: str = "server shut down before the match started") -> None:
+        """:meth:`_abort_pending` in one attempt and without waiting (the contest is stopping; a
+        runner that held the match recorded it already, as its ``on_cancel`` says): a scheduled
+        match is never left pending by a stop. A storage fault now leaves it pending, and the
+        next start marks it aborted."""
         try:
-            if self.store.match_row(match_key).status == "pending":
-                self.store.record_result(match_key, aborted(match_key, "server shut down before the match started"),
-                                         None)
+            self._abort_pending(match_key, detail)
         except STORAGE_ERRORS:
             pass
 
     async def _abort_if_pending(self, match_key: str) -> None:
-        """Record ``match_key`` as aborted (retried while storage fails) unless it has a result."""
-        def abort() -> None:
-            self.queue.cancel(match_key)
-            if self.store.match_row(match_key).status == "pending":
-                self.store.record_result(match_key, aborted(match_key, "internal error (see the server's log)"), None)
-
-        await self.health.commit("database", abort)
+        """:meth:`_abort_pending` for a match a bug ended, retried while storage fails."""
+        await self.health.commit("database", self._abort_pending, match_key, "internal error (see the server's log)")
 
     async def _scheduler(self, nursery: trio.Nursery) -> None:
         cfg = self.config
