@@ -69,7 +69,7 @@ def test_a_figure_not_measured_counts_as_missed() -> None:
 def _run(figures: bt.Figures) -> bt.Run:
     short = TournamentRun("path-40", 40, 10_000, 1.5, 10.0, [float(i) for i in range(40)])
     long = TournamentRun("path-200", 200, 50_000, 3.7, 40.0, [float(i) for i in range(200)])
-    return bt.Run(figures=figures, path=PathFigures(short, long), seconds=12.0)
+    return bt.Run(figures=figures, path=PathFigures(((short, long),)), seconds=12.0)
 
 
 def test_the_report_prints_every_target_with_its_baseline_and_verdict() -> None:
@@ -97,6 +97,36 @@ def test_path_figures_are_the_difference_of_the_two_runs() -> None:
     assert p.cpu_us_per_decision == pytest.approx(55.0)
     assert p.fixed_cpu_s == pytest.approx(1.5 - 10_000 * 55e-6)
     assert p.long.steady_rate == pytest.approx((200 - 1 - 40) / (199 - 40))
+
+
+def test_path_pairs_pool_their_differences() -> None:
+    # two pairs measured at different moments: (2.2 + 2.6) s over (40,000 + 40,000) decisions
+    first = _run(GOOD).path
+    short = TournamentRun("path-40", 40, 10_000, 1.6, 10.0, [float(i) for i in range(40)])
+    long = TournamentRun("path-200", 200, 50_000, 4.2, 40.0, [float(i) for i in range(200)])
+    both = PathFigures.pooled([first, PathFigures(((short, long),))])
+    assert both.slopes_us() == pytest.approx([55.0, 65.0])
+    assert both.cpu_us_per_decision == pytest.approx(60.0)
+    assert both.fixed_cpu_s == pytest.approx(((1.5 - 0.6) + (1.6 - 0.6)) / 2)
+    assert both.decisions_per_s() == pytest.approx(100_000 / 80.0)
+
+
+def test_rounds_pool_into_one_figure_per_measurement() -> None:
+    from arena.tools.bench_floor import CoreFigures, PingPongFigures
+    from arena.tools.bench_server import OneMatchFigures, WireCounts
+
+    ones = [OneMatchFigures(1000, 4, 2.0, 0.07, WireCounts(requests=1000, request_bytes=300_000)),
+            OneMatchFigures(3000, 12, 2.0, 0.25, WireCounts(requests=3000, request_bytes=900_000))]
+    one = bt.pooled(ones)
+    assert (one.decisions, one.matches, one.seconds) == (4000, 16, 4.0)
+    assert one.cpu_us_per_decision == pytest.approx(80.0)  # not the mean of 70 and 83.3
+    assert one.wire.avg_request_bytes == pytest.approx(300.0)
+    trip = bt.pooled([PingPongFigures("trio", 1000, 1.0, 0.03, 300, 40),
+                      PingPongFigures("trio", 3000, 1.0, 0.1, 300, 40)])
+    assert (trip.kind, trip.rounds, trip.request_bytes, trip.answer_bytes) == ("trio", 4000, 300, 40)
+    assert trip.cpu_us_per_round_trip == pytest.approx(32.5)
+    core = bt.pooled([CoreFigures(1000, 4, 0.01, 0.004), CoreFigures(1000, 4, 0.014, 0.004)])
+    assert (core.core_us, core.log_us) == (pytest.approx(12.0), pytest.approx(4.0))
 
 
 def test_acpc_decisions_count_the_actions_of_state_lines() -> None:

@@ -9,10 +9,10 @@ every thread of that process, ``RUSAGE_SELF``: the bots, its children, are left 
 as JSON. Matches, decisions
 and the commit times (``finished_at``) are read from the database afterwards.
 
-* :func:`tournament_path`: ``--workers 0`` (every match in the ``arena`` process), two
+* :func:`tournament_path`: ``--workers 0`` (every match in the ``arena`` process), pairs of
   tournaments of two C bots of different lengths; the CPU difference over the decision
-  difference is the **CPU per decision** of the path, free of the fixed start-up cost (imports,
-  bots launched, the final table), which the intercept gives.
+  difference, pooled over the pairs, is the **CPU per decision** of the path, free of the fixed
+  start-up cost (imports, bots launched, the final table), which the intercept gives.
 * :func:`workers_scaling`: ``--workers 1`` then ``--workers N`` (N = 2 on a machine with two or
   more usable cores), alternating, four C bots, for one game; the steady matches per second
   (from the commit that ends the first fifth to the last) of each, and before each pair the
@@ -118,51 +118,83 @@ def run_tournament_cli(args: Sequence[str], workdir: Path, label: str) -> Tourna
 
 @dataclass(frozen=True)
 class PathFigures:
-    """:func:`tournament_path`: the short and the long run (same options, same two bots)."""
+    """:func:`tournament_path`: pairs of a short and a long run (same options, same two bots),
+    each pair run back to back; the figures pool the pairs."""
 
-    short: TournamentRun
-    long: TournamentRun
+    pairs: tuple[tuple[TournamentRun, TournamentRun], ...]
+
+    @classmethod
+    def pooled(cls, parts: Sequence[PathFigures]) -> PathFigures:
+        """The pairs of ``parts`` together (measured at different moments of one bench run)."""
+        return cls(tuple(pair for part in parts for pair in part.pairs))
+
+    @property
+    def short(self) -> TournamentRun:
+        """The first pair's short run."""
+        return self.pairs[0][0]
+
+    @property
+    def long(self) -> TournamentRun:
+        """The first pair's long run."""
+        return self.pairs[0][1]
 
     @property
     def cpu_us_per_decision(self) -> float:
-        """The ``arena`` process's CPU per decision in µs: (CPU long − CPU short) ÷ (decisions
-        long − decisions short); 0 if the long run made no more decisions."""
-        extra = self.long.decisions - self.short.decisions
-        return (self.long.cpu_s - self.short.cpu_s) * 1e6 / extra if extra > 0 else 0.0
+        """The ``arena`` process's CPU per decision in µs, pooled over the pairs: the sum of (CPU
+        long − CPU short) ÷ the sum of (decisions long − decisions short); 0 if the long runs
+        made no more decisions. A pair alone moves by ±8% between pairs of one bench run (its
+        figure is the difference of two CPU totals); pooling pairs spread over the run also
+        averages the machine's drift, as the one-match baseline's rounds do."""
+        extra = sum(b.decisions - a.decisions for a, b in self.pairs)
+        return sum(b.cpu_s - a.cpu_s for a, b in self.pairs) * 1e6 / extra if extra > 0 else 0.0
+
+    def slopes_us(self) -> list[float]:
+        """Each pair's own CPU per decision in µs (the spread behind :attr:`cpu_us_per_decision`)."""
+        return [(b.cpu_s - a.cpu_s) * 1e6 / (b.decisions - a.decisions) if b.decisions > a.decisions else 0.0
+                for a, b in self.pairs]
 
     @property
     def fixed_cpu_s(self) -> float:
         """The intercept: CPU seconds a run spends whatever its length (start-up, imports, bots
-        launched, the final table): CPU short − decisions short × :attr:`cpu_us_per_decision`."""
-        return self.short.cpu_s - self.short.decisions * self.cpu_us_per_decision / 1e6
+        launched, the final table): the short runs' mean of CPU − decisions ×
+        :attr:`cpu_us_per_decision`."""
+        per = self.cpu_us_per_decision / 1e6
+        return statistics.fmean(a.cpu_s - a.decisions * per for a, _ in self.pairs)
 
     @property
     def decisions_per_match(self) -> float:
-        """Decisions per match over both runs."""
-        n = self.short.matches + self.long.matches
-        return (self.short.decisions + self.long.decisions) / n if n else 0.0
+        """Decisions per match over every run."""
+        runs = [r for pair in self.pairs for r in pair]
+        n = sum(r.matches for r in runs)
+        return sum(r.decisions for r in runs) / n if n else 0.0
 
     def decisions_per_s(self) -> float:
-        """Decisions per second of wall time of the long run, start-up included."""
-        return self.long.decisions / self.long.wall_s if self.long.wall_s > 0 else 0.0
+        """Decisions per second of wall time of the long runs, start-up included."""
+        wall = sum(b.wall_s for _, b in self.pairs)
+        return sum(b.decisions for _, b in self.pairs) / wall if wall > 0 else 0.0
 
 
 def tournament_path(short_games: int, long_games: int, workdir: Path, progress: Callable[[str], None] | None = None,
-                    game: str = "ecarte", bots: Sequence[str] = ()) -> PathFigures:
-    """Two ``arena tournament --workers 0`` runs with default options (``--games``
-    ``short_games`` then ``long_games``, seed 1, ``--game game``) of the bots of the manifests
-    ``bots``, by default two copies of the C sample bot; see :class:`PathFigures`. Raises
-    ``ValueError`` unless 1 <= short_games < long_games; ``RuntimeError`` if a run fails."""
-    if not 1 <= short_games < long_games:
-        raise ValueError("the tournament path needs 1 <= short games < long games")
+                    game: str = "ecarte", bots: Sequence[str] = (), repeats: int = 1, tag: str = "") -> PathFigures:
+    """``repeats`` pairs of ``arena tournament --workers 0`` runs with default options
+    (``--games`` ``short_games`` then ``long_games``, seed 1, ``--game game``) of the bots of the
+    manifests ``bots``, by default two copies of the C sample bot; see :class:`PathFigures`.
+    ``tag`` tells the runs' files apart from another call's in ``workdir``. Raises
+    ``ValueError`` unless 1 <= short_games < long_games and repeats >= 1; ``RuntimeError`` if a
+    run fails."""
+    if not 1 <= short_games < long_games or repeats < 1:
+        raise ValueError("the tournament path needs 1 <= short games < long games and one pair or more")
     say = progress or (lambda text: None)
     bots = list(bots) or c_bots(workdir / "path-bots", 2)
-    runs = []
-    for games in (short_games, long_games):
-        say(f"the user's path: arena tournament --workers 0, {len(bots)} bots, {games:,} matches per pair")
-        runs.append(run_tournament_cli(["--bots", *bots, "--games", str(games), "--workers", "0", "--game", game,
-                                        *_trust_flag()], workdir, f"path-{games}"))
-    return PathFigures(runs[0], runs[1])
+    pairs = []
+    for k in range(repeats):
+        runs = []
+        for games in (short_games, long_games):
+            say(f"the user's path: arena tournament --workers 0, {len(bots)} bots, {games:,} matches per pair")
+            runs.append(run_tournament_cli(["--bots", *bots, "--games", str(games), "--workers", "0", "--game", game,
+                                            *_trust_flag()], workdir, f"path-{games}{tag}-{k}"))
+        pairs.append((runs[0], runs[1]))
+    return PathFigures(tuple(pairs))
 
 
 # --------------------------------------------------------------------------- every core

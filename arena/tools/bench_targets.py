@@ -17,6 +17,12 @@ runs each briefly, a smoke test whose ratios mean little):
    and a long tournament; the ``arena`` process's CPU (its bots excluded) difference ÷ decision
    difference. Target: ``path / one <= 1.25``. Printed with where the rest goes: the fixed
    start-up CPU (the intercept) and what each match costs above the one-match figure.
+
+   Phases 1 and 2 run in three rounds (``Settings.repeats``), each round the floor's three
+   measurements on a third of the window, then a pair of path runs; every figure pools its
+   rounds. A single pair's figure, the difference of two CPU totals, moved by ±8% between runs
+   of the bench (six runs: ratios 1.10 to 1.29 for the same code), and the path was measured a
+   minute after its baseline: a slower spell of the machine in between moved the ratio.
 3. **Latency** (:func:`arena.tools.bench_server.concurrent_matches`): 100 concurrent matches of
    instant C bots that think 20 ms per decision on average (``ARENA_THINK_MS=20,10``: uniform
    from 10 to 30 ms, so that the matches, all started at once, do not answer in lockstep), then
@@ -54,7 +60,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -86,7 +92,8 @@ CONCURRENT = 100
 class Settings:
     """How long each phase runs: ``seconds`` per server window (one match, core alone,
     each concurrent window), the two tournament-path lengths (matches), the workers runs'
-    matches per pair of four bots for Écarté and Piquet, and the 1/2-worker pairs."""
+    matches per pair of four bots for Écarté and Piquet, and ``repeats``: the rounds of the floor
+    and the path (:func:`run_targets`) and the 1/2-worker pairs."""
 
     seconds: float = 8.0
     path_games: tuple[int, int] = (40, 200)
@@ -289,46 +296,88 @@ class Run:
     seconds: float = 0.0
     path_bots: str = "two sandboxed C bots"
     """What the tournament path played with, for the report."""
+    one_rounds: list[float] = field(default_factory=list)
+    """The one-match CPU per decision (µs) of each round, for the report."""
+
+
+def pooled(parts: Sequence[Any]) -> Any:
+    """One figure from the rounds ``parts`` (frozen dataclasses of one kind, :mod:`arena.tools.bench_server`
+    and :mod:`arena.tools.bench_floor`): their counts, seconds and CPU summed, what the bots'
+    wire saw summed, and the fields that describe the measurement (``kind``, the line sizes of a
+    ping-pong: equal in every round) taken from the first. A per-decision figure of the result
+    is then the rounds' total CPU over their total decisions."""
+    first = parts[0]
+    values: dict[str, Any] = {}
+    for f in fields(first):
+        got = [getattr(p, f.name) for p in parts]
+        if f.name in _DESCRIBES:
+            values[f.name] = got[0]
+        elif isinstance(got[0], bench_server.WireCounts):
+            values[f.name] = bench_server.WireCounts(**{k.name: sum(getattr(w, k.name) for w in got)
+                                                        for k in fields(got[0])})
+        else:
+            values[f.name] = sum(got)
+    return type(first)(**values)
+
+
+_DESCRIBES = frozenset({"kind", "request_bytes", "answer_bytes"})
 
 
 def run_targets(settings: Settings, progress: Callable[[str], None] | None = None,
                 acpc_command: str | None = None) -> Run:
     """Run the phases of the module docstring with ``settings``; ``progress(text)`` is told of
-    each step. Raises ``RuntimeError`` (one line) if a bot cannot be built or a run fails."""
+    each step. The floor's three measurements and the tournament path's pair of runs are made in
+    ``settings.repeats`` rounds, one after the other within a round, each round a share of the
+    window; each figure pools its rounds (:func:`pooled`, :meth:`~arena.tools.bench_path.PathFigures.pooled`),
+    so a figure and its baseline were measured over the same minutes and a slower spell of the
+    machine weighs on both. Raises ``RuntimeError`` (one line) if a bot cannot be built or a run
+    fails."""
     say = progress or (lambda text: None)
     run, f = Run(), Figures()
     run.figures = f
     t0 = time.perf_counter()
     bench_floor.build_instant_bot()
-    thresholds = tune_for_server()  # as arena serve and arena tournament run
-    try:
-        say(f"floor: instant C bots, one match at a time, {settings.seconds:g} s")
-        run.one = trio.run(bench_server.one_match, settings.seconds)
-        f.one_us = run.one.cpu_us_per_decision
-        say(f"floor: the match core and its log alone, {settings.seconds:g} s")
-        run.core = bench_floor.core_alone(settings.seconds)
-        f.core_us, f.log_us = run.core.core_us, run.core.log_us
-        req, ans = round(run.one.wire.avg_request_bytes), round(run.one.wire.avg_answer_bytes)
-        rounds = max(1000, run.one.decisions)
-        say(f"floor: raw trio ping-pong, {rounds:,} round trips of {req} B / {ans} B")
-        run.trip = trio.run(bench_floor.trio_pingpong, req, ans, rounds)
-        f.trip_us = run.trip.cpu_us_per_round_trip
-        say(f"latency: {CONCURRENT} matches of C bots thinking {THINK_MS:g} ms, {settings.seconds:g} s")
-        run.think = trio.run(bench_server.concurrent_matches, CONCURRENT, settings.seconds, 1, True, THINK_MS)
-        if run.think.latency_us:
-            f.think_p99_ms = run.think.latency_ms(0.99)
-        say(f"latency: {CONCURRENT} matches of instant C bots (saturated), {settings.seconds:g} s")
-        run.saturated = trio.run(bench_server.concurrent_matches, CONCURRENT, settings.seconds)
-        if run.saturated.latency_us and run.saturated.littles_law_ms > 0:
-            f.saturated_p99_ms, f.littles_ms = run.saturated.latency_ms(0.99), run.saturated.littles_law_ms
-    finally:
-        restore(thresholds)
+    rounds = max(1, settings.repeats)
+    window = settings.seconds / rounds
+    ones, cores, trips, paths = [], [], [], []
     workdir = bench_path.scratch()
     try:
-        run.path = bench_path.tournament_path(*settings.path_games, workdir, say, bots=settings.path_bots)
+        for k in range(rounds):
+            thresholds = tune_for_server()  # as arena serve and arena tournament run
+            try:
+                say(f"floor ({k + 1}/{rounds}): instant C bots, one match at a time, {window:g} s")
+                ones.append(trio.run(bench_server.one_match, window))
+                say(f"floor ({k + 1}/{rounds}): the match core and its log alone, {window:g} s")
+                cores.append(bench_floor.core_alone(window))
+                first = ones[0].wire  # the same line sizes in every round
+                req, ans = round(first.avg_request_bytes), round(first.avg_answer_bytes)
+                trip_rounds = max(1000, ones[-1].decisions)
+                say(f"floor ({k + 1}/{rounds}): raw trio ping-pong, {trip_rounds:,} round trips of {req} B / {ans} B")
+                trips.append(trio.run(bench_floor.trio_pingpong, req, ans, trip_rounds))
+            finally:
+                restore(thresholds)
+            paths.append(bench_path.tournament_path(*settings.path_games, workdir, say, bots=settings.path_bots,
+                                                    tag=f"r{k}"))
+        run.one, run.core, run.trip = pooled(ones), pooled(cores), pooled(trips)
+        run.one_rounds = [x.cpu_us_per_decision for x in ones]
+        f.one_us, f.core_us, f.log_us = run.one.cpu_us_per_decision, run.core.core_us, run.core.log_us
+        f.trip_us = run.trip.cpu_us_per_round_trip
+        run.path = bench_path.PathFigures.pooled(paths)
         if settings.path_bots:
             run.path_bots = "bots " + ", ".join(Path(m).parent.name + "/" + Path(m).name for m in settings.path_bots)
         f.path_us = run.path.cpu_us_per_decision or None
+        thresholds = tune_for_server()
+        try:
+            say(f"latency: {CONCURRENT} matches of C bots thinking {THINK_MS:g} ms, {settings.seconds:g} s")
+            run.think = trio.run(bench_server.concurrent_matches, CONCURRENT, settings.seconds, 1, True, THINK_MS)
+            if run.think.latency_us:
+                f.think_p99_ms = run.think.latency_ms(0.99)
+            say(f"latency: {CONCURRENT} matches of instant C bots (saturated), {settings.seconds:g} s")
+            run.saturated = trio.run(bench_server.concurrent_matches, CONCURRENT, settings.seconds)
+            if run.saturated.latency_us and run.saturated.littles_law_ms > 0:
+                f.saturated_p99_ms, f.littles_ms = run.saturated.latency_ms(0.99), run.saturated.littles_law_ms
+        finally:
+            restore(thresholds)
         for game, games in zip(("ecarte", "piquet"), settings.workers_games, strict=True):
             s = bench_path.workers_scaling(game, games, workdir, settings.repeats, say)
             if s is None:
@@ -379,8 +428,10 @@ def details(run: Run) -> list[str]:
     out = []
     one, core, trip = run.one, run.core, run.trip
     if one is not None:
+        rounds = f" (rounds: {', '.join(f'{x:.1f}' for x in run.one_rounds)} µs per decision)" \
+            if len(run.one_rounds) > 1 else ""
         out.append(f"one match at a time: {one.decisions:,} decisions in {one.matches:,} matches, {one.seconds:.1f} s, "
-                   f"{one.cpu_s:.2f} s CPU, {one.decisions_per_s:,.0f} decisions/s")
+                   f"{one.cpu_s:.2f} s CPU, {one.decisions_per_s:,.0f} decisions/s{rounds}")
     if core is not None:
         out.append(f"match core alone: {core.decisions:,} decisions in {core.matches:,} matches; core "
                    f"{core.core_us:.1f} µs, log {core.log_us:.1f} µs per decision")
@@ -390,10 +441,15 @@ def details(run: Run) -> list[str]:
                    f"{trip.round_trips_per_s:,.0f}/s")
     p = run.path
     if p is not None:
-        out.append(f"tournament path (arena tournament --workers 0, {run.path_bots}): {p.short.matches:,} then "
-                   f"{p.long.matches:,} matches, {p.short.decisions:,} / {p.long.decisions:,} decisions, "
-                   f"{p.short.cpu_s:.2f} / {p.long.cpu_s:.2f} s CPU of the arena process (bots excluded), "
-                   f"{p.long.wall_s:.1f} s wall for the long one ({p.decisions_per_s():,.0f} decisions/s)")
+        shorts, longs = [a for a, _ in p.pairs], [b for _, b in p.pairs]
+        each = f"; each pair's own: {', '.join(f'{x:.1f}' for x in p.slopes_us())} µs per decision" \
+            if len(p.pairs) > 1 else ""
+        out.append(f"tournament path (arena tournament --workers 0, {run.path_bots}): {len(p.pairs)} pair(s) of "
+                   f"{p.short.matches:,} then {p.long.matches:,} matches, "
+                   f"{sum(r.decisions for r in shorts):,} / {sum(r.decisions for r in longs):,} decisions, "
+                   f"{sum(r.cpu_s for r in shorts):.2f} / {sum(r.cpu_s for r in longs):.2f} s CPU of the arena "
+                   f"process (bots excluded), {sum(r.wall_s for r in longs):.1f} s wall for the long ones "
+                   f"({p.decisions_per_s():,.0f} decisions/s){each}")
         if run.figures.one_us is not None and p.cpu_us_per_decision > 0:
             extra = (p.cpu_us_per_decision - run.figures.one_us) * p.decisions_per_match
             out.append(f"  where it goes: start-up {p.fixed_cpu_s:.2f} s CPU per run (the intercept); "
