@@ -50,8 +50,10 @@ arena.schedule.fitter --db DB --game G``), which opens the store itself: the fit
 never holds the server's interpreter lock, so neither the matches nor the pairing decisions wait
 for it (measured: with the fit in a thread of the server, a 1,000-bot ladder's refits made the
 pairing decision's p99 three times longer and the results per second 20% fewer). The server only
-watches ``ladder_state`` (:class:`FitWatch`) for the metrics and the ratings it pairs by. A store
-in memory (tests) is fitted in a thread of its own process.
+watches ``ladder_state`` (:class:`FitWatch`) for the metrics and the ratings it pairs by. That
+process reads the results and computes in a niced thread (:class:`NicedThread`) and writes the
+ratings from its main thread, at the server's priority, because every result commit waits for the
+writer lock it holds meanwhile. A store in memory (tests) is fitted in a thread of its own process.
 """
 
 from __future__ import annotations
@@ -63,8 +65,10 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import msgspec
@@ -91,8 +95,8 @@ class FitPolicy(msgspec.Struct, frozen=True):
 
     min_interval_s: float = 1.0
     rest_ratio: float = 3.0
-    """3: the fit takes at most a quarter of one core, however fast results come; its process
-    also runs at a lower priority (:data:`NICE`), so on a busy machine the matches come first and
+    """3: the fit takes at most a quarter of one core, however fast results come; it also
+    computes at a lower priority (:data:`NICE`), so on a busy machine the matches come first and
     the ratings lag rather than the results. The rest follows the CPU time, not the wall time: a
     niced fit on a saturated machine waits for a core most of its wall time (the season bench:
     32 s of wall for 4.6 s of CPU), and resting three times that refitted five times less often
@@ -277,17 +281,20 @@ class LadderFitter:
     (seconds) measures the computation's CPU time, read in the thread that computes: by default
     ``time.thread_time``, that thread's alone (in a thread of a server, the process's CPU time
     would count the server's work too); the fitter's own process (:func:`spawn`) computes in its
-    only thread and nothing else runs meanwhile, so it takes ``time.process_time``, which also
+    niced thread while its main thread waits, so it takes ``time.process_time``, which also
     counts what numpy's BLAS may compute in threads of its own. Storage faults are logged and
-    retried at the next look: the fit is never the reason a server stops."""
+    retried at the next look: the fit is never the reason a server stops. ``reader``: a store
+    the results are read from inside ``run_sync`` (the fitter's own process: a second connection
+    of its niced thread, :class:`NicedThread`); None: ``store``, read in the caller's thread."""
 
     def __init__(self, store: Any, game: str, policy: FitPolicy = FitPolicy(),
                  on_fit: Callable[[FitReport], None] | None = None, run_sync: Any = None,
-                 cpu_clock: Callable[[], float] = time.thread_time) -> None:
+                 cpu_clock: Callable[[], float] = time.thread_time, reader: Any = None) -> None:
         self.run_sync = run_sync or trio.to_thread.run_sync
         """How the computation runs: in a thread (the default); tests run it inline."""
         self.cpu_clock = cpu_clock
         self.store = store
+        self.reader = reader
         self.game = game
         self.policy = policy
         self.on_fit = on_fit
@@ -320,7 +327,10 @@ class LadderFitter:
             _observe(self.game, state, lag, age)
             if lag <= 0:
                 return 0.0
-            self.state.update(self.store)
+            if self.reader is None:
+                self.state.update(self.store)
+            else:
+                await self.run_sync(self.state.update, self.reader)
         except STORAGE_ERRORS as exc:
             log.warning("ladder fit of %s: cannot read the results (%s); trying again later", self.game, exc)
             return self.policy.min_interval_s
@@ -396,13 +406,14 @@ class FitWatch:
 
 
 NICE = 10
-"""The fitter process's niceness: below the server and the bots, so that on a busy machine the
-matches come first and the ratings lag. Niceness alone did not keep the full season store's
-results per second up (0.75-0.77x the empty store's, niced or not): what did was what the fitter
-holds, not its priority. Its first load no longer keeps one snapshot open on PostgreSQL (old row
-versions of every hot row kept alive: :func:`arena.store.fit_input.read_totals`), and a fit's
-ratings are stored 1,000 bots per transaction (:meth:`arena.store.results.Results.save_ladder_fit`),
-so the writer lock each commit waits for is held briefly."""
+"""The niceness of the fitter's reading and computing thread (:class:`NicedThread`), and of the
+retention's process: below the server and the bots, so that on a busy machine the matches come
+first and the ratings lag. Niceness alone did not keep the full season store's results per second
+up (0.75-0.77x the empty store's, niced or not): what did was what the fitter holds, not its
+priority. Its first load no longer keeps one snapshot open on PostgreSQL (old row versions of
+every hot row kept alive: :func:`arena.store.fit_input.read_totals`), and a fit's ratings are
+stored 1,000 bots per transaction (:meth:`arena.store.results.Results.save_ladder_fit`), so the
+writer lock each commit waits for is held briefly, and by a thread at the server's priority."""
 
 
 ONE_BLAS_THREAD = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
@@ -414,13 +425,54 @@ since (the full refit's CPU beside the contest stayed 11.3-11.5 s: that gap has 
 
 
 def niced_child() -> None:
-    """A ``preexec_fn`` (run in the child between fork and exec): the child is killed when the
-    thread that forked it ends (``PR_SET_PDEATHSIG``) and runs at :data:`NICE`. The fitter's
-    process and the retention's (:mod:`arena.schedule.retention`) start so."""
+    """A ``preexec_fn`` (run in the child between fork and exec): :func:`dies_with_parent`, and
+    the child runs at :data:`NICE` (the retention's process, :mod:`arena.schedule.retention`)."""
+    dies_with_parent()
+    os.nice(NICE)
+
+
+def dies_with_parent() -> None:
+    """A ``preexec_fn``: the child is killed when the thread that forked it ends
+    (``PR_SET_PDEATHSIG``). The fitter's process starts so, at the server's priority: it nices
+    its own reading and computing thread (:class:`NicedThread`)."""
     import ctypes
 
     ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    os.nice(NICE)
+
+
+def lower_priority() -> None:
+    """Give the calling thread niceness :data:`NICE` (or keep a higher one). On Linux a thread's
+    niceness is its own (setpriority(2), ``PRIO_PROCESS`` with a thread id); lowering a priority
+    needs no privilege. Raises ``OSError`` where the system refuses."""
+    me = threading.get_native_id()
+    os.setpriority(os.PRIO_PROCESS, me, max(os.getpriority(os.PRIO_PROCESS, me), NICE))
+
+
+class NicedThread:
+    """The one thread of the fitter's own process that reads the results and computes the fits,
+    at :data:`NICE` (:func:`lower_priority`); the process's main thread, at the server's priority,
+    stores the ratings. Every result commit waits for the store's writer lock while the ratings
+    are written: a niced holder made the commits wait, on a busy machine, for the fitter's next
+    turn at a core (a priority inversion: the PostgreSQL season bench's full store committed at
+    p99 8.6-9.7 ms against the empty store's 5.0 ms, and made 0.73-0.85x its results per
+    second). One thread for every call, so a connection opened in it (SQLite's belong to their
+    thread) is used there only."""
+
+    def __init__(self) -> None:
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="arena-fit", initializer=lower_priority)
+
+    async def run(self, f: Callable[..., Any], *args: Any) -> Any:
+        """``f(*args)`` in the niced thread; its result, or what it raised. Cancelled, the
+        caller stops waiting (the computation ends by itself: nothing is half-written)."""
+        future = self._pool.submit(f, *args)
+        return await trio.to_thread.run_sync(future.result, abandon_on_cancel=True)
+
+    def close(self, last: Callable[[], Any] | None = None) -> None:
+        """Run ``last`` (closing the thread's connection) after what is under way, then let the
+        thread end; does not wait."""
+        if last is not None:
+            self._pool.submit(last)
+        self._pool.shutdown(wait=False)
 
 
 def spawn(store: Any, game: str, policy: FitPolicy = FitPolicy()) -> subprocess.Popen[bytes]:
@@ -432,7 +484,7 @@ def spawn(store: Any, game: str, policy: FitPolicy = FitPolicy()) -> subprocess.
            "--min-interval-s", str(policy.min_interval_s), "--rest-ratio", str(policy.rest_ratio),
            "--intervals-s", str(policy.intervals_s)]
     return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, env={**ONE_BLAS_THREAD, **os.environ, **env},
-                            preexec_fn=niced_child)
+                            preexec_fn=dies_with_parent)
 
 
 def stop_process(proc: subprocess.Popen[bytes], grace_s: float = 5.0) -> None:
@@ -456,31 +508,32 @@ async def _serve(db: str, game: str, policy: FitPolicy) -> None:
 
 
 async def _fit_forever(db: str, game: str, policy: FitPolicy) -> None:
-    store = await open_store(db)
+    store = await open_store(db)  # the main thread's: the ratings are written at the server's priority
+    niced = NicedThread()
+    reader = None
     try:
-        await LadderFitter(store, game, policy, run_sync=_inline, cpu_clock=time.process_time).run()
+        reader = await open_store(db, niced.run)  # the niced thread's: the results are read there
+        await LadderFitter(store, game, policy, run_sync=niced.run, cpu_clock=time.process_time,
+                           reader=reader).run()
     finally:
+        niced.close(None if reader is None else reader.close)
         store.close()
 
 
-async def open_store(db: str) -> Any:
-    """The fitter process's store of ``db``; while the database cannot be opened (PostgreSQL
+async def open_store(db: str, run: Callable[..., Any] | None = None) -> Any:
+    """The fitter process's store of ``db``, opened by ``await run(Store, db)`` if given (in the
+    thread that will use it), else here; while the database cannot be opened (PostgreSQL
     stopped a moment as the contest started the fitter), tried again every :data:`POLL_S`, said
     once in the log: the fitter outlives a storage fault as the contest does, never dies of it."""
     said = False
     while True:
         try:
-            return Store(db)
+            return Store(db) if run is None else await run(Store, db)
         except (DatabaseError, *STORAGE_ERRORS) as exc:
             if not said:
                 log.warning("ladder fit: cannot open the database (%s); trying again every %g s", exc, POLL_S)
                 said = True
         await trio.sleep(POLL_S)
-
-
-async def _inline(f: Callable[..., Any], *args: Any) -> Any:
-    """Run ``f`` in this thread (the fitter's own process has nothing else to do)."""
-    return f(*args)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -114,9 +114,9 @@ SAVE_RATINGS_PG = text(
     "ON CONFLICT (game, bot) DO UPDATE SET elo=excluded.elo, ci95=excluded.ci95, updated_at=excluded.updated_at, "
     "place=excluded.place")
 """:data:`SAVE_RATING` of a whole fit in one statement on PostgreSQL: the rows as arrays, so that the
-writer lock is held for the server's work alone, not for the client's row by row (the fitter's
-process runs at a lower priority, :data:`arena.schedule.fitter.NICE`, and every result commit
-waits for that lock meanwhile)."""
+writer lock is held for the server's work alone, not for the client's row by row (every result
+commit waits for that lock meanwhile; the fitter's process writes from its main thread, at the
+server's priority, and computes in a niced one: :class:`arena.schedule.fitter.NicedThread`)."""
 SAVE_CHUNK = 1_000
 """Bots per write transaction when a fit's ratings are stored (:meth:`save_ladder_fit`): at a
 season's 10,000 bots, ten short holds of the writer lock instead of one long one."""

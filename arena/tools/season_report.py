@@ -24,7 +24,7 @@ PAIRING_P99_TARGET_S = 0.001
 FIT_TARGET_S = 2.0
 """Target: one full refit (ratings and intervals) of the full store's ladder, in seconds of CPU
 (``arena_ladder_full_fit_cpu_seconds``: the computation's cost). Its wall time is shown beside it,
-not judged: the fitter's process is niced (:data:`arena.schedule.fitter.NICE`) and the bench
+not judged: the fitter computes in a niced thread (:data:`arena.schedule.fitter.NICE`) and the bench
 saturates the machine, so a fit's wall time is mostly its wait for a core. Beyond 2,000 bots the
 fitter computes the intervals only every ``fit_intervals_s`` (the bench sets it short, so that
 full refits happen during its run); the fits between refit the ratings alone, shown apart."""
@@ -38,7 +38,7 @@ WELCOME_TARGET_S = 5.0
 
 NO_FIT_NOTE = "no ladder fit duration in /metrics (arena_ladder_fit_seconds absent or 0)"
 
-FIT_NOTE = ("the ladder's fitter runs in a niced process (nice 10) on a machine the bench saturates: a fit's "
+FIT_NOTE = ("the ladder's fitter computes in a niced thread (nice 10) on a machine the bench saturates: a fit's "
             "wall time is mostly its wait for a core; the target is judged on the full refit's CPU time (the "
             "computation's cost), wall shown beside it; the fits seen until the server stopped, the window's and "
             "after")
