@@ -311,3 +311,56 @@ def test_a_fitter_that_starts_takes_the_stored_order_of_the_last_one(monkeypatch
     assert again.layout.length(pattern) < Layout(pattern).length(pattern)  # the case at hand
     in_order = np.array(restarted.names)[np.argsort(again.layout.position)]
     assert [places[x] for x in in_order] == sorted(places.values())  # the stored order
+
+
+def _banded_field(n: int, extra: list[tuple[int, int]], seed: int) -> tuple[sp.csr_matrix, sp.csr_matrix]:
+    """``(H, M)``: Laplacians (plus a small ridge) of a chain of bots each meeting its next three,
+    with random weights, and the pairs ``extra``, in the bots' own order."""
+    rng = np.random.default_rng(seed)
+    a = np.concatenate([np.arange(n - d) for d in (1, 2, 3)] + [np.array([x for x, _ in extra], np.int64)])
+    b = np.concatenate([np.arange(d, n) for d in (1, 2, 3)] + [np.array([y for _, y in extra], np.int64)])
+    out = []
+    for ridge in (0.1, 0.05):
+        w = rng.random(a.size) + 0.2
+        lap = sp.coo_matrix((np.concatenate([-w, -w]), (np.concatenate([a, b]), np.concatenate([b, a]))),
+                            shape=(n, n)).tocsr()
+        out.append((lap - sp.diags(np.asarray(lap.sum(axis=1)).ravel()) * 1.0 + ridge * sp.eye(n)).tocsr())
+    h, m = out
+    m = sp.csr_matrix((np.asarray(m[h.nonzero()]).ravel(), h.indices, h.indptr), shape=h.shape)  # h's pattern
+    return h, m
+
+
+@pytest.mark.parametrize("form", ["none", "pairs", "bots"])
+def test_block_solves_and_columns_equal_dense_ones(form, monkeypatch):
+    """The blocks' own solves and columns of ``H_b^-1`` (:meth:`Blocks._columns`: columns that
+    start in different blocks, carried down and up the chain; the long pairs' ``Q`` is made of
+    them) and solves of one and of many right-hand sides (the two ways of applying ``S_K^-1``),
+    with no long pairs, a few (``U``'s columns the pairs') or many among a few bots (the bots'
+    columns), equal dense ones; so do the variances and covariances, model and robust."""
+    monkeypatch.setattr(blocks, "MIN_BLOCK", 8)
+    n = 90
+    rng = np.random.default_rng(5)
+    extra = {"none": [], "pairs": [(2, 60), (10, 85), (30, 88)],
+             "bots": [(int(x), int(y)) for x, y in zip(rng.choice([1, 3, 40], 30), rng.choice([50, 70, 89], 30))]}[form]
+    h, m = _banded_field(n, extra, 6)
+    order = np.arange(n)[::-1].copy()  # the layout's order: the places are not the bots' indices
+    pattern = sp.csr_matrix((np.ones(h.nnz), h.indices, h.indptr), shape=h.shape)
+    starts = blocks.partition(order, pattern, None if form == "none" else 8)
+    dense_h, dense_m = h.toarray(), m.toarray()
+    c = np.linalg.inv(dense_h)
+    for robust in (False, True):
+        b = blocks.Blocks(h, m if robust else None, order, starts)
+        assert b.nb > 4 and (b.long > 0) == (form != "none")
+        if form == "none":
+            places = np.array([0, 1, 9, 30, 31, 50, n - 1])
+            assert np.unique(b.block[places]).size > 3
+            assert np.allclose(b._columns(places), c[order][:, order[places]], rtol=0, atol=1e-12 * np.abs(c).max())  # noqa: SLF001
+        else:
+            assert b.q.shape[1] == (len(extra) if form == "pairs" else 6)
+        for shape in (n, (n, 3), (n, 2 * blocks.FEW_COLUMNS)):  # a few columns and many: S_K^-1 either way
+            rhs = rng.standard_normal(shape)
+            assert np.allclose(b.solve(rhs), c @ rhs, rtol=0, atol=1e-10 * np.abs(c @ rhs).max())
+        x = c @ dense_m @ c if robust else c
+        assert np.allclose(b.variances(), np.diag(x), rtol=1e-10)
+        i, j = rng.integers(0, n, 40), rng.integers(0, n, 40)
+        assert np.allclose(b.covariances(i, j), x[i, j], rtol=0, atol=1e-9 * np.abs(x).max())

@@ -150,8 +150,8 @@ class Blocks:
         self._factor()
         self.long = cut.long.size
         self.q = self.k = self.y = self.g = np.zeros((0, 0))
-        self._qg: np.ndarray | None = None
-        self._qk: np.ndarray | None = None
+        self._z: np.ndarray | None = None
+        self._sinv: list[np.ndarray] | None = None
         if self.long:
             self._long(h, m, order[cut.long_a], order[cut.long_b], -h.data[cut.long], None if m is None else
                        -m.data[cut.long])
@@ -164,20 +164,54 @@ class Blocks:
         ``e_x`` and ``W`` the pairs' Laplacian among them; ``M = M_b + U V U^T`` alike). By
         Woodbury's identity (in the form that needs no ``W^-1``: a Laplacian has none) ``C = C_b -
         Q K Q^T`` with ``Q = C_b U``, ``G = U^T Q`` and ``K = (I + W G)^-1 W``; and ``C M C = C_b M_b
-        C_b - Q K Y^T - Y K Q^T + Q (K S K + R V R^T) Q^T`` with ``Y = C_b M_b Q``, ``S = Q^T M_b Q``,
-        ``R = I - K G`` (``C U = Q R``). ``O(n s r + r^3)`` for a rank ``r``."""
+        C_b - Q K Y^T - Y K Q^T + Q (K S K + R V R^T) Q^T`` with ``Y = C_b M_b Q``, ``S = Q^T M_b Q
+        = U^T Y``, ``R = I - K G`` (``C U = Q R``). ``Q`` is made of the columns of ``C_b`` at the
+        bots ``U`` touches (:meth:`_columns`), ``Y`` by a band product and solve. ``Q``, ``Y`` (``n x
+        r``) have their rows by place in the order. ``O(n s r + n r^2)`` for a rank ``r``."""
         u, weights, meat = low_rank(self.n, a, b, w, v)
         r = u.shape[1]
-        self.q = self._band_solve(u.toarray())
-        uq = np.asarray(u.T @ self.q)
+        up = u.tocsr()[self.order]  # U's rows by place (r columns; one or two entries each)
+        places = np.flatnonzero(np.diff(up.indptr))  # the places U touches, ascending
+        cols = self._columns(places)  # C_b[:, those bots], rows by place
+        sub = up[places]  # t x r: U = sub's rows at those places
+        if sub.nnz == r == places.size:  # U's columns are the bots' e_x: Q is their columns of C_b
+            perm = sub.indices  # place places[p] is U's column perm[p]: take U's columns in that order
+            weights = weights[np.ix_(perm, perm)]
+            meat = None if meat is None else meat[np.ix_(perm, perm)]
+            up = up[:, perm]
+            self.q, uq = cols, cols[places]
+        else:  # Q = C_b U = (columns of C_b) sub
+            self.q = np.asarray((sub.T @ cols.T).T)
+            uq = np.asarray(up.T @ self.q)
         uq = 0.5 * (uq + uq.T)
         self.k = la.solve(np.eye(r) + weights @ uq, weights, check_finite=False)
         self.k = 0.5 * (self.k + self.k.T)
         if m is not None and meat is not None:
-            mq = self._band_product(self.q)  # M_b Q, by the dense blocks (far faster than sparse M times Q)
-            self.y = self._band_solve(mq)
+            self.y = self._solve_placed(self._band_product(self.q))  # M_b Q by the dense blocks, then C_b
+            s = np.asarray(up.T @ self.y)  # S = Q^T M_b Q = U^T C_b M_b Q = U^T Y
             rr = np.eye(r) - self.k @ uq
-            self.g = self.k @ (self.q.T @ mq) @ self.k + rr @ meat @ rr.T
+            self.g = self.k @ (0.5 * (s + s.T)) @ self.k + rr @ meat @ rr.T
+            self.g = 0.5 * (self.g + self.g.T)
+
+    def _columns(self, places: np.ndarray) -> np.ndarray:
+        """``C_b[:, x]`` for the bots at ``places`` (ascending), ``n x t`` with rows by place: from
+        the selected inversion, block ``T``'s own ``C_TT[:, x]`` carried down by ``C_{J+1,T} =
+        B_J^T C_{J,T}`` (the transpose of ``C_{T,J} B_J``) and up by ``C_{J,T} = A_J^T C_{J+1,T}``
+        (the back substitution of a right-hand side zero before block ``T``): one product per
+        block for all the columns, those of the bots before it going down, after it up."""
+        st, nb, t = self.starts, self.nb, places.size
+        blk = self.block[places]
+        lo = np.searchsorted(blk, np.arange(nb), side="left")  # columns of block k: lo[k]:hi[k]
+        hi = np.searchsorted(blk, np.arange(nb), side="right")
+        y = np.empty((self.n, t))
+        for k in range(nb):
+            y[st[k]:st[k + 1], lo[k]:hi[k]] = self.c[k][:, places[lo[k]:hi[k]] - st[k]]
+            if k and lo[k]:
+                y[st[k]:st[k + 1], :lo[k]] = self.b[k - 1].T @ y[st[k - 1]:st[k], :lo[k]]
+        for k in range(nb - 2, -1, -1):
+            if hi[k] < t:
+                y[st[k]:st[k + 1], hi[k]:] = self.a[k].T @ y[st[k + 1]:st[k + 2], hi[k]:]
+        return y
 
     def _factor(self) -> None:
         nb, hd, hl = self.nb, self.hd, self.hl
@@ -233,65 +267,80 @@ class Blocks:
     def solve(self, rhs: np.ndarray) -> np.ndarray:
         """``H^-1 rhs`` (``rhs``: ``n`` or ``n x r``, bots' indices), exact (block forward and back
         substitution on the factors, and the long pairs' correction)."""
-        x = self._band_solve(rhs)
-        return x - self.q @ (self.k @ (self.q.T @ rhs)) if self.long else x
+        out = np.empty(rhs.shape)
+        out[self.order] = self._solve_placed(np.asarray(rhs, float)[self.order], self.long > 0)
+        return out
 
-    def _band_product(self, x: np.ndarray) -> np.ndarray:
-        """``M_b x`` (``x``: ``n x r``, bots' indices): the meat's blocks times ``x``."""
-        y = x[self.order]
-        st, nb, md, ml = self.starts, self.nb, self.md, self.ml
-        parts = [y[st[k]:st[k + 1]] for k in range(nb)]
-        out = [md[k] @ parts[k] for k in range(nb)]
-        for k in range(nb - 1):
-            out[k + 1] += ml[k] @ parts[k]
-            out[k] += ml[k].T @ parts[k + 1]
-        res = np.empty_like(y)
-        res[self.order] = np.concatenate(out)
-        return res
-
-    def _band_solve(self, rhs: np.ndarray) -> np.ndarray:
-        """``H_b^-1 rhs``: the blocks alone."""
-        y = rhs[self.order].astype(float)
+    def _solve_placed(self, y: np.ndarray, long: bool = False) -> np.ndarray:
+        """``H_b^-1 y`` (``y``: ``n`` or ``n x r``, rows by place), or ``H^-1 y`` if ``long`` (the
+        long pairs' correction ``- Q K Q^T y``): a forward sweep ``y_{K+1} += A_K y_K`` and a
+        backward one ``x_K = S_K^-1 y_K + A_K^T x_{K+1}`` (``A_K^T = -S_K^-1 H_{K,K+1}``), with
+        ``S_K^-1`` dense (:meth:`_inverses`) for many columns, as ``L_K^-T (L_K^-1 y_K)`` for a
+        few (the two products' cost beats forming it)."""
         st, nb = self.starts, self.nb
         parts = [y[st[k]:st[k + 1]] for k in range(nb)]
         for k in range(nb - 1):
             parts[k + 1] = parts[k + 1] + self.a[k] @ parts[k]
+        inv = self._inverses() if y.ndim > 1 and y.shape[1] > FEW_COLUMNS else None
+
+        def within(k: int, p: np.ndarray) -> np.ndarray:  # S_k^-1 p
+            return inv[k] @ p if inv is not None else self.fwd[k].T @ (self.fwd[k] @ p)
+
         x: list = [None] * nb
-        inv = self.fwd  # S_k^-1 y = L_k^-T (L_k^-1 y)
-        x[nb - 1] = inv[nb - 1].T @ (inv[nb - 1] @ parts[nb - 1])
+        x[nb - 1] = within(nb - 1, parts[nb - 1])
         for k in range(nb - 2, -1, -1):
-            x[k] = inv[k].T @ (inv[k] @ (parts[k] - self.hl[k].T @ x[k + 1]))
+            x[k] = within(k, parts[k]) + self.a[k].T @ x[k + 1]
+        out = np.concatenate(x)
+        return out - self.q @ (self.k @ (self.q.T @ y)) if long else out
+
+    def _inverses(self) -> list[np.ndarray]:
+        """The forward Schur complements' inverses ``S_K^-1 = L_K^-T L_K^-1`` (dense, symmetric),
+        computed once (LAPACK ``lauum``: ``s^3 / 3`` flops a block)."""
+        if self._sinv is None:
+            self._sinv = []
+            for inverse in self.fwd:
+                lower, info = la.lapack.dlauum(inverse, lower=1)
+                if info:
+                    raise ArithmeticError(f"lauum {info}")
+                self._sinv.append(np.tril(lower) + np.tril(lower, -1).T)
+        return self._sinv
+
+    def _band_product(self, y: np.ndarray) -> np.ndarray:
+        """``M_b y`` (``y``: ``n x r``, rows by place): the meat's blocks times ``y``."""
+        st, nb, md, ml = self.starts, self.nb, self.md, self.ml
+        parts = [y[st[k]:st[k + 1]] for k in range(nb)]
         out = np.empty_like(y)
-        out[self.order] = np.concatenate(x)
+        for k in range(nb):
+            here = out[st[k]:st[k + 1]]
+            np.matmul(md[k], parts[k], out=here)
+            if k:
+                here += ml[k - 1] @ parts[k - 1]
+            if k + 1 < nb:
+                here += ml[k].T @ parts[k + 1]
         return out
 
     def variances(self) -> np.ndarray:
         """The diagonal of ``C`` (model) or ``C M C`` (robust), per bot (not anchored)."""
-        out = np.empty(self.n)
-        out[self.order] = np.concatenate(self.x if self.robust else [np.diag(x) for x in self.c])
-        if self.long:  # the diagonal of the low-rank part: Q (G Q^T - 2 K Y^T) robust (K symmetric), -Q K Q^T
-            qg, qk = self._products()
-            out += np.einsum("ij,ij->i", qg, self.q) - 2.0 * np.einsum("ij,ij->i", qk, self.y) if self.robust else \
-                -np.einsum("ij,ij->i", qk, self.q)
-        return out
+        out = np.concatenate(self.x if self.robust else [np.diag(x) for x in self.c])
+        if self.long:  # the diagonal of the low-rank part Z Q^T + Q Z^T (_half)
+            out += 2.0 * np.einsum("ij,ij->i", self._half(), self.q)
+        res = np.empty(self.n)
+        res[self.order] = out
+        return res
 
-    def _products(self) -> tuple[np.ndarray, np.ndarray]:
-        """``(Q G, Q K)`` (``n x r``; ``Q G`` only when robust), computed once: what the low-rank
-        part of every variance and covariance takes its rows from."""
-        if self._qk is None:
-            self._qk = self.q @ self.k
-            self._qg = self.q @ self.g if self.robust else self._qk
-        assert self._qg is not None
-        return self._qg, self._qk
+    def _half(self) -> np.ndarray:
+        """``Z`` (``n x r``, rows by place), computed once, with ``Z Q^T + Q Z^T`` the long pairs'
+        part of ``C`` or ``C M C``: ``Z = -Q K / 2`` (model) or ``Q G / 2 - Y K`` (robust; ``K``,
+        ``G`` symmetric). Every variance and covariance of that part takes its rows from it."""
+        if self._z is None:
+            self._z = self.q @ (0.5 * self.g) - self.y @ self.k if self.robust else self.q @ (-0.5 * self.k)
+        return self._z
 
     def _low_rank(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:
-        """The long pairs' part of ``C[i, j]`` or ``(C M C)[i, j]``: ``-(Q K Q^T)[i, j]``, or robust
-        ``(Q G Q^T - Q K Y^T - Y K Q^T)[i, j]`` (``K`` symmetric: ``(Y K)[i] . Q[j] = Y[i] . (Q K)[j]``)."""
-        qg, qk = self._products()
-        if not self.robust:
-            return -np.einsum("ij,ij->i", qk[i], self.q[j])
-        return (np.einsum("ij,ij->i", qg[i], self.q[j]) - np.einsum("ij,ij->i", qk[i], self.y[j])
-                - np.einsum("ij,ij->i", self.y[i], qk[j]))
+        """The long pairs' part of ``C[i, j]`` or ``(C M C)[i, j]`` (bots): ``Z[i] . Q[j] + Q[i] . Z[j]``
+        (:meth:`_half`)."""
+        z, pi, pj = self._half(), self.place[i], self.place[j]
+        return np.einsum("ij,ij->i", z[pi], self.q[pj]) + np.einsum("ij,ij->i", self.q[pi], z[pj])
 
     def covariances(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:
         """``C[i, j]`` (model) or ``(C M C)[i, j]`` (robust) for index arrays of bots, exact
@@ -327,6 +376,9 @@ class Blocks:
         return out + self._low_rank(i, j) if self.long else out
 
 
+FEW_COLUMNS = 8
+"""Right-hand sides of at most this many columns are solved with the inverse Cholesky factors
+(two products a block) rather than the Schur complements' inverses (one product, formed once)."""
 NEAR = 4
 """Blocks walked one source block at a time (:meth:`Blocks.covariances`) before the walks join: by
 then a walk keeps 6-10 directions on the season-shaped field (2 or 3: 110-125, and a slower sweep)."""
