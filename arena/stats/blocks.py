@@ -272,26 +272,34 @@ class Blocks:
         return out
 
     def _solve_placed(self, y: np.ndarray, long: bool = False) -> np.ndarray:
-        """``H_b^-1 y`` (``y``: ``n`` or ``n x r``, rows by place), or ``H^-1 y`` if ``long`` (the
-        long pairs' correction ``- Q K Q^T y``): a forward sweep ``y_{K+1} += A_K y_K`` and a
-        backward one ``x_K = S_K^-1 y_K + A_K^T x_{K+1}`` (``A_K^T = -S_K^-1 H_{K,K+1}``), with
-        ``S_K^-1`` dense (:meth:`_inverses`) for many columns, as ``L_K^-T (L_K^-1 y_K)`` for a
-        few (the two products' cost beats forming it)."""
+        """``H_b^-1 y`` (``y``: ``n`` or ``n x r``, rows by place, overwritten: the result), or
+        ``H^-1 y`` if ``long`` (the long pairs' correction ``- Q K Q^T y``): a forward sweep
+        ``y_{K+1} += A_K y_K`` and a backward one ``x_K = S_K^-1 y_K + A_K^T x_{K+1}`` (``A_K^T =
+        -S_K^-1 H_{K,K+1}``), with ``S_K^-1`` dense (:meth:`_inverses`) for many columns, as
+        ``L_K^-T (L_K^-1 y_K)`` for a few (the two products' cost beats forming it). In place,
+        the products into two scratch blocks (a fresh ``n x r`` array costs its page faults)."""
         st, nb = self.starts, self.nb
+        low = self.k @ (self.q.T @ y) if long else None
         parts = [y[st[k]:st[k + 1]] for k in range(nb)]
+        width = int(np.diff(st).max())
+        one, two = np.empty((width, *y.shape[1:])), np.empty((width, *y.shape[1:]))
         for k in range(nb - 1):
-            parts[k + 1] = parts[k + 1] + self.a[k] @ parts[k]
+            parts[k + 1] += np.matmul(self.a[k], parts[k], out=one[:parts[k + 1].shape[0]])
         inv = self._inverses() if y.ndim > 1 and y.shape[1] > FEW_COLUMNS else None
-
-        def within(k: int, p: np.ndarray) -> np.ndarray:  # S_k^-1 p
-            return inv[k] @ p if inv is not None else self.fwd[k].T @ (self.fwd[k] @ p)
-
-        x: list = [None] * nb
-        x[nb - 1] = within(nb - 1, parts[nb - 1])
-        for k in range(nb - 2, -1, -1):
-            x[k] = within(k, parts[k]) + self.a[k].T @ x[k + 1]
-        out = np.concatenate(x)
-        return out - self.q @ (self.k @ (self.q.T @ y)) if long else out
+        for k in range(nb - 1, -1, -1):
+            part = parts[k]
+            within = two[:part.shape[0]]  # S_k^-1 y_k
+            if inv is not None:
+                np.matmul(inv[k], part, out=within)
+            else:
+                np.matmul(self.fwd[k].T, np.matmul(self.fwd[k], part, out=one[:part.shape[0]]), out=within)
+            if k + 1 < nb:
+                np.add(within, np.matmul(self.a[k].T, parts[k + 1], out=one[:part.shape[0]]), out=part)
+            else:
+                part[...] = within
+        if low is not None:
+            y -= self.q @ low
+        return y
 
     def _inverses(self) -> list[np.ndarray]:
         """The forward Schur complements' inverses ``S_K^-1 = L_K^-T L_K^-1`` (dense, symmetric),
@@ -309,14 +317,14 @@ class Blocks:
         """``M_b y`` (``y``: ``n x r``, rows by place): the meat's blocks times ``y``."""
         st, nb, md, ml = self.starts, self.nb, self.md, self.ml
         parts = [y[st[k]:st[k + 1]] for k in range(nb)]
-        out = np.empty_like(y)
+        out, scratch = np.empty_like(y), np.empty((int(np.diff(st).max()), y.shape[1]))
         for k in range(nb):
             here = out[st[k]:st[k + 1]]
             np.matmul(md[k], parts[k], out=here)
             if k:
-                here += ml[k - 1] @ parts[k - 1]
+                here += np.matmul(ml[k - 1], parts[k - 1], out=scratch[:here.shape[0]])
             if k + 1 < nb:
-                here += ml[k].T @ parts[k + 1]
+                here += np.matmul(ml[k].T, parts[k + 1], out=scratch[:here.shape[0]])
         return out
 
     def variances(self) -> np.ndarray:
@@ -333,14 +341,23 @@ class Blocks:
         part of ``C`` or ``C M C``: ``Z = -Q K / 2`` (model) or ``Q G / 2 - Y K`` (robust; ``K``,
         ``G`` symmetric). Every variance and covariance of that part takes its rows from it."""
         if self._z is None:
-            self._z = self.q @ (0.5 * self.g) - self.y @ self.k if self.robust else self.q @ (-0.5 * self.k)
+            if self.robust:  # Z^T = G Q^T / 2 - K Y^T, the second product added in place (BLAS gemm, beta 1)
+                z = self.q @ (0.5 * self.g)
+                la.blas.dgemm(-1.0, self.k.T, self.y.T, beta=1.0, c=z.T, overwrite_c=1)
+                self._z = z
+            else:
+                self._z = self.q @ (-0.5 * self.k)
         return self._z
 
     def _low_rank(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:
         """The long pairs' part of ``C[i, j]`` or ``(C M C)[i, j]`` (bots): ``Z[i] . Q[j] + Q[i] . Z[j]``
         (:meth:`_half`)."""
         z, pi, pj = self._half(), self.place[i], self.place[j]
-        return np.einsum("ij,ij->i", z[pi], self.q[pj]) + np.einsum("ij,ij->i", self.q[pi], z[pj])
+        out = np.empty(i.size)
+        for c in range(0, i.size, CHUNK):  # (rows gathered a chunk at a time: no n x r copies)
+            a, b = pi[c:c + CHUNK], pj[c:c + CHUNK]
+            out[c:c + CHUNK] = np.einsum("ij,ij->i", z[a], self.q[b]) + np.einsum("ij,ij->i", self.q[a], z[b])
+        return out
 
     def covariances(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:
         """``C[i, j]`` (model) or ``(C M C)[i, j]`` (robust) for index arrays of bots, exact
@@ -379,6 +396,8 @@ class Blocks:
 FEW_COLUMNS = 8
 """Right-hand sides of at most this many columns are solved with the inverse Cholesky factors
 (two products a block) rather than the Schur complements' inverses (one product, formed once)."""
+CHUNK = 256
+"""Rows of the long pairs' ``n x r`` factors gathered at a time (:meth:`Blocks._low_rank`)."""
 NEAR = 4
 """Blocks walked one source block at a time (:meth:`Blocks.covariances`) before the walks join: by
 then a walk keeps 6-10 directions on the season-shaped field (2 or 3: 110-125, and a slower sweep)."""
