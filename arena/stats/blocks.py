@@ -38,9 +38,23 @@ Long pairs (:func:`plan` leaves the longest out of the blocks) come back as a lo
 bots they join. The second form is what a contest's random pairing of a scattered subset makes:
 the season bench's 500 connected bots of 10,000 played 3,300 long pairs among themselves in a
 minute, a correction of rank 495 instead of 3,300 (which :data:`MAX_LONG` refused: the intervals
-were probed, 8.8-9.2 s of CPU and only within 30%). Exact again, the intervals of that field cost
-2.2-2.7 s of CPU quiet, of which the correction about 1 s (its two solves of ``n x 495``, the
-products ``Q G`` and ``Q K``).
+were probed, 8.8-9.2 s of CPU and only within 30%). Its ``Q = C_b U`` is made of the columns of
+``C_b`` at those bots, carried along the chain of factors like the walks' rows (one product a
+block for all of them: :meth:`Blocks._columns`), ``Y`` by one band product and one band solve (a
+forward sweep and a backward one by ``S_K^-1`` and ``A_K^T``: three products a block), and the
+low-rank part of every variance and covariance from ``Z Q^T + Q Z^T`` (two ``n x r x r``
+products). The ``n x r`` arrays are few and solved in place: a fresh one costs its page faults
+(system time; 0.5-0.7 s of the intervals' CPU in the season bench's first full refit before).
+Measured on that field (the season seed store after the bench, a full refit in the earlier
+layout as the fitter does it, ``compute_fit``; CPU as ``time.process_time``, one BLAS thread,
+the shared 2-core machine, old and new code alternated, three runs each): the intervals 1.8-2.1 s
+(the first refit of a process 2.2-2.8 s) instead of 2.5-2.9 s (2.8-2.9 s), of which the
+correction 0.4-0.5 s (was 0.8-1.1 s: two band solves of ``n x 495`` by four products a block, then
+``Q^T M_b Q``, ``Q G`` and ``Q K``); the full refit 2.4-2.8 s (2.8-3.4 s) instead of 3.2-3.6 s
+(3.5-3.6 s). The seed store alone (no long pairs): unchanged within the noise, the intervals
+1.1-1.3 s, the full refit 1.7-2.0 s. Every interval is the old code's within 1e-14 and every
+difference of rating neighbours within 5e-10 (relative; the walks' rank cut, :data:`RANK_TOL`,
+reacts to rounding).
 """
 
 from __future__ import annotations
