@@ -106,17 +106,22 @@ async def test_each_fit_stores_its_cpu_time_and_a_full_refit_is_kept_apart(monke
 
 async def test_the_rest_after_a_fit_is_a_share_of_its_cpu_time_not_of_its_wait_for_a_core(autojump_clock):
     """A niced fit on a saturated machine takes far more wall time than CPU: the rest that keeps
-    the fitter to a quarter of a core is three times the CPU time (wall time only when no CPU
-    time is known)."""
+    the fitter to a share of a core is a multiple of the CPU time (wall time only when no CPU
+    time is known) and of the time its ratings took to store (the database's work)."""
     store = Store(":memory:")
-    tid, _ = _history(store, 6, 0, pending=2)
+    tid, _ = _history(store, 6, 0, pending=3)
     _finish(store, store.pending_matches(tid)[0].match_key, "0")
     job = LadderFitter(store, GAME, FitPolicy(min_interval_s=1.0, rest_ratio=3.0), run_sync=_inline,
                        cpu_clock=FakeCpu(2.0))
+    job.clock = lambda: 0.0  # storing took no time
     assert await job.step() == 6.0
     _finish(store, store.pending_matches(tid)[0].match_key, "1")
     job.cpu_clock = FakeCpu(0.1)
     assert await job.step() == 1.0  # at least min_interval_s
+    _finish(store, store.pending_matches(tid)[0].match_key, "0")
+    job.cpu_clock, job.clock = FakeCpu(1.0), FakeCpu(0.5)  # storing the ratings took 0.5 s
+    assert await job.step() == pytest.approx(3.0 * (1.0 + 0.5))
+    assert FitPolicy().rest_ratio == 7.0  # the default: at most an eighth of one core
 
 
 async def test_the_cpu_time_is_read_in_the_thread_that_computes(metrics):
@@ -328,12 +333,12 @@ async def test_the_niced_thread_is_one_thread_below_the_callers_priority():
         niced.close()
 
 
-async def test_the_fitters_process_reads_and_computes_niced_and_writes_at_the_servers_priority(tmp_path,
-                                                                                             monkeypatch):
-    """A niced fitter holding the store's writer lock while it wrote the ratings made every result
-    commit wait for its next turn at a core on a busy machine (PostgreSQL season bench: commit
-    p99 8.6-9.7 ms against 5.0 ms on the empty store). Its process now reads and computes in a
-    niced thread of its own (with a connection opened there) and writes in its main thread."""
+async def test_the_fitters_process_reads_and_computes_niced_and_writes_at_the_servers_priority(tmp_path, monkeypatch,
+                                                                                             metrics):
+    """A niced fitter holding the store's writer lock while it writes the ratings can make every
+    result commit wait for its next turn at a core on a busy machine. Its process reads and
+    computes in a niced thread of its own (with a connection opened there) and writes in its
+    main thread."""
     seen: dict[str, set[int]] = {"read": set(), "compute": set(), "write": set()}
     real_update, real_compute, real_save = fitter.FitState.update, fitter.compute_fit, Store.save_ladder_fit
 

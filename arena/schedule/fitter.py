@@ -15,8 +15,8 @@ schedules the matches (a contest server, a tournament), never inside the store:
   fits only when results arrived since the last fit, at most one fit at a time, the fit itself
   in a thread (the trio loop and the database stay free meanwhile), and then rests at least
   :attr:`FitPolicy.min_interval_s` and :attr:`FitPolicy.rest_ratio` times the fit's CPU time
-  before the next (debounce: a burst of results costs one fit, and fits take at most about
-  ``1 / (1 + rest_ratio)`` of one core however fast results come).
+  (and its ratings' storing) before the next (debounce: a burst of results costs one fit, and
+  fits take at most about ``1 / (1 + rest_ratio)`` of one core however fast results come).
 
 What a refit costs does not grow with the history (issue 21). The fitter keeps a
 :class:`FitState` in memory between fits: the ladder's units summed per pair of bots
@@ -90,17 +90,21 @@ POLL_S = 2.0
 
 class FitPolicy(msgspec.Struct, frozen=True):
     """How often the background fit runs. ``min_interval_s``: the least rest between two fits
-    (seconds); ``rest_ratio``: the rest is also at least this many times the last fit's CPU time
-    (its wall time where the CPU time is unknown)."""
+    (seconds); ``rest_ratio``: the rest is also at least this many times the last fit's cost: its
+    CPU time (its wall time where the CPU time is unknown) and the time its ratings took to store
+    (the database's work for the fitter)."""
 
     min_interval_s: float = 1.0
-    rest_ratio: float = 3.0
-    """3: the fit takes at most a quarter of one core, however fast results come; it also
+    rest_ratio: float = 7.0
+    """7: the fit takes at most an eighth of one core, however fast results come; it also
     computes at a lower priority (:data:`NICE`), so on a busy machine the matches come first and
-    the ratings lag rather than the results. The rest follows the CPU time, not the wall time: a
-    niced fit on a saturated machine waits for a core most of its wall time (the season bench:
-    32 s of wall for 4.6 s of CPU), and resting three times that refitted five times less often
-    than the quarter of a core allows."""
+    the ratings lag rather than the results. A fitter's work is taken from the matches on a
+    saturated machine whatever its priority: with 3 (a quarter of a core) the PostgreSQL season
+    bench's full store made 0.73-0.85x the empty store's results per second while its intervals
+    were refitted every 20 s (a full refit: 3.3-4.3 s of CPU), and 0.97x with none refitted in
+    the window. The rest follows the CPU time, not the wall time: a niced fit on a saturated
+    machine waits for a core most of its wall time (the season bench: 32 s of wall for 4.6 s of
+    CPU), and resting a multiple of that refitted five times less often than the share allows."""
     intervals_s: float = 120.0
     """(A contest's ``fit_intervals_s``.) Beyond :data:`arena.stats.information.EXACT_BOTS` bots, the
     intervals are computed again only by a fit that starts this many seconds or more after the last
@@ -293,6 +297,8 @@ class LadderFitter:
         self.run_sync = run_sync or trio.to_thread.run_sync
         """How the computation runs: in a thread (the default); tests run it inline."""
         self.cpu_clock = cpu_clock
+        self.clock: Callable[[], float] = time.perf_counter
+        """The wall clock (seconds) that times the storing of a fit's ratings, part of its cost."""
         self.store = store
         self.reader = reader
         self.game = game
@@ -341,6 +347,7 @@ class LadderFitter:
         ratings, fit_ms, cpu_ms = await self.run_sync(measured, self.cpu_clock, compute_fit, self.state.totals,
                                                       self.state.elo, intervals, self.state.ci95)
         self.state.fitted(ratings, intervals, now)
+        saving = self.clock()
         try:
             self.store.save_ladder_fit(self.game, ratings, results, fit_ms, cpu_ms, full=intervals,
                                        places=layout_places(self.state.totals))
@@ -353,8 +360,9 @@ class LadderFitter:
         _observe(self.game, _fitted_now(report), 0, 0.0)  # ratings alone: the full refit's gauges stay
         if self.on_fit is not None:
             self.on_fit(report)
-        spent_ms = fit_ms if cpu_ms is None else cpu_ms  # a CPU share: the CPU time, not the wait for a core
-        return max(self.policy.min_interval_s, self.policy.rest_ratio * spent_ms / 1000)
+        spent_s = (fit_ms if cpu_ms is None else cpu_ms) / 1000  # a CPU share: the CPU time, not the wait for a core
+        spent_s += self.clock() - saving  # and the database's work storing the ratings
+        return max(self.policy.min_interval_s, self.policy.rest_ratio * spent_s)
 
 
 class FitWatch:
@@ -452,11 +460,12 @@ class NicedThread:
     """The one thread of the fitter's own process that reads the results and computes the fits,
     at :data:`NICE` (:func:`lower_priority`); the process's main thread, at the server's priority,
     stores the ratings. Every result commit waits for the store's writer lock while the ratings
-    are written: a niced holder made the commits wait, on a busy machine, for the fitter's next
-    turn at a core (a priority inversion: the PostgreSQL season bench's full store committed at
-    p99 8.6-9.7 ms against the empty store's 5.0 ms, and made 0.73-0.85x its results per
-    second). One thread for every call, so a connection opened in it (SQLite's belong to their
-    thread) is used there only."""
+    are written, and a niced holder can make them wait, on a busy machine, for its next turn at a
+    core (a priority inversion). Measured on the PostgreSQL season bench it was not what made the
+    full store's commits slower (their p99 stayed 8.9 ms against the empty store's 5.0 ms with
+    this split), but a lock every commit waits for is held at the server's priority only. One
+    thread for every call, so a connection opened in it (SQLite's belong to their thread) is used
+    there only."""
 
     def __init__(self) -> None:
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="arena-fit", initializer=lower_priority)
