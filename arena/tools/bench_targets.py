@@ -23,6 +23,8 @@ runs each briefly, a smoke test whose ratios mean little):
    rounds. A single pair's figure, the difference of two CPU totals, moved by ±8% between runs
    of the bench (six runs: ratios 1.10 to 1.29 for the same code), and the path was measured a
    minute after its baseline: a slower spell of the machine in between moved the ratio.
+   The latency windows of phase 3 run before phases 1 and 2, after ``os.sync()`` (the kernel's
+   write-back of the path's tournament files stalled the server: :func:`run_targets`).
 3. **Latency** (:func:`arena.tools.bench_server.concurrent_matches`): 100 concurrent matches of
    instant C bots that think 20 ms per decision on average (``ARENA_THINK_MS=20,10``: uniform
    from 10 to 30 ms, so that the matches, all started at once, do not answer in lockstep), then
@@ -330,8 +332,11 @@ def run_targets(settings: Settings, progress: Callable[[str], None] | None = Non
     ``settings.repeats`` rounds, one after the other within a round, each round a share of the
     window; each figure pools its rounds (:func:`pooled`, :meth:`~arena.tools.bench_path.PathFigures.pooled`),
     so a figure and its baseline were measured over the same minutes and a slower spell of the
-    machine weighs on both. Raises ``RuntimeError`` (one line) if a bot cannot be built or a run
-    fails."""
+    machine weighs on both. The latency windows come first, after ``os.sync()``: right after the
+    path's tournaments (their databases and logs) the kernel's write-back of their files stalled
+    the server, and the thinking bots' p99 measured 1.03-1.24 ms in three runs, 1.45 ms in a
+    window right after one pair of path runs and 0.61-0.85 ms without (sync first, or none).
+    Raises ``RuntimeError`` (one line) if a bot cannot be built or a run fails."""
     say = progress or (lambda text: None)
     run, f = Run(), Figures()
     run.figures = f
@@ -342,6 +347,19 @@ def run_targets(settings: Settings, progress: Callable[[str], None] | None = Non
     ones, cores, trips, paths = [], [], [], []
     workdir = bench_path.scratch()
     try:
+        os.sync()  # (see the docstring)
+        thresholds = tune_for_server()
+        try:
+            say(f"latency: {CONCURRENT} matches of C bots thinking {THINK_MS:g} ms, {settings.seconds:g} s")
+            run.think = trio.run(bench_server.concurrent_matches, CONCURRENT, settings.seconds, 1, True, THINK_MS)
+            if run.think.latency_us:
+                f.think_p99_ms = run.think.latency_ms(0.99)
+            say(f"latency: {CONCURRENT} matches of instant C bots (saturated), {settings.seconds:g} s")
+            run.saturated = trio.run(bench_server.concurrent_matches, CONCURRENT, settings.seconds)
+            if run.saturated.latency_us and run.saturated.littles_law_ms > 0:
+                f.saturated_p99_ms, f.littles_ms = run.saturated.latency_ms(0.99), run.saturated.littles_law_ms
+        finally:
+            restore(thresholds)
         for k in range(rounds):
             thresholds = tune_for_server()  # as arena serve and arena tournament run
             try:
@@ -366,18 +384,6 @@ def run_targets(settings: Settings, progress: Callable[[str], None] | None = Non
         if settings.path_bots:
             run.path_bots = "bots " + ", ".join(Path(m).parent.name + "/" + Path(m).name for m in settings.path_bots)
         f.path_us = run.path.cpu_us_per_decision or None
-        thresholds = tune_for_server()
-        try:
-            say(f"latency: {CONCURRENT} matches of C bots thinking {THINK_MS:g} ms, {settings.seconds:g} s")
-            run.think = trio.run(bench_server.concurrent_matches, CONCURRENT, settings.seconds, 1, True, THINK_MS)
-            if run.think.latency_us:
-                f.think_p99_ms = run.think.latency_ms(0.99)
-            say(f"latency: {CONCURRENT} matches of instant C bots (saturated), {settings.seconds:g} s")
-            run.saturated = trio.run(bench_server.concurrent_matches, CONCURRENT, settings.seconds)
-            if run.saturated.latency_us and run.saturated.littles_law_ms > 0:
-                f.saturated_p99_ms, f.littles_ms = run.saturated.latency_ms(0.99), run.saturated.littles_law_ms
-        finally:
-            restore(thresholds)
         for game, games in zip(("ecarte", "piquet"), settings.workers_games, strict=True):
             s = bench_path.workers_scaling(game, games, workdir, settings.repeats, say)
             if s is None:
