@@ -121,7 +121,6 @@ async def test_the_rest_after_a_fit_is_a_share_of_its_cpu_time_not_of_its_wait_f
     _finish(store, store.pending_matches(tid)[0].match_key, "0")
     job.cpu_clock, job.clock = FakeCpu(1.0), FakeCpu(0.5)  # storing the ratings took 0.5 s
     assert await job.step() == pytest.approx(3.0 * (1.0 + 0.5))
-    assert FitPolicy().rest_ratio == 7.0  # the default: at most an eighth of one core
 
 
 async def test_the_cpu_time_is_read_in_the_thread_that_computes(metrics):

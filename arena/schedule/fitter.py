@@ -351,6 +351,7 @@ class LadderFitter:
         try:
             self.store.save_ladder_fit(self.game, ratings, results, fit_ms, cpu_ms, full=intervals,
                                        places=layout_places(self.state.totals))
+            saved_s = self.clock() - saving  # the database's work for the fit: part of its cost
         except STORAGE_ERRORS as exc:
             log.warning("ladder fit of %s: cannot store the ratings (%s); trying again later", self.game, exc)
             return self.policy.min_interval_s
@@ -361,8 +362,7 @@ class LadderFitter:
         if self.on_fit is not None:
             self.on_fit(report)
         spent_s = (fit_ms if cpu_ms is None else cpu_ms) / 1000  # a CPU share: the CPU time, not the wait for a core
-        spent_s += self.clock() - saving  # and the database's work storing the ratings
-        return max(self.policy.min_interval_s, self.policy.rest_ratio * spent_s)
+        return max(self.policy.min_interval_s, self.policy.rest_ratio * (spent_s + saved_s))
 
 
 class FitWatch:

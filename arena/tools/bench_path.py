@@ -175,26 +175,23 @@ class PathFigures:
 
 
 def tournament_path(short_games: int, long_games: int, workdir: Path, progress: Callable[[str], None] | None = None,
-                    game: str = "ecarte", bots: Sequence[str] = (), repeats: int = 1, tag: str = "") -> PathFigures:
-    """``repeats`` pairs of ``arena tournament --workers 0`` runs with default options
-    (``--games`` ``short_games`` then ``long_games``, seed 1, ``--game game``) of the bots of the
-    manifests ``bots``, by default two copies of the C sample bot; see :class:`PathFigures`.
-    ``tag`` tells the runs' files apart from another call's in ``workdir``. Raises
-    ``ValueError`` unless 1 <= short_games < long_games and repeats >= 1; ``RuntimeError`` if a
-    run fails."""
-    if not 1 <= short_games < long_games or repeats < 1:
-        raise ValueError("the tournament path needs 1 <= short games < long games and one pair or more")
+                    game: str = "ecarte", bots: Sequence[str] = (), tag: str = "") -> PathFigures:
+    """One pair of ``arena tournament --workers 0`` runs with default options (``--games``
+    ``short_games`` then ``long_games``, seed 1, ``--game game``) of the bots of the manifests
+    ``bots``, by default two copies of the C sample bot; see :class:`PathFigures` (and its
+    :meth:`~PathFigures.pooled` for several pairs). ``tag`` tells the runs' files apart from
+    another pair's in ``workdir``. Raises ``ValueError`` unless 1 <= short_games < long_games;
+    ``RuntimeError`` if a run fails."""
+    if not 1 <= short_games < long_games:
+        raise ValueError("the tournament path needs 1 <= short games < long games")
     say = progress or (lambda text: None)
     bots = list(bots) or c_bots(workdir / "path-bots", 2)
-    pairs = []
-    for k in range(repeats):
-        runs = []
-        for games in (short_games, long_games):
-            say(f"the user's path: arena tournament --workers 0, {len(bots)} bots, {games:,} matches per pair")
-            runs.append(run_tournament_cli(["--bots", *bots, "--games", str(games), "--workers", "0", "--game", game,
-                                            *_trust_flag()], workdir, f"path-{games}{tag}-{k}"))
-        pairs.append((runs[0], runs[1]))
-    return PathFigures(tuple(pairs))
+    runs = []
+    for games in (short_games, long_games):
+        say(f"the user's path: arena tournament --workers 0, {len(bots)} bots, {games:,} matches per pair")
+        runs.append(run_tournament_cli(["--bots", *bots, "--games", str(games), "--workers", "0", "--game", game,
+                                        *_trust_flag()], workdir, f"path-{games}{tag}"))
+    return PathFigures(((runs[0], runs[1]),))
 
 
 # --------------------------------------------------------------------------- every core

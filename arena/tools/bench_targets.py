@@ -347,6 +347,7 @@ def run_targets(settings: Settings, progress: Callable[[str], None] | None = Non
     ones, cores, trips, paths = [], [], [], []
     workdir = bench_path.scratch()
     try:
+        path_bots = list(settings.path_bots) or bench_path.c_bots(workdir / "path-bots", 2)  # copied once
         os.sync()  # (see the docstring)
         thresholds = tune_for_server()
         try:
@@ -374,8 +375,7 @@ def run_targets(settings: Settings, progress: Callable[[str], None] | None = Non
                 trips.append(trio.run(bench_floor.trio_pingpong, req, ans, trip_rounds))
             finally:
                 restore(thresholds)
-            paths.append(bench_path.tournament_path(*settings.path_games, workdir, say, bots=settings.path_bots,
-                                                    tag=f"r{k}"))
+            paths.append(bench_path.tournament_path(*settings.path_games, workdir, say, bots=path_bots, tag=f"-r{k}"))
         run.one, run.core, run.trip = pooled(ones), pooled(cores), pooled(trips)
         run.one_rounds = [x.cpu_us_per_decision for x in ones]
         f.one_us, f.core_us, f.log_us = run.one.cpu_us_per_decision, run.core.core_us, run.core.log_us
