@@ -364,3 +364,42 @@ def test_block_solves_and_columns_equal_dense_ones(form, monkeypatch):
         assert np.allclose(b.variances(), np.diag(x), rtol=1e-10)
         i, j = rng.integers(0, n, 40), rng.integers(0, n, 40)
         assert np.allclose(b.covariances(i, j), x[i, j], rtol=0, atol=1e-9 * np.abs(x).max())
+
+
+def test_newtons_last_step_is_taken_by_the_intervals_block_factors(monkeypatch):
+    """A fit that wants intervals computes them at Newton's last iterate (the one reached by a
+    step below SETTLE_STEP) and lets their block factors take the last step: one conjugate-gradient
+    solve fewer than the ratings alone need, the intervals computed once, and the same ratings
+    (to 1e-6 Elo) and intervals as a fit that computes them after Newton (at that same iterate)."""
+    monkeypatch.setattr(blocks, "MIN_BLOCK", 8)
+    units = FIELDS["ladder"]()
+    calls = {"cg": 0, "intervals": 0}
+    solve, init = information.Solver.solve, information.Intervals.__init__
+
+    def counted_solve(self, *a, **k):
+        calls["cg"] += 1
+        return solve(self, *a, **k)
+
+    def counted_init(self, *a, **k):
+        calls["intervals"] += 1
+        init(self, *a, **k)
+
+    monkeypatch.setattr(information.Solver, "solve", counted_solve)
+    monkeypatch.setattr(information.Intervals, "__init__", counted_init)
+
+    def fit(intervals: str):
+        calls.update(cg=0, intervals=0)
+        return fit_totals(_totals(units), "robust", intervals=intervals), dict(calls)
+
+    alone, alone_calls = fit("none")
+    settled, settled_calls = fit("blocks")
+    assert alone_calls["cg"] >= 2 and alone_calls["intervals"] == 0
+    assert settled_calls == {"cg": alone_calls["cg"] - 1, "intervals": 1}
+    monkeypatch.setattr(information, "SETTLE_STEP", 0.0)  # never settled: the intervals after Newton
+    after, after_calls = fit("blocks")
+    assert after_calls == {"cg": alone_calls["cg"], "intervals": 1}
+    for x, y, z in zip(alone.ratings, settled.ratings, after.ratings):
+        assert x.name == y.name == z.name
+        assert y.elo == pytest.approx(x.elo, abs=1e-6) and z.elo == pytest.approx(x.elo, abs=1e-6)
+        assert y.ci95 == pytest.approx(z.ci95, rel=1e-12)
+    assert settled.neighbour_sd() == pytest.approx(after.neighbour_sd(), rel=1e-12)

@@ -83,6 +83,7 @@ from typing import Any
 
 import msgspec
 import numpy as np
+import scipy.sparse as sp
 
 from arena.stats.information import Intervals, Model, Pairs, aggregate, newton, one_blas_thread
 
@@ -572,12 +573,21 @@ def _solve(bots: list[str], pairs: Pairs, theta0: np.ndarray, variance: str, int
     n = len(bots)
     with one_blas_thread():
         model = Model(pairs, ROBUST_PRIOR_UNITS, layout, hint)
-        theta, p, h = newton(model, theta0)
+        settled: list[Intervals] = []
+
+        def settle(at: np.ndarray, p: np.ndarray, h: sp.csr_matrix) -> Callable[[np.ndarray], np.ndarray] | None:
+            """The intervals at Newton's iterate ``at`` (its last, expectedly), whose block
+            factors take its step exactly (:func:`arena.stats.information.newton`)."""
+            settled[:] = [_intervals(model, at, p, h, variance, intervals)]
+            return settled[0].exact_solve()
+
+        theta, last, p, h = newton(model, theta0, settle=settle if intervals != "none" else None)
         elo = ANCHOR + _SCALE * (theta - theta.mean())
         order = np.lexsort((np.arange(n), -elo))  # best first, then by name
         got = None
-        if intervals != "none":
-            got = Intervals(model, theta, h, model.meat(theta, p) if variance == "robust" else None, order, intervals)
+        if intervals != "none":  # at Newton's last iterate (within NEWTON_QUADRATIC of theta)
+            got = settled[0] if settled and np.array_equal(settled[0].theta, last) else \
+                _intervals(model, last, p, h, variance, intervals)
     ci95 = np.full(n, np.nan) if got is None else (Z95 * _SCALE) * np.sqrt(got.var)
     wins, losses, draws = tallies()
     out = [Rating(name=bots[i], elo=e, ci95=w, games=x + y + z, wins=x, losses=y, draws=z)
@@ -586,6 +596,15 @@ def _solve(bots: list[str], pairs: Pairs, theta0: np.ndarray, variance: str, int
     fitted = Fit(out, bots, variance, got)
     fitted.layout = model._layout  # noqa: SLF001 - None where no step needed it (small fields)
     return fitted
+
+
+def _intervals(model: Model, theta: np.ndarray, p: np.ndarray, h: sp.csr_matrix, variance: str,
+               method: str) -> Intervals:
+    """The :class:`Intervals` at ``theta`` (``p``, ``h`` there), for the rating neighbours in the
+    order of ``theta``, model or robust (``variance``)."""
+    n = theta.size
+    order = np.lexsort((np.arange(n), -theta))  # best first, then by index (as the ratings' names)
+    return Intervals(model, theta, h, model.meat(theta, p) if variance == "robust" else None, order, method)
 
 
 def _check(keys: list, a: np.ndarray, b: np.ndarray, s: np.ndarray, g: np.ndarray) -> None:
