@@ -162,6 +162,9 @@ class Blocks:
         self.md, self.ml = cut(m) if m is not None else (self.hd, self.hl)
         self.robust = m is not None
         self._factor()
+        self.hd = self.hl = []  # (H's blocks: used; the memory goes to what follows)
+        if self.robust:
+            self._sandwich()
         self.long = cut.long.size
         self.q = self.k = self.y = self.g = np.zeros((0, 0))
         self._z: np.ndarray | None = None
@@ -169,6 +172,7 @@ class Blocks:
         if self.long:
             self._long(h, m, order[cut.long_a], order[cut.long_b], -h.data[cut.long], None if m is None else
                        -m.data[cut.long])
+        self.md = self.ml = []  # (M's blocks: used)
 
     def _long(self, h: sp.csr_matrix, m: sp.csr_matrix | None, a: np.ndarray, b: np.ndarray, w: np.ndarray,
               v: np.ndarray | None) -> None:
@@ -229,54 +233,53 @@ class Blocks:
 
     def _factor(self) -> None:
         nb, hd, hl = self.nb, self.hd, self.hl
-        # hl[k] = H_{k+1,k}; forward Schur complements (Cholesky factors) and A_k = -H_{k+1,k} S_k^-1
-        # (and the inverses of their Cholesky factors, L_k^-1: the block solves' products)
-        self.fwd, self.a, s_fwd = [], [], []
+        # hl[k] = H_{k+1,k}; forward Schur complements S_k and A_k = -H_{k+1,k} S_k^-1 (and the
+        # inverses of their Cholesky factors, L_k^-1: the block solves' products)
+        self.fwd, self.a = [], []
+        s_fwd: list = []
         s = hd[0]
         for k in range(nb):
             s_fwd.append(s)
-            inverse = _inverse_factor(_cho(s)[0])
+            inverse = _inverse_factor(_cho(s))
             self.fwd.append(inverse)
             if k + 1 < nb:
                 a, gram = _schur_step(inverse, hl[k].T)
                 self.a.append(a)
                 s = hd[k + 1] - gram
-        back: list = [None] * nb
+        # backward: S'_k, B_{k-1} = -H_{k-1,k} S'_k^-1, and C_kk = (S_k + S'_k - H_kk)^-1 at once (neither
+        # complement kept: a block list less in memory)
         self.b: list = [None] * max(nb - 1, 0)
-        s_back: list = [None] * nb
+        self.c: list = [None] * nb
         s = hd[nb - 1]
         for k in range(nb - 1, -1, -1):
-            s_back[k] = s
-            back[k] = _cho(s)
+            self.c[k] = spd_inverse(s_fwd[k] + s - hd[k])
+            s_fwd[k] = None
             if k > 0:
-                # B_{k-1} = -H_{k-1,k} S'_k^-1
-                self.b[k - 1], gram = _schur_step(_inverse_factor(back[k][0]), hl[k - 1])
+                self.b[k - 1], gram = _schur_step(_inverse_factor(_cho(s)), hl[k - 1])
                 s = hd[k - 1] - gram
-        self.c = []  # C_kk
-        for k in range(nb):
-            self.c.append(spd_inverse(s_fwd[k] + s_back[k] - hd[k]))
-        if self.robust:
-            self._sandwich()
 
     def _sandwich(self) -> None:
         nb, md, ml, a, b = self.nb, self.md, self.ml, self.a, self.b
-        f = [md[0]]
+        f = [md[0].copy()]  # (F_k becomes the head in place, below)
         for k in range(nb - 1):  # A F A^T + A M_{k,k+1} + M_{k+1,k} A^T = Y + Y^T, Y = A (F A^T / 2 + M_{k,k+1})
             y = a[k] @ (0.5 * (f[k] @ a[k].T) + ml[k].T)
             f.append(y + y.T + md[k + 1])
-        e: list = [None] * nb
-        e[nb - 1] = md[nb - 1]
         bm = [b[k] @ ml[k] for k in range(nb - 1)] + [np.zeros_like(md[nb - 1])]  # B_k M_{k+1,k}
-        for k in range(nb - 2, -1, -1):
-            e[k] = b[k] @ e[k + 1] @ b[k].T + md[k] + bm[k] + bm[k].T
-        # the diagonal of X_kk = C_kk (F_k + E_k - M_kk) C_kk (C_kk symmetric): one product per block
-        self.x = [np.einsum("ij,ij->i", self.c[k] @ (f[k] + e[k] - md[k]), self.c[k]) for k in range(nb)]
-        # the right part of G_{T,J}: E_J - M_JJ - B_J M_{J+1,J}; the left part of G_{T,T}: F_T + B_T M_{T+1,T}
-        self.tail = [e[k] - md[k] - bm[k] for k in range(nb)]
-        self.head = [f[k] + bm[k] for k in range(nb)]
         # a walk's step (_Walk.advance): p(J+1) = p(J) A_J^T + psi(J) W_J, with W_J = M_{J,J+1} +
         # B_J (M_{J+1,J+1} + B_{J+1} M_{J+2,J+1}) (what the rows psi B_J and psi B_J B_{J+1} weigh)
         self.w = [ml[k].T + b[k] @ (md[k + 1] + bm[k + 1]) for k in range(nb - 1)]
+        self.x, self.tail, self.head = [None] * nb, [None] * nb, f
+        e = md[nb - 1].copy()  # E_k, from the last block back
+        for k in range(nb - 1, -1, -1):
+            # the diagonal of X_kk = C_kk (F_k + E_k - M_kk) C_kk (C_kk symmetric): one product per block
+            self.x[k] = np.einsum("ij,ij->i", self.c[k] @ (f[k] + e - md[k]), self.c[k])
+            before = b[k - 1] @ e @ b[k - 1].T + md[k - 1] + bm[k - 1] + bm[k - 1].T if k else None
+            # the right part of G_{T,J}: E_J - M_JJ - B_J M_{J+1,J}; the left part of G_{T,T}: F_T + B_T M_{T+1,T}
+            e -= md[k]
+            e -= bm[k]
+            self.tail[k] = e
+            f[k] += bm[k]
+            e = before
 
     def solve(self, rhs: np.ndarray) -> np.ndarray:
         """``H^-1 rhs`` (``rhs``: ``n`` or ``n x r``, bots' indices), exact (block forward and back
@@ -324,7 +327,7 @@ class Blocks:
                 lower, info = la.lapack.dlauum(inverse, lower=1)
                 if info:
                     raise ArithmeticError(f"lauum {info}")
-                self._sinv.append(np.tril(lower) + np.tril(lower, -1).T)
+                self._sinv.append(_symmetric(lower))
         return self._sinv
 
     def _band_product(self, y: np.ndarray) -> np.ndarray:
@@ -355,10 +358,12 @@ class Blocks:
         part of ``C`` or ``C M C``: ``Z = -Q K / 2`` (model) or ``Q G / 2 - Y K`` (robust; ``K``,
         ``G`` symmetric). Every variance and covariance of that part takes its rows from it."""
         if self._z is None:
-            if self.robust:  # Z^T = G Q^T / 2 - K Y^T, the second product added in place (BLAS gemm, beta 1)
-                z = self.q @ (0.5 * self.g)
-                la.blas.dgemm(-1.0, self.k.T, self.y.T, beta=1.0, c=z.T, overwrite_c=1)
-                self._z = z
+            if self.robust:  # Z = Q G / 2 - Y K, written over Y a chunk of rows at a time (no n x r array more)
+                y, half = self.y, 0.5 * self.g
+                for c in range(0, y.shape[0], CHUNK):
+                    part = y[c:c + CHUNK]
+                    part[...] = self.q[c:c + CHUNK] @ half - part @ self.k
+                self._z, self.y = y, np.zeros((0, 0))
             else:
                 self._z = self.q @ (-0.5 * self.k)
         return self._z
@@ -559,40 +564,50 @@ def spd_inverse(s: np.ndarray) -> np.ndarray:
     """The inverse of a symmetric positive definite matrix, dense (LAPACK ``potrf``/``potri``):
     a block here, the whole information matrix of a small field in
     :mod:`arena.stats.information`. Raises ``ArithmeticError`` if it is not positive definite."""
-    lower, info = la.lapack.dpotrf(s, lower=1)
+    lower, info = la.lapack.dpotrf(s, lower=1, clean=1)
     if info == 0:
         lower, info = la.lapack.dpotri(lower, lower=1)
     if info:
         raise ArithmeticError(f"information matrix not positive definite (potrf/potri {info})")
-    return np.tril(lower) + np.tril(lower, -1).T
+    return _symmetric(lower)
+
+
+def _symmetric(lower: np.ndarray) -> np.ndarray:
+    """The symmetric matrix whose lower triangle is ``lower``'s (zeros above, as LAPACK leaves
+    them after a clean ``potrf``): ``lower + lower^T`` with the diagonal taken once."""
+    out = lower + lower.T
+    out.flat[::out.shape[0] + 1] = lower.diagonal()
+    return out
 
 
 def _inverse_factor(lower: np.ndarray) -> np.ndarray:
-    """``L^-1`` (lower triangular, zeros above) of a Cholesky factor ``L`` (its lower triangle;
-    whatever is above is ignored), by LAPACK's ``trtri``. At a block's size (~230) OpenBLAS's
-    triangular solves (``trsm``) take 4-5 times a product's time per flop on one thread: the
-    solves with ``S = L L^T`` are products with ``L^-1`` instead."""
+    """``L^-1`` (lower triangular, zeros above, Fortran-ordered) of a Cholesky factor ``L`` (zeros
+    above: :func:`_cho`), by LAPACK's ``trtri``. At a block's size (~230) OpenBLAS's triangular
+    solves (``trsm``) take 4-5 times a product's time per flop on one thread: the solves with
+    ``S = L L^T`` are products with ``L^-1`` instead."""
     inverse, info = la.lapack.dtrtri(lower, lower=1)
     if info:
         raise ArithmeticError(f"information matrix not positive definite (trtri {info})")
-    return np.tril(inverse)
+    return inverse
 
 
 def _schur_step(inverse: np.ndarray, h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """For ``S = L L^T`` (``inverse``: ``L^-1``, :func:`_inverse_factor`) and a coupling block
-    ``h`` (``s_K x s_L``): ``(-(S^-1 h)^T, h^T S^-1 h)``: with ``Y = L^-1 h``, two triangular
-    products (``trmm``: half a product's flops, and faster at these sizes) and ``Y^T Y`` (a
-    product: faster than ``syrk`` here, though it makes both triangles)."""
-    upper = inverse.T  # L^-T, Fortran-ordered: BLAS takes it without a copy
-    y = la.blas.dtrmm(1.0, upper, h, lower=0, trans_a=1)  # L^-1 h
-    return la.blas.dtrmm(-1.0, upper, y, lower=0).T, y.T @ y  # -(L^-T Y)^T = -(S^-1 h)^T
+    """For ``S = L L^T`` (``inverse``: ``L^-1``, :func:`_inverse_factor`, Fortran-ordered: BLAS
+    takes it without a copy) and a coupling block ``h`` (``s_K x s_L``): ``(-(S^-1 h)^T, h^T
+    S^-1 h)``: with ``Y = L^-1 h``, two triangular products (``trmm``: half a product's flops, and
+    faster at these sizes) and ``Y^T Y`` (a product: faster than ``syrk`` here, though it makes
+    both triangles)."""
+    y = la.blas.dtrmm(1.0, inverse, h, lower=1)  # L^-1 h
+    return la.blas.dtrmm(-1.0, inverse, y, lower=1, trans_a=1).T, y.T @ y  # -(L^-T Y)^T = -(S^-1 h)^T
 
 
-def _cho(s: np.ndarray) -> tuple[np.ndarray, bool]:
-    try:
-        return la.cho_factor(s, lower=True, check_finite=False)
-    except la.LinAlgError as exc:
-        raise ArithmeticError(f"information matrix not positive definite ({exc})") from None
+def _cho(s: np.ndarray) -> np.ndarray:
+    """The lower Cholesky factor of ``s``, zeros above (LAPACK ``potrf``, clean). Raises
+    ``ArithmeticError`` if ``s`` is not positive definite."""
+    lower, info = la.lapack.dpotrf(s, lower=1, clean=1)
+    if info:
+        raise ArithmeticError(f"information matrix not positive definite (potrf {info})")
+    return lower
 
 
 class _Cut:
