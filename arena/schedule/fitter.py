@@ -443,7 +443,7 @@ season's 10,000 bots touches some 350-500 MB (its block factors and the long pai
 the season bench each refit after the first spent 0.14 s of system time on page faults and each
 ratings-only fit 0.27 s, on a machine the contest saturates (0.02-0.08 s on a quiet one); with
 these, none after the first refit. The price: the process keeps the memory of its largest fit
-between fits (about 750 MB at 10,000 bots)."""
+between fits (about 790 MB at 10,000 bots)."""
 
 
 def niced_child() -> None:

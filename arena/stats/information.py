@@ -488,7 +488,8 @@ def newton(model: Model, theta: np.ndarray, max_iter: int = 100,
     size = np.inf
     for _ in range(max_iter):
         p, grad, h = model.at(theta)
-        exact = settle(theta.copy(), p, h) if settle is not None and size < SETTLE_STEP else None
+        here = theta.copy()  # (what settle sees is what is returned as last: the same array)
+        exact = settle(here, p, h) if settle is not None and size < SETTLE_STEP else None
         if exact is not None:
             step = exact(grad)
         else:
@@ -504,10 +505,9 @@ def newton(model: Model, theta: np.ndarray, max_iter: int = 100,
                 t *= 0.5
             step = t * step
             size *= t
-        last = theta.copy()
         theta += step
         if size < NEWTON_QUADRATIC:  # near the maximum: what is left is of the order of size^2
-            return theta, last, p, h
+            return theta, here, p, h
     raise ArithmeticError(f"Newton's method did not converge in {max_iter} steps")
 
 

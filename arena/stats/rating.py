@@ -586,7 +586,7 @@ def _solve(bots: list[str], pairs: Pairs, theta0: np.ndarray, variance: str, int
         order = np.lexsort((np.arange(n), -elo))  # best first, then by name
         got = None
         if intervals != "none":  # at Newton's last iterate (within NEWTON_QUADRATIC of theta)
-            got = settled[0] if settled and np.array_equal(settled[0].theta, last) else \
+            got = settled[0] if settled and settled[0].theta is last else \
                 _intervals(model, last, p, h, variance, intervals)
     ci95 = np.full(n, np.nan) if got is None else (Z95 * _SCALE) * np.sqrt(got.var)
     wins, losses, draws = tallies()
