@@ -370,7 +370,7 @@ def test_newtons_last_step_is_taken_by_the_intervals_block_factors(monkeypatch):
     """A fit that wants intervals computes them at Newton's last iterate (the one reached by a
     step below SETTLE_STEP) and lets their block factors take the last step: one conjugate-gradient
     solve fewer than the ratings alone need, the intervals computed once, and the same ratings
-    (to 1e-6 Elo) and intervals as a fit that computes them after Newton (at that same iterate)."""
+    (to 1e-6 Elo) and intervals (to 1e-9) as a fit that computes them after Newton, at the maximum."""
     monkeypatch.setattr(blocks, "MIN_BLOCK", 8)
     units = FIELDS["ladder"]()
     calls = {"cg": 0, "intervals": 0}
@@ -401,5 +401,5 @@ def test_newtons_last_step_is_taken_by_the_intervals_block_factors(monkeypatch):
     for x, y, z in zip(alone.ratings, settled.ratings, after.ratings):
         assert x.name == y.name == z.name
         assert y.elo == pytest.approx(x.elo, abs=1e-6) and z.elo == pytest.approx(x.elo, abs=1e-6)
-        assert y.ci95 == pytest.approx(z.ci95, rel=1e-12)
-    assert settled.neighbour_sd() == pytest.approx(after.neighbour_sd(), rel=1e-12)
+        assert y.ci95 == pytest.approx(z.ci95, rel=1e-9)
+    assert settled.neighbour_sd() == pytest.approx(after.neighbour_sd(), rel=1e-9)

@@ -85,7 +85,7 @@ import msgspec
 import numpy as np
 import scipy.sparse as sp
 
-from arena.stats.information import Intervals, Model, Pairs, aggregate, newton, one_blas_thread
+from arena.stats.information import EXACT_BOTS, Intervals, Model, Pairs, aggregate, newton, one_blas_thread
 
 ANCHOR = 1500.0
 """Mean rating of the bots in a fit."""
@@ -577,7 +577,10 @@ def _solve(bots: list[str], pairs: Pairs, theta0: np.ndarray, variance: str, int
 
         def settle(at: np.ndarray, p: np.ndarray, h: sp.csr_matrix) -> Callable[[np.ndarray], np.ndarray] | None:
             """The intervals at Newton's iterate ``at`` (its last, expectedly), whose block
-            factors take its step exactly (:func:`arena.stats.information.newton`)."""
+            factors take its step exactly (:func:`arena.stats.information.newton`); not for the
+            dense exact intervals of a small field (cheap, and computed at theta itself)."""
+            if intervals == "exact" or intervals == "auto" and n <= EXACT_BOTS:
+                return None
             settled[:] = [_intervals(model, at, p, h, variance, intervals)]
             return settled[0].exact_solve()
 
@@ -585,9 +588,9 @@ def _solve(bots: list[str], pairs: Pairs, theta0: np.ndarray, variance: str, int
         elo = ANCHOR + _SCALE * (theta - theta.mean())
         order = np.lexsort((np.arange(n), -elo))  # best first, then by name
         got = None
-        if intervals != "none":  # at Newton's last iterate (within NEWTON_QUADRATIC of theta)
+        if intervals != "none":  # settled: at Newton's last iterate (its exact step tiny); else at theta itself
             got = settled[0] if settled and settled[0].theta is last else \
-                _intervals(model, last, p, h, variance, intervals)
+                _intervals(model, theta, *model.at(theta)[::2], variance, intervals)
     ci95 = np.full(n, np.nan) if got is None else (Z95 * _SCALE) * np.sqrt(got.var)
     wins, losses, draws = tallies()
     out = [Rating(name=bots[i], elo=e, ci95=w, games=x + y + z, wins=x, losses=y, draws=z)
