@@ -403,3 +403,45 @@ def test_newtons_last_step_is_taken_by_the_intervals_block_factors(monkeypatch):
         assert y.elo == pytest.approx(x.elo, abs=1e-6) and z.elo == pytest.approx(x.elo, abs=1e-6)
         assert y.ci95 == pytest.approx(z.ci95, rel=1e-9)
     assert settled.neighbour_sd() == pytest.approx(after.neighbour_sd(), rel=1e-9)
+
+
+def test_far_columns_of_the_long_pairs_go_through_their_low_rank_exactly(monkeypatch):
+    """Many long pairs among bots spread along a chain of many blocks: in Z (Blocks._half) the
+    columns of bots more than NEAR_COLUMNS blocks from a block of rows go through their low rank
+    (blocks._far), and the variances and covariances, model and robust, still equal dense ones (to
+    RANK_TOL, as the walks' cut);
+    a far block of full rank is taken whole (None), one of rank 2 is reproduced."""
+    monkeypatch.setattr(blocks, "MIN_BLOCK", 8)
+    monkeypatch.setattr(blocks, "SMALL_BASIS", 4)
+    used = []
+    far = blocks._far  # noqa: SLF001
+
+    def counted(block, omega):
+        got = far(block, omega)
+        used.append(got is not None)
+        return got
+
+    monkeypatch.setattr(blocks, "_far", counted)
+    n = 400
+    rng = np.random.default_rng(8)
+    some = rng.choice(n, 60, replace=False)
+    extra = [(int(x), int(y)) for x, y in rng.choice(some, (150, 2)) if x != y]
+    h, m = _banded_field(n, extra, 9)
+    order = np.arange(n)
+    pattern = sp.csr_matrix((np.ones(h.nnz), h.indices, h.indptr), shape=h.shape)
+    starts = blocks.partition(order, pattern, 8)
+    c = np.linalg.inv(h.toarray())
+    for robust in (False, True):
+        used.clear()
+        b = blocks.Blocks(h, m if robust else None, order, starts)
+        assert b.nb > 2 * blocks.NEAR_COLUMNS + 3 and b.q.shape[1] > 40
+        x = c @ m.toarray() @ c if robust else c
+        assert np.allclose(b.variances(), np.diag(x), rtol=1e-7)
+        assert sum(used) > b.nb  # far columns on both sides of most blocks went through their low rank
+        i, j = rng.integers(0, n, 200), rng.integers(0, n, 200)
+        assert np.allclose(b.covariances(i, j), x[i, j], rtol=0, atol=1e-7 * np.abs(x).max())  # RANK_TOL
+    omega = rng.standard_normal((50, blocks.FAR_SKETCH + 1))
+    assert far(rng.standard_normal((30, 50)), omega) is None
+    low = rng.standard_normal((30, 2)) @ rng.standard_normal((2, 50))
+    u, w = far(low, omega)
+    assert u.shape[1] == 2 and np.allclose(u @ w, low, rtol=0, atol=1e-12 * np.abs(low).max())

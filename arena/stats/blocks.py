@@ -168,6 +168,7 @@ class Blocks:
         self.long = cut.long.size
         self.q = self.k = self.y = self.g = np.zeros((0, 0))
         self._z: np.ndarray | None = None
+        self._reach = np.zeros(0, np.int64), np.zeros(0, np.int64)  # (the long pairs' columns' first and last blocks)
         self._sinv: list[np.ndarray] | None = None
         if self.long:
             self._long(h, m, order[cut.long_a], order[cut.long_b], -h.data[cut.long], None if m is None else
@@ -201,6 +202,9 @@ class Blocks:
         else:  # Q = C_b U = (columns of C_b) sub
             self.q = np.asarray((sub.T @ cols.T).T)
             uq = np.asarray(up.T @ self.q)
+        cols_by_place = up.tocsc()  # each column's first and last block (for _half's near and far columns)
+        blk, first = self.block[cols_by_place.indices], cols_by_place.indptr[:-1]
+        self._reach = np.minimum.reduceat(blk, first), np.maximum.reduceat(blk, first)
         uq = 0.5 * (uq + uq.T)
         self.k = la.solve(np.eye(r) + weights @ uq, weights, check_finite=False)
         self.k = 0.5 * (self.k + self.k.T)
@@ -356,16 +360,32 @@ class Blocks:
     def _half(self) -> np.ndarray:
         """``Z`` (``n x r``, rows by place), computed once, with ``Z Q^T + Q Z^T`` the long pairs'
         part of ``C`` or ``C M C``: ``Z = -Q K / 2`` (model) or ``Q G / 2 - Y K`` (robust; ``K``,
-        ``G`` symmetric). Every variance and covariance of that part takes its rows from it."""
+        ``G`` symmetric). Every variance and covariance of that part takes its rows from it.
+        Block by block of rows, each ``s x r`` product split by columns: those of the bots within
+        :data:`NEAR_COLUMNS` blocks whole, those farther on either side through their low rank
+        (:func:`_far`: far from its bots, a column of ``C_b`` or ``C_b M_b C_b`` is the field's
+        smooth common mode; on the season bench's store rank 1 at 1e-10 where 550 columns are
+        far), so the work grows with ``n r`` times the near columns, not with ``n r^2``."""
         if self._z is None:
-            if self.robust:  # Z = Q G / 2 - Y K, written over Y a chunk of rows at a time (no n x r array more)
-                y, half = self.y, 0.5 * self.g
-                for c in range(0, y.shape[0], CHUNK):
-                    part = y[c:c + CHUNK]
-                    part[...] = self.q[c:c + CHUNK] @ half - part @ self.k
-                self._z, self.y = y, np.zeros((0, 0))
-            else:
-                self._z = self.q @ (-0.5 * self.k)
+            terms = [(self.q, 0.5 * self.g), (self.y, -self.k)] if self.robust else [(self.q, -0.5 * self.k)]
+            out = self.y if self.robust else np.empty_like(self.q)  # Z written over Y, a block of rows at a time
+            lo, hi = self._reach
+            omega = np.random.default_rng(PROBE_SEED).standard_normal((self.q.shape[1], FAR_SKETCH + 1))
+            st = self.starts
+            for k in range(self.nb):
+                near = _span(np.flatnonzero((hi >= k - NEAR_COLUMNS) & (lo <= k + NEAR_COLUMNS)))
+                sides = [_span(np.flatnonzero(hi < k - NEAR_COLUMNS)), _span(np.flatnonzero(lo > k + NEAR_COLUMNS))]
+                lefts, rights = [], []  # Z's rows = hstack(lefts) @ vstack(rights): one product
+                for mat, coef in terms:
+                    part = mat[st[k]:st[k + 1]]
+                    lefts.append(part[:, near])
+                    rights.append(coef[near])
+                    for cols in sides:
+                        far = _far(part[:, cols], omega[cols])
+                        lefts.append(part[:, cols] if far is None else far[0])
+                        rights.append(coef[cols] if far is None else far[1] @ coef[cols])
+                out[st[k]:st[k + 1]] = np.hstack(lefts) @ np.vstack(rights)
+            self._z, self.y = out, np.zeros((0, 0))
         return self._z
 
     def _low_rank(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:
@@ -417,6 +437,11 @@ FEW_COLUMNS = 8
 (two products a block) rather than the Schur complements' inverses (one product, formed once)."""
 CHUNK = 256
 """Rows of the long pairs' ``n x r`` factors gathered at a time (:meth:`Blocks._low_rank`)."""
+NEAR_COLUMNS = 2
+"""Blocks on either side of a block of rows within which :meth:`Blocks._half` takes the long pairs'
+columns whole; the columns of bots farther away, through their low rank (:func:`_far`)."""
+FAR_SKETCH = 6
+"""Directions of the seeded sketch that finds the low rank of far columns (:func:`_far`)."""
 NEAR = 4
 """Blocks walked one source block at a time (:meth:`Blocks.covariances`) before the walks join: by
 then a walk keeps 6-10 directions on the season-shaped field (2 or 3: 110-125, and a slower sweep)."""
@@ -531,6 +556,36 @@ def _compress(coef: np.ndarray, p: np.ndarray, psi: np.ndarray) -> tuple[np.ndar
         u = vectors[:, keep]
     new = u.T @ stacked
     return coef @ u, new[:, :p.shape[1]], new[:, p.shape[1]:]
+
+
+def _span(index: np.ndarray) -> np.ndarray | slice:
+    """``index`` (ascending) as a slice when it is a run of consecutive values (a view, no copy)."""
+    if index.size and index[-1] - index[0] == index.size - 1:
+        return slice(int(index[0]), int(index[-1]) + 1)
+    return index
+
+
+def _far(block: np.ndarray, omega: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(u, w)`` with ``block ≈ u @ w`` (``s x c`` = ``s x k`` times ``k x c``) at :data:`RANK_TOL`,
+    or None when ``block`` is narrow or its rank not well below :data:`FAR_SKETCH`: a seeded sketch
+    (``omega``: ``c x (FAR_SKETCH + 1)``, the last column a check) as :func:`_compress`'s, kept when
+    its smallest singular value is below the tolerance and when the check column, which the sketch
+    did not see, is reproduced to ``10 RANK_TOL`` of its norm."""
+    if block.shape[1] <= SMALL_BASIS:
+        return None
+    sketch = block @ omega
+    q, _ = np.linalg.qr(sketch[:, :-1])
+    small = q.T @ block
+    values, left = la.eigh(small @ small.T, check_finite=False)  # ascending: sv^2
+    top = max(values[-1], 1e-300)
+    if values[0] > RANK_TOL**2 * top:
+        return None
+    keep = left[:, values > RANK_TOL**2 * top]
+    u, w = q @ keep, keep.T @ small  # (u^T block = keep^T q^T block)
+    check = sketch[:, -1]
+    if np.linalg.norm(check - u @ (w @ omega[:, -1])) > 10.0 * RANK_TOL * np.linalg.norm(check):
+        return None
+    return u, w
 
 
 def low_rank(n: int, a: np.ndarray, b: np.ndarray, w: np.ndarray, v: np.ndarray | None
