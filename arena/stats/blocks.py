@@ -42,8 +42,14 @@ were probed, 8.8-9.2 s of CPU and only within 30%). Its ``Q = C_b U`` is made of
 ``C_b`` at those bots, carried along the chain of factors like the walks' rows (one product a
 block for all of them: :meth:`Blocks._columns`), ``Y`` by one band product and one band solve (a
 forward sweep and a backward one by ``S_K^-1`` and ``A_K^T``: three products a block), and the
-low-rank part of every variance and covariance from ``Z Q^T + Q Z^T`` (two ``n x r x r``
-products). The ``n x r`` arrays are few and solved in place: a fresh one costs its page faults
+low-rank part of every variance and covariance from ``Z Q^T + Q Z^T``. ``Z`` is one product per
+block of rows whose columns are those of the bots near that block (:data:`NEAR_COLUMNS`) and the
+low rank of the others (:meth:`Blocks._half`): far from its bot, a column of ``C_b`` or of ``C_b
+M_b C_b`` is the field's smooth common mode, so the far columns seen from a block have rank 1 or
+2 at 1e-10 (the season bench's store: 550 of 632 columns far from each block). Two ``n x r x r``
+products made it before: on the store the season bench left (rank 632, 40 blocks), ``Z`` took
+0.29-0.39 s and takes 0.12 s, and a full refit 2.68-3.07 s of CPU and takes 2.27-2.77 s (old and
+new code alternated, the intervals within 6e-9). The ``n x r`` arrays are few and solved in place: a fresh one costs its page faults
 (system time; 0.5-0.7 s of the intervals' CPU in the season bench's first full refit before).
 Measured on that field (the season seed store after the bench, a full refit in the earlier
 layout as the fitter does it, ``compute_fit``; CPU as ``time.process_time``, one BLAS thread,
