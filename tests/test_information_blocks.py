@@ -431,10 +431,25 @@ def test_far_columns_of_the_long_pairs_go_through_their_low_rank_exactly(monkeyp
     pattern = sp.csr_matrix((np.ones(h.nnz), h.indices, h.indptr), shape=h.shape)
     starts = blocks.partition(order, pattern, 8)
     c = np.linalg.inv(h.toarray())
+    rows, cols = h.nonzero()
     for robust in (False, True):
         used.clear()
         b = blocks.Blocks(h, m if robust else None, order, starts)
         assert b.nb > 2 * blocks.NEAR_COLUMNS + 3 and b.q.shape[1] > 40
+        # Q = C_b U and Y = C_b M_b C_b U (columns.at, the far columns carried through their low
+        # rank): the columns of the band's inverse and sandwich at the long pairs' bots
+        apart = np.abs(b.block[rows] - b.block[cols]) > 1
+        band_h, band_m = h.toarray(), m.toarray()
+        for band in (band_h, band_m):
+            weight = band[rows[apart], cols[apart]].copy()
+            band[rows[apart], cols[apart]] = 0.0
+            np.add.at(band, (rows[apart], rows[apart]), weight)  # (each pair twice: once from each end)
+        ends = np.unique(rows[apart])
+        cb = np.linalg.inv(band_h)
+        assert np.allclose(b.q, cb[:, ends], rtol=0, atol=1e-9 * np.abs(cb).max())
+        if robust:
+            xb = cb @ band_m @ cb
+            assert np.allclose(b.y, xb[:, ends], rtol=0, atol=1e-9 * np.abs(xb).max())
         x = c @ m.toarray() @ c if robust else c
         assert np.allclose(b.variances(), np.diag(x), rtol=1e-7)
         assert sum(used) > b.nb  # far columns on both sides of most blocks went through their low rank

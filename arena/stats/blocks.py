@@ -38,29 +38,29 @@ Long pairs (:func:`plan` leaves the longest out of the blocks) come back as a lo
 bots they join. The second form is what a contest's random pairing of a scattered subset makes:
 the season bench's 500 connected bots of 10,000 played 3,300 long pairs among themselves in a
 minute, a correction of rank 495 instead of 3,300 (which :data:`MAX_LONG` refused: the intervals
-were probed, 8.8-9.2 s of CPU and only within 30%). Its ``Q = C_b U`` is made of the columns of
-``C_b`` at those bots, carried along the chain of factors like the walks' rows (one product a
-block for all of them: :meth:`Blocks._columns`), ``Y`` by one band product and one band solve (a
-forward sweep and a backward one by ``S_K^-1`` and ``A_K^T``: three products a block), and the
-low-rank part of every variance and covariance from ``Z Q^T + Q Z^T``. ``Z`` is one product per
-block of rows whose columns are those of the bots near that block (:data:`NEAR_COLUMNS`) and the
-low rank of the others (:meth:`Blocks._half`): far from its bot, a column of ``C_b`` or of ``C_b
-M_b C_b`` is the field's smooth common mode, so the far columns seen from a block have rank 1 or
-2 at 1e-10 (the season bench's store: 550 of 632 columns far from each block). Two ``n x r x r``
-products made it before: on the store the season bench left (rank 632, 40 blocks), ``Z`` took
-0.29-0.39 s and takes 0.12 s, and a full refit 2.68-3.07 s of CPU and takes 2.27-2.77 s (old and
-new code alternated, the intervals within 6e-9). The ``n x r`` arrays are few and solved in place: a fresh one costs its page faults
-(system time; 0.5-0.7 s of the intervals' CPU in the season bench's first full refit before).
-Measured on that field (the season seed store after the bench, a full refit in the earlier
-layout as the fitter does it, ``compute_fit``; CPU as ``time.process_time``, one BLAS thread,
-the shared 2-core machine, old and new code alternated, three runs each): the intervals 1.8-2.1 s
-(the first refit of a process 2.2-2.8 s) instead of 2.5-2.9 s (2.8-2.9 s), of which the
-correction 0.4-0.5 s (was 0.8-1.1 s: two band solves of ``n x 495`` by four products a block, then
-``Q^T M_b Q``, ``Q G`` and ``Q K``); the full refit 2.4-2.8 s (2.8-3.4 s) instead of 3.2-3.6 s
-(3.5-3.6 s). The seed store alone (no long pairs): unchanged within the noise, the intervals
-1.1-1.3 s, the full refit 1.7-2.0 s. Every interval is the old code's within 1e-14 and every
-difference of rating neighbours within 5e-10 (relative; the walks' rank cut, :data:`RANK_TOL`,
-reacts to rounding).
+were probed, 8.8-9.2 s of CPU and only within 30%). Its ``Q = C_b U`` and ``Y = C_b M_b C_b U``
+are made of the columns of ``C_b`` and of the sandwich at those bots, carried along the chain of
+factors (:func:`arena.stats.columns.at`: those of far bots through their low rank), and the
+low-rank part of every variance and covariance comes from ``Z Q^T + Q Z^T``. ``Z`` is one
+product per block of rows whose columns are those of the bots near that block
+(:data:`NEAR_COLUMNS`) and the low rank of the others (:meth:`Blocks._half`): far from its bot, a
+column of ``C_b`` or of ``C_b M_b C_b`` is the field's smooth common mode, so the far columns seen
+from a block have rank 1 or 2 at 1e-8 (the season bench's store: 550 of 632 columns far from each
+block). On the store the season bench left (rank 632, 40 blocks), old and new code alternated,
+the intervals within 6e-9: ``Z`` took two ``n x r x r`` products, 0.29-0.39 s, and takes 0.12 s;
+``Y`` took a band product and two band solves at full width; the correction took 0.6-0.8 s and
+takes 0.35 s; a full refit took 2.7-3.1 s of CPU and takes 2.1-2.2 s. The ``n x r`` arrays are
+few: a fresh one costs its page faults (system time; 0.5-0.7 s of the intervals' CPU in the season
+bench's first full refit before). An earlier stage, measured on that field (the season seed store
+after the bench, a full refit in the earlier layout as the fitter does it, ``compute_fit``; CPU as
+``time.process_time``, one BLAS thread, the shared 2-core machine, old and new code alternated,
+three runs each): the intervals 1.8-2.1 s (the first refit of a process 2.2-2.8 s) instead of
+2.5-2.9 s (2.8-2.9 s), of which the correction 0.4-0.5 s (was 0.8-1.1 s: two band solves of ``n x
+495`` by four products a block, then ``Q^T M_b Q``, ``Q G`` and ``Q K``); the full refit 2.4-2.8 s
+(2.8-3.4 s) instead of 3.2-3.6 s (3.5-3.6 s). The seed store alone (no long pairs): unchanged
+within the noise, the intervals 1.1-1.3 s, the full refit 1.7-2.0 s. Every interval is the old
+code's within 1e-14 and every difference of rating neighbours within 5e-10 (relative; the walks'
+rank cut, :data:`RANK_TOL`, reacts to rounding).
 """
 
 from __future__ import annotations
@@ -68,6 +68,8 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg as la
 import scipy.sparse as sp
+
+from arena.stats import columns
 
 RANK_TOL = 1e-7
 """Directions below this fraction of the largest singular value are dropped from the walked rows
@@ -169,9 +171,12 @@ class Blocks:
         self.robust = m is not None
         self._factor()
         self.hd = self.hl = []  # (H's blocks: used; the memory goes to what follows)
-        if self.robust:
-            self._sandwich()
         self.long = cut.long.size
+        self._mirror: tuple[list, list, list] | None = None
+        if self.robust:
+            bm = self._sandwich()
+            if self.long:  # the sandwich's mirror, for the long pairs' columns (columns.at)
+                self._mirror = columns.mirror(self.md, self.ml, self.a, self.head, self.tail, bm)
         self.q = self.k = self.y = self.g = np.zeros((0, 0))
         self._z: np.ndarray | None = None
         self._reach = np.zeros(0, np.int64), np.zeros(0, np.int64)  # (the long pairs' columns' first and last blocks)
@@ -180,6 +185,7 @@ class Blocks:
             self._long(h, m, order[cut.long_a], order[cut.long_b], -h.data[cut.long], None if m is None else
                        -m.data[cut.long])
         self.md = self.ml = []  # (M's blocks: used)
+        self._mirror = None
 
     def _long(self, h: sp.csr_matrix, m: sp.csr_matrix | None, a: np.ndarray, b: np.ndarray, w: np.ndarray,
               v: np.ndarray | None) -> None:
@@ -197,7 +203,7 @@ class Blocks:
         r = u.shape[1]
         up = u.tocsr()[self.order]  # U's rows by place (r columns; one or two entries each)
         places = np.flatnonzero(np.diff(up.indptr))  # the places U touches, ascending
-        cols = self._columns(places)  # C_b[:, those bots], rows by place
+        cols, xcols = columns.at(self, places, self.robust and meat is not None, self._mirror)  # C_b, X_b there
         sub = up[places]  # t x r: U = sub's rows at those places
         if sub.nnz == r == places.size:  # U's columns are the bots' e_x: Q is their columns of C_b
             perm = sub.indices  # place places[p] is U's column perm[p]: take U's columns in that order
@@ -205,41 +211,27 @@ class Blocks:
             meat = None if meat is None else meat[np.ix_(perm, perm)]
             up = up[:, perm]
             self.q, uq = cols, cols[places]
-        else:  # Q = C_b U = (columns of C_b) sub
+            self.y = xcols if xcols is not None else self.y
+        else:  # Q = C_b U = (columns of C_b) sub, Y = X_b U alike
             self.q = np.asarray((sub.T @ cols.T).T)
             uq = np.asarray(up.T @ self.q)
+            self.y = self.y if xcols is None else np.asarray((sub.T @ xcols.T).T)
         cols_by_place = up.tocsc()  # each column's first and last block (for _half's near and far columns)
         blk, first = self.block[cols_by_place.indices], cols_by_place.indptr[:-1]
         self._reach = np.minimum.reduceat(blk, first), np.maximum.reduceat(blk, first)
         uq = 0.5 * (uq + uq.T)
         self.k = la.solve(np.eye(r) + weights @ uq, weights, check_finite=False)
         self.k = 0.5 * (self.k + self.k.T)
-        if m is not None and meat is not None:
-            self.y = self._solve_placed(self._band_product(self.q))  # M_b Q by the dense blocks, then C_b
+        if xcols is not None and meat is not None:
             s = np.asarray(up.T @ self.y)  # S = Q^T M_b Q = U^T C_b M_b Q = U^T Y
             rr = np.eye(r) - self.k @ uq
             self.g = self.k @ (0.5 * (s + s.T)) @ self.k + rr @ meat @ rr.T
             self.g = 0.5 * (self.g + self.g.T)
 
     def _columns(self, places: np.ndarray) -> np.ndarray:
-        """``C_b[:, x]`` for the bots at ``places`` (ascending), ``n x t`` with rows by place: from
-        the selected inversion, block ``T``'s own ``C_TT[:, x]`` carried down by ``C_{J+1,T} =
-        B_J^T C_{J,T}`` (the transpose of ``C_{T,J} B_J``) and up by ``C_{J,T} = A_J^T C_{J+1,T}``
-        (the back substitution of a right-hand side zero before block ``T``): one product per
-        block for all the columns, those of the bots before it going down, after it up."""
-        st, nb, t = self.starts, self.nb, places.size
-        blk = self.block[places]
-        lo = np.searchsorted(blk, np.arange(nb), side="left")  # columns of block k: lo[k]:hi[k]
-        hi = np.searchsorted(blk, np.arange(nb), side="right")
-        y = np.empty((self.n, t))
-        for k in range(nb):
-            y[st[k]:st[k + 1], lo[k]:hi[k]] = self.c[k][:, places[lo[k]:hi[k]] - st[k]]
-            if k and lo[k]:
-                y[st[k]:st[k + 1], :lo[k]] = self.b[k - 1].T @ y[st[k - 1]:st[k], :lo[k]]
-        for k in range(nb - 2, -1, -1):
-            if hi[k] < t:
-                y[st[k]:st[k + 1], hi[k]:] = self.a[k].T @ y[st[k + 1]:st[k + 2], hi[k]:]
-        return y
+        """``C_b[:, x]`` for the bots at ``places`` (ascending), ``n x t`` with rows by place
+        (:func:`arena.stats.columns.at`)."""
+        return columns.at(self, places, False)[0]
 
     def _factor(self) -> None:
         nb, hd, hl = self.nb, self.hd, self.hl
@@ -268,7 +260,7 @@ class Blocks:
                 self.b[k - 1], gram = _schur_step(_inverse_factor(_cho(s)), hl[k - 1])
                 s = hd[k - 1] - gram
 
-    def _sandwich(self) -> None:
+    def _sandwich(self) -> list[np.ndarray]:
         nb, md, ml, a, b = self.nb, self.md, self.ml, self.a, self.b
         f = [md[0].copy()]  # (F_k becomes the head in place, below)
         for k in range(nb - 1):  # A F A^T + A M_{k,k+1} + M_{k+1,k} A^T = Y + Y^T, Y = A (F A^T / 2 + M_{k,k+1})
@@ -290,6 +282,7 @@ class Blocks:
             self.tail[k] = e
             f[k] += bm[k]
             e = before
+        return bm
 
     def solve(self, rhs: np.ndarray) -> np.ndarray:
         """``H^-1 rhs`` (``rhs``: ``n`` or ``n x r``, bots' indices), exact (block forward and back
@@ -339,20 +332,6 @@ class Blocks:
                     raise ArithmeticError(f"lauum {info}")
                 self._sinv.append(_symmetric(lower))
         return self._sinv
-
-    def _band_product(self, y: np.ndarray) -> np.ndarray:
-        """``M_b y`` (``y``: ``n x r``, rows by place): the meat's blocks times ``y``."""
-        st, nb, md, ml = self.starts, self.nb, self.md, self.ml
-        parts = [y[st[k]:st[k + 1]] for k in range(nb)]
-        out, scratch = np.empty_like(y), np.empty((int(np.diff(st).max()), y.shape[1]))
-        for k in range(nb):
-            here = out[st[k]:st[k + 1]]
-            np.matmul(md[k], parts[k], out=here)
-            if k:
-                here += np.matmul(ml[k - 1], parts[k - 1], out=scratch[:here.shape[0]])
-            if k + 1 < nb:
-                here += np.matmul(ml[k].T, parts[k + 1], out=scratch[:here.shape[0]])
-        return out
 
     def variances(self) -> np.ndarray:
         """The diagonal of ``C`` (model) or ``C M C`` (robust), per bot (not anchored)."""
