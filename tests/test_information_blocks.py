@@ -405,12 +405,15 @@ def test_newtons_last_step_is_taken_by_the_intervals_block_factors(monkeypatch):
     assert settled.neighbour_sd() == pytest.approx(after.neighbour_sd(), rel=1e-9)
 
 
-def test_far_columns_of_the_long_pairs_go_through_their_low_rank_exactly(monkeypatch):
-    """Many long pairs among bots spread along a chain of many blocks: in Z (Blocks._half) the
-    columns of bots more than NEAR_COLUMNS blocks from a block of rows go through their low rank
-    (blocks._far), and the variances and covariances, model and robust, still equal dense ones (to
-    RANK_TOL, as the walks' cut);
-    a far block of full rank is taken whole (None), one of rank 2 is reproduced."""
+@pytest.mark.parametrize("form", ["bots", "pairs"])
+def test_far_columns_of_the_long_pairs_go_through_their_low_rank_exactly(form, monkeypatch):
+    """Many long pairs along a chain of many blocks, among few bots (U's columns the bots') or
+    between distinct bots (the pairs'): Q = C_b U and Y = C_b M_b C_b U (columns.at: the columns
+    of far bots carried through their low rank) equal the band's dense inverse and sandwich; in Z
+    (Blocks._half) the columns more than NEAR_COLUMNS blocks from a block of rows go through their
+    low rank (columns.at's bases, or blocks._far for the pairs' columns); the variances and
+    covariances, model and robust, still equal dense ones (to RANK_TOL, as the walks' cut). A far
+    block of full rank is taken whole by _far (None), one of rank 2 is reproduced."""
     monkeypatch.setattr(blocks, "MIN_BLOCK", 8)
     monkeypatch.setattr(blocks, "SMALL_BASIS", 4)
     used = []
@@ -424,8 +427,11 @@ def test_far_columns_of_the_long_pairs_go_through_their_low_rank_exactly(monkeyp
     monkeypatch.setattr(blocks, "_far", counted)
     n = 400
     rng = np.random.default_rng(8)
-    some = rng.choice(n, 60, replace=False)
-    extra = [(int(x), int(y)) for x, y in rng.choice(some, (150, 2)) if x != y]
+    if form == "bots":
+        some = rng.choice(n, 60, replace=False)
+        extra = [(int(x), int(y)) for x, y in rng.choice(some, (150, 2)) if x != y]
+    else:
+        extra = [(int(x), int(y)) for x, y in rng.choice(n, (60, 2), replace=False)]
     h, m = _banded_field(n, extra, 9)
     order = np.arange(n)
     pattern = sp.csr_matrix((np.ones(h.nnz), h.indices, h.indptr), shape=h.shape)
@@ -436,23 +442,24 @@ def test_far_columns_of_the_long_pairs_go_through_their_low_rank_exactly(monkeyp
         used.clear()
         b = blocks.Blocks(h, m if robust else None, order, starts)
         assert b.nb > 2 * blocks.NEAR_COLUMNS + 3 and b.q.shape[1] > 40
-        # Q = C_b U and Y = C_b M_b C_b U (columns.at, the far columns carried through their low
-        # rank): the columns of the band's inverse and sandwich at the long pairs' bots
-        apart = np.abs(b.block[rows] - b.block[cols]) > 1
-        band_h, band_m = h.toarray(), m.toarray()
-        for band in (band_h, band_m):
-            weight = band[rows[apart], cols[apart]].copy()
-            band[rows[apart], cols[apart]] = 0.0
-            np.add.at(band, (rows[apart], rows[apart]), weight)  # (each pair twice: once from each end)
-        ends = np.unique(rows[apart])
-        cb = np.linalg.inv(band_h)
-        assert np.allclose(b.q, cb[:, ends], rtol=0, atol=1e-9 * np.abs(cb).max())
-        if robust:
-            xb = cb @ band_m @ cb
-            assert np.allclose(b.y, xb[:, ends], rtol=0, atol=1e-9 * np.abs(xb).max())
+        if form == "bots":  # the columns of the band's inverse and sandwich at the long pairs' bots
+            apart = np.abs(b.block[rows] - b.block[cols]) > 1
+            band_h, band_m = h.toarray(), m.toarray()
+            for band in (band_h, band_m):
+                weight = band[rows[apart], cols[apart]].copy()
+                band[rows[apart], cols[apart]] = 0.0
+                np.add.at(band, (rows[apart], rows[apart]), weight)  # (each pair twice: once from each end)
+            ends = np.unique(rows[apart])
+            cb = np.linalg.inv(band_h)
+            assert np.allclose(b.q, cb[:, ends], rtol=0, atol=1e-9 * np.abs(cb).max())
+            if robust:
+                xb = cb @ band_m @ cb
+                assert np.allclose(b.y, xb[:, ends], rtol=0, atol=1e-9 * np.abs(xb).max())
+            assert sum(len(x) for x in b._bases) > b.nb  # noqa: SLF001 - far columns on both sides of most blocks
         x = c @ m.toarray() @ c if robust else c
         assert np.allclose(b.variances(), np.diag(x), rtol=1e-7)
-        assert sum(used) > b.nb  # far columns on both sides of most blocks went through their low rank
+        if form == "pairs":
+            assert sum(used) > b.nb  # far columns on both sides of most blocks went through _far
         i, j = rng.integers(0, n, 200), rng.integers(0, n, 200)
         assert np.allclose(b.covariances(i, j), x[i, j], rtol=0, atol=1e-7 * np.abs(x).max())  # RANK_TOL
     omega = rng.standard_normal((50, blocks.FAR_SKETCH + 1))

@@ -180,6 +180,7 @@ class Blocks:
         self.q = self.k = self.y = self.g = np.zeros((0, 0))
         self._z: np.ndarray | None = None
         self._reach = np.zeros(0, np.int64), np.zeros(0, np.int64)  # (the long pairs' columns' first and last blocks)
+        self._bases: list[list[columns.Far]] | None = None
         self._sinv: list[np.ndarray] | None = None
         if self.long:
             self._long(h, m, order[cut.long_a], order[cut.long_b], -h.data[cut.long], None if m is None else
@@ -203,7 +204,8 @@ class Blocks:
         r = u.shape[1]
         up = u.tocsr()[self.order]  # U's rows by place (r columns; one or two entries each)
         places = np.flatnonzero(np.diff(up.indptr))  # the places U touches, ascending
-        cols, xcols = columns.at(self, places, self.robust and meat is not None, self._mirror)  # C_b, X_b there
+        bases: list[list[columns.Far]] = [[] for _ in range(self.nb)]  # (the far columns' low rank, for _half)
+        cols, xcols = columns.at(self, places, self.robust and meat is not None, self._mirror, bases)  # C_b, X_b
         sub = up[places]  # t x r: U = sub's rows at those places
         if sub.nnz == r == places.size:  # U's columns are the bots' e_x: Q is their columns of C_b
             perm = sub.indices  # place places[p] is U's column perm[p]: take U's columns in that order
@@ -212,6 +214,7 @@ class Blocks:
             up = up[:, perm]
             self.q, uq = cols, cols[places]
             self.y = xcols if xcols is not None else self.y
+            self._bases = bases  # (Q's and Y's columns are the bots': their far ones' low rank is at hand)
         else:  # Q = C_b U = (columns of C_b) sub, Y = X_b U alike
             self.q = np.asarray((sub.T @ cols.T).T)
             uq = np.asarray(up.T @ self.q)
@@ -352,25 +355,37 @@ class Blocks:
         smooth common mode; on the season bench's store rank 1 at 1e-10 where 550 columns are
         far), so the work grows with ``n r`` times the near columns, not with ``n r^2``."""
         if self._z is None:
-            terms = [(self.q, 0.5 * self.g), (self.y, -self.k)] if self.robust else [(self.q, -0.5 * self.k)]
+            terms = [(self.q, 0.5 * self.g, True), (self.y, -self.k, False)] if self.robust else \
+                [(self.q, -0.5 * self.k, True)]
             out = self.y if self.robust else np.empty_like(self.q)  # Z written over Y, a block of rows at a time
             lo, hi = self._reach
             omega = np.random.default_rng(PROBE_SEED).standard_normal((self.q.shape[1], FAR_SKETCH + 1))
-            st = self.starts
+            st, t = self.starts, self.q.shape[1]
             for k in range(self.nb):
-                near = _span(np.flatnonzero((hi >= k - NEAR_COLUMNS) & (lo <= k + NEAR_COLUMNS)))
-                sides = [_span(np.flatnonzero(hi < k - NEAR_COLUMNS)), _span(np.flatnonzero(lo > k + NEAR_COLUMNS))]
                 lefts, rights = [], []  # Z's rows = hstack(lefts) @ vstack(rights): one product
-                for mat, coef in terms:
-                    part = mat[st[k]:st[k + 1]]
-                    lefts.append(part[:, near])
-                    rights.append(coef[near])
-                    for cols in sides:
-                        far = _far(part[:, cols], omega[cols])
-                        lefts.append(part[:, cols] if far is None else far[0])
-                        rights.append(coef[cols] if far is None else far[1] @ coef[cols])
+                if self._bases is not None:  # the far columns' low rank from columns.at
+                    fars = self._bases[k]
+                    near: slice | np.ndarray = slice(max([f.cols.stop for f in fars if f.cols.start == 0], default=0),
+                                                     min([f.cols.start for f in fars if f.cols.start > 0], default=t))
+                    for mat, coef, is_q in terms:
+                        lefts.append(mat[st[k]:st[k + 1], near])
+                        rights.append(coef[near])
+                        for f in fars:
+                            lefts.append(f.vq if is_q else f.vx)
+                            rights.append(f.w @ coef[f.cols])
+                else:  # found here (U's columns the pairs')
+                    near = _span(np.flatnonzero((hi >= k - NEAR_COLUMNS) & (lo <= k + NEAR_COLUMNS)))
+                    sides = [_span(np.flatnonzero(hi < k - NEAR_COLUMNS)), _span(np.flatnonzero(lo > k + NEAR_COLUMNS))]
+                    for mat, coef, _ in terms:
+                        part = mat[st[k]:st[k + 1]]
+                        lefts.append(part[:, near])
+                        rights.append(coef[near])
+                        for cols in sides:
+                            far = _far(part[:, cols], omega[cols])
+                            lefts.append(part[:, cols] if far is None else far[0])
+                            rights.append(coef[cols] if far is None else far[1] @ coef[cols])
                 out[st[k]:st[k + 1]] = np.hstack(lefts) @ np.vstack(rights)
-            self._z, self.y = out, np.zeros((0, 0))
+            self._z, self.y, self._bases = out, np.zeros((0, 0)), None
         return self._z
 
     def _low_rank(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:

@@ -49,11 +49,13 @@ def mirror(md: list, ml: list, a: list, head: list, tail: list, bm: list) -> tup
     return heads, tails, steps
 
 
-def at(bl: Any, places: np.ndarray, sandwich: bool, mirrored: tuple[list, list, list] | None = None
-       ) -> tuple[np.ndarray, np.ndarray | None]:
+def at(bl: Any, places: np.ndarray, sandwich: bool, mirrored: tuple[list, list, list] | None = None,
+       bases: list[list[Far]] | None = None) -> tuple[np.ndarray, np.ndarray | None]:
     """``(C_b[:, x], X_b[:, x])`` for the bots at ``places`` (ascending), rows by place, of the
     :class:`arena.stats.blocks.Blocks` ``bl``; ``X_b`` only if ``sandwich`` (robust blocks, with
-    ``mirrored`` from :func:`mirror`), else None."""
+    ``mirrored`` from :func:`mirror`), else None. ``bases`` (one empty list per block), if given,
+    receives each block's far columns as :class:`Far` (none, one or two: the columns of the bots
+    more than :data:`NEAR_BLOCKS` blocks before it, after it)."""
     st, nb, t = bl.starts, bl.nb, places.size
     blk = bl.block[places]
     lo = np.searchsorted(blk, np.arange(nb), side="left")  # columns of block k: lo[k]:hi[k]
@@ -67,15 +69,25 @@ def at(bl: Any, places: np.ndarray, sandwich: bool, mirrored: tuple[list, list, 
             forward.step(bl.b[k - 1].T, bl.a[k - 1] if sandwich else None, bl.w[k - 1].T if sandwich else None)
         forward.add(own[k], bl.head[k] if sandwich else None)
         forward.cut(int(lo[k - NEAR_BLOCKS]) if k >= NEAR_BLOCKS else 0)
-        forward.write(bl.c[k], bl.tail[k] if sandwich else None, slice(st[k], st[k + 1]), q, x)
+        forward.write(bl.c[k], bl.tail[k] if sandwich else None, slice(st[k], st[k + 1]), q, x,
+                      None if bases is None else bases[k])
     backward = _Sweep(t, sandwich, ahead=False)
     heads, tails, steps = mirrored if mirrored is not None else ([None] * nb, [None] * nb, [None] * nb)
     for k in range(nb - 2, -1, -1):  # the columns of the bots in blocks k+1..N-1
         backward.add(own[k + 1], heads[k + 1] if sandwich else None)
         backward.step(bl.a[k].T, bl.b[k] if sandwich else None, steps[k + 1].T if sandwich else None)
         backward.cut(int(hi[k + NEAR_BLOCKS]) if k + NEAR_BLOCKS < nb else t)
-        backward.write(bl.c[k], tails[k] if sandwich else None, slice(st[k], st[k + 1]), q, x)
+        backward.write(bl.c[k], tails[k] if sandwich else None, slice(st[k], st[k + 1]), q, x,
+                       None if bases is None else bases[k])
     return q, x
+
+
+class Far:
+    """A block's rows of the far columns ``cols`` (a slice) of :func:`at`: ``C = vq @ w`` and, with
+    the sandwich, ``X = vx @ w`` (``vq``, ``vx``: ``s x m``; ``w``: ``m x f``)."""
+
+    def __init__(self, cols: slice, vq: np.ndarray, vx: np.ndarray | None, w: np.ndarray) -> None:
+        self.cols, self.vq, self.vx, self.w = cols, vq, vx, w
 
 
 class _Sweep:
@@ -143,14 +155,19 @@ class _Sweep:
         if self.sandwich:
             self.cp = self.cp[:, stay]
 
-    def write(self, c: np.ndarray, tail: np.ndarray | None, rows: slice, q: np.ndarray, x: np.ndarray | None) -> None:
+    def write(self, c: np.ndarray, tail: np.ndarray | None, rows: slice, q: np.ndarray, x: np.ndarray | None,
+              bases: list[Far] | None) -> None:
         """The current block's rows of the carried columns: ``C`` and, with the sandwich,
-        ``X = C_JJ (pi + tail^T q)``."""
+        ``X = C_JJ (pi + tail^T q)``; their far part's bases appended to ``bases`` if given."""
         f, n = self.w.shape[1], self.cq.shape[1]
         far = slice(0, f) if self.ahead else slice(self.t - f, self.t)
         near = slice(f, f + n) if self.ahead else slice(self.t - f - n, self.t - f)
         q[rows, near] = self.cq
         q[rows, far] = self.vq @ self.w
+        vx = None
         if x is not None and tail is not None:
             x[rows, near] = c @ (self.cp + tail.T @ self.cq)
-            x[rows, far] = (c @ (self.vp + tail.T @ self.vq)) @ self.w
+            vx = c @ (self.vp + tail.T @ self.vq)
+            x[rows, far] = vx @ self.w
+        if bases is not None and f:
+            bases.append(Far(far, self.vq, vx, self.w))
