@@ -43,11 +43,12 @@ are made of the columns of ``C_b`` and of the sandwich at those bots, carried al
 factors (:func:`arena.stats.columns.at`: those of far bots through their low rank), and the
 low-rank part of every variance and covariance comes from ``Z Q^T + Q Z^T``. ``Z`` is one
 product per block of rows whose columns are those of the bots near that block
-(:data:`NEAR_COLUMNS`) and the low rank of the others (:meth:`Blocks._half`): far from its bot, a
-column of ``C_b`` or of ``C_b M_b C_b`` is the field's smooth common mode, so the far columns seen
-from a block have rank 1 or 2 at 1e-8 (the season bench's store: 550 of 632 columns far from each
-block). On the store the season bench left (rank 632, 40 blocks), old and new code alternated,
-the intervals within 6e-9: ``Z`` took two ``n x r x r`` products, 0.29-0.39 s, and takes 0.12 s;
+(:data:`NEAR_COLUMNS`) and the low rank of the others (:meth:`Blocks._half`, from the columns'
+sweeps, or :func:`_far` when ``U``'s columns are pairs): far from its bot, a column of ``C_b`` or
+of ``C_b M_b C_b`` is the field's smooth common mode, so the far columns seen from a block have
+rank 1 or 2 at 1e-8 (the season bench's store: 550 of 632 columns far from each block). On the
+store the season bench left (rank 632, 40 blocks), old and new code alternated, the intervals
+within 3e-13: ``Z`` took two ``n x r x r`` products, 0.29-0.39 s, and takes 0.11-0.14 s;
 ``Y`` took a band product and two band solves at full width; the correction took 0.6-0.8 s and
 takes 0.35 s; a full refit took 2.7-3.1 s of CPU and takes 2.1-2.2 s. The ``n x r`` arrays are
 few: a fresh one costs its page faults (system time; 0.5-0.7 s of the intervals' CPU in the season
