@@ -352,9 +352,11 @@ class Blocks:
         ``G`` symmetric). Every variance and covariance of that part takes its rows from it.
         Block by block of rows, each ``s x r`` product split by columns: those of the bots within
         :data:`NEAR_COLUMNS` blocks whole, those farther on either side through their low rank
-        (:func:`_far`: far from its bots, a column of ``C_b`` or ``C_b M_b C_b`` is the field's
-        smooth common mode; on the season bench's store rank 1 at 1e-10 where 550 columns are
-        far), so the work grows with ``n r`` times the near columns, not with ``n r^2``."""
+        (far from its bots, a column of ``C_b`` or ``C_b M_b C_b`` is the field's smooth common
+        mode): the bases the columns' sweeps carried (:class:`arena.stats.columns.Far`) when
+        ``U``'s columns are the bots', else found by a sketch (:func:`_far`; on the season bench's
+        store rank 1-2 at 1e-8 where 550 columns are far). So the work grows with ``n r`` times
+        the near columns, not with ``n r^2``."""
         if self._z is None:
             terms = [(self.q, 0.5 * self.g, True), (self.y, -self.k, False)] if self.robust else \
                 [(self.q, -0.5 * self.k, True)]
@@ -366,8 +368,8 @@ class Blocks:
                 lefts, rights = [], []  # Z's rows = hstack(lefts) @ vstack(rights): one product
                 if self._bases is not None:  # the far columns' low rank from columns.at
                     fars = self._bases[k]
-                    near: slice | np.ndarray = slice(max([f.cols.stop for f in fars if f.cols.start == 0], default=0),
-                                                     min([f.cols.start for f in fars if f.cols.start > 0], default=t))
+                    near: slice | np.ndarray = slice(max([f.cols.stop for f in fars if f.before], default=0),
+                                                     min([f.cols.start for f in fars if not f.before], default=t))
                     for mat, coef, is_q in terms:
                         lefts.append(mat[st[k]:st[k + 1], near])
                         rights.append(coef[near])

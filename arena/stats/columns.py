@@ -83,11 +83,12 @@ def at(bl: Any, places: np.ndarray, sandwich: bool, mirrored: tuple[list, list, 
 
 
 class Far:
-    """A block's rows of the far columns ``cols`` (a slice) of :func:`at`: ``C = vq @ w`` and, with
-    the sandwich, ``X = vx @ w`` (``vq``, ``vx``: ``s x m``; ``w``: ``m x f``)."""
+    """A block's rows of the far columns ``cols`` (a slice) of :func:`at`, those of the bots before
+    the block (``before``) or after it: ``C = vq @ w`` and, with the sandwich, ``X = vx @ w``
+    (``vq``, ``vx``: ``s x m``; ``w``: ``m x f``)."""
 
-    def __init__(self, cols: slice, vq: np.ndarray, vx: np.ndarray | None, w: np.ndarray) -> None:
-        self.cols, self.vq, self.vx, self.w = cols, vq, vx, w
+    def __init__(self, cols: slice, before: bool, vq: np.ndarray, vx: np.ndarray | None, w: np.ndarray) -> None:
+        self.cols, self.before, self.vq, self.vx, self.w = cols, before, vq, vx, w
 
 
 class _Sweep:
@@ -170,4 +171,4 @@ class _Sweep:
             vx = c @ (self.vp + tail.T @ self.vq)
             x[rows, far] = vx @ self.w
         if bases is not None and f:
-            bases.append(Far(far, self.vq, vx, self.w))
+            bases.append(Far(far, self.ahead, self.vq, vx, self.w))
