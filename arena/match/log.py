@@ -485,6 +485,43 @@ def complete_gzip(data: bytes) -> bytes:
     raise ChainError("the log's gzip data stops in the middle of a block: it cannot be completed")
 
 
+_FLUSHED = b"\x00\x00\xff\xff"
+"""How a deflate stream flushed with ``Z_SYNC_FLUSH`` ends (an empty stored block): a gzip log
+whose file ends so was flushed and never closed (a whole one ends with its length, under 4 GB)."""
+
+
+def finish_logs(directory: str | Path) -> int:
+    """Complete the gzip logs (``*.jsonl.gz``) in ``directory`` that were flushed but never closed
+    (:func:`complete_gzip`), as their writer's close would have: a match's result is committed
+    after its log's last flush and before its close (:class:`arena.match.referee.Referee`), so
+    a process killed in between leaves a recorded match with an unfinished file. A resumed
+    tournament calls this first: its logs are then byte for byte those of a run never killed (a
+    log cut elsewhere belongs to a match not recorded, which is played again and rewritten).
+    Each file is replaced whole (a temporary file renamed over it). Returns how many were
+    completed; files it cannot read or complete are left as they are."""
+    done = 0
+    folder = Path(directory)
+    if not folder.is_dir():
+        return 0
+    for path in sorted(folder.glob("*.jsonl.gz")):
+        try:
+            with open(path, "rb") as f:
+                f.seek(0, 2)
+                if f.tell() < len(_FLUSHED):
+                    continue
+                f.seek(-len(_FLUSHED), 2)
+                if f.read() != _FLUSHED:
+                    continue
+                data = complete_gzip(path.read_bytes())
+            part = path.with_name(path.name + ".part")
+            part.write_bytes(data)
+            part.replace(path)
+            done += 1
+        except (OSError, ChainError):
+            continue
+    return done
+
+
 def read_log(path: str | Path) -> list[dict[str, Any]]:
     """Read a match log back as a list of dicts (one per line, ``hash`` fields removed; a
     version 2 event line gets back the ``seq`` and ``hidden`` of version 1, see :class:`LogSeen`)."""

@@ -31,6 +31,7 @@ from arena.games.base import quote
 from arena.match.clock import Clock
 from arena.match.core import MatchConfig, MatchResult
 from arena.match.limits import FLEET, LIMITS
+from arena.match.log import finish_logs
 from arena.match.runner import Spectators
 from arena.match.seat import ask_once
 from arena.net.server import ArenaServer, ServerConfig
@@ -159,6 +160,7 @@ async def run_tournament(
         if store.tournament(resume) is None:
             raise UserError(f"no tournament {resume} in the database")
         tid = resume
+        finish_logs(Path(config.logs_dir) / f"t{tid}")  # recorded before a crash, never closed
     if on_start:
         total = len(store.pending_matches(tid)) if isinstance(fmt, StaticFormat) else config.games
         on_start(tid, total)
