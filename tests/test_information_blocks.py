@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from arena.stats import blocks, information
+from arena.stats import blocks, columns, information
 from arena.stats import rating as rating_mod
 from arena.stats.layout import Layout
 from arena.stats.rating import LadderTotals, fit_totals, fit_units
@@ -408,23 +408,12 @@ def test_newtons_last_step_is_taken_by_the_intervals_block_factors(monkeypatch):
 @pytest.mark.parametrize("form", ["bots", "pairs"])
 def test_far_columns_of_the_long_pairs_go_through_their_low_rank_exactly(form, monkeypatch):
     """Many long pairs along a chain of many blocks, among few bots (U's columns the bots') or
-    between distinct bots (the pairs'): Q = C_b U and Y = C_b M_b C_b U (columns.at: the columns
-    of far bots carried through their low rank) equal the band's dense inverse and sandwich; in Z
-    (Blocks._half) the columns more than NEAR_COLUMNS blocks from a block of rows go through their
-    low rank (columns.at's bases, or blocks._far for the pairs' columns); the variances and
-    covariances, model and robust, still equal dense ones (to RANK_TOL, as the walks' cut). A far
-    block of full rank is taken whole by _far (None), one of rank 2 is reproduced."""
+    between distinct bots (the pairs'): the bots' columns of C_b and C_b M_b C_b (columns.at: the
+    columns of far bots carried through their low rank) equal the band's dense inverse and
+    sandwich, and so does Q = C_b U; Z (Blocks._half) takes the far columns of most blocks through
+    that low rank; the variances and covariances, model and robust, still equal dense ones."""
     monkeypatch.setattr(blocks, "MIN_BLOCK", 8)
     monkeypatch.setattr(blocks, "SMALL_BASIS", 4)
-    used = []
-    far = blocks._far  # noqa: SLF001
-
-    def counted(block, omega):
-        got = far(block, omega)
-        used.append(got is not None)
-        return got
-
-    monkeypatch.setattr(blocks, "_far", counted)
     n = 400
     rng = np.random.default_rng(8)
     if form == "bots":
@@ -439,31 +428,26 @@ def test_far_columns_of_the_long_pairs_go_through_their_low_rank_exactly(form, m
     c = np.linalg.inv(h.toarray())
     rows, cols = h.nonzero()
     for robust in (False, True):
-        used.clear()
         b = blocks.Blocks(h, m if robust else None, order, starts)
-        assert b.nb > 2 * blocks.NEAR_COLUMNS + 3 and b.q.shape[1] > 40
-        if form == "bots":  # the columns of the band's inverse and sandwich at the long pairs' bots
-            apart = np.abs(b.block[rows] - b.block[cols]) > 1
-            band_h, band_m = h.toarray(), m.toarray()
-            for band in (band_h, band_m):
-                weight = band[rows[apart], cols[apart]].copy()
-                band[rows[apart], cols[apart]] = 0.0
-                np.add.at(band, (rows[apart], rows[apart]), weight)  # (each pair twice: once from each end)
-            ends = np.unique(rows[apart])
-            cb = np.linalg.inv(band_h)
+        assert b.nb > 2 * columns.NEAR_BLOCKS + 3 and b.q.shape[1] > 40
+        assert (b._sub is None) == (form == "bots")  # noqa: SLF001 - the form of U
+        apart = np.abs(b.block[rows] - b.block[cols]) > 1  # the long pairs: the band's inverse and sandwich
+        band_h, band_m = h.toarray(), m.toarray()
+        for band in (band_h, band_m):
+            weight = band[rows[apart], cols[apart]].copy()
+            band[rows[apart], cols[apart]] = 0.0
+            np.add.at(band, (rows[apart], rows[apart]), weight)  # (each pair twice: once from each end)
+        ends = np.unique(rows[apart])
+        cb = np.linalg.inv(band_h)
+        assert np.allclose(b._cols, cb[:, ends], rtol=0, atol=1e-9 * np.abs(cb).max())  # noqa: SLF001
+        if form == "bots":
             assert np.allclose(b.q, cb[:, ends], rtol=0, atol=1e-9 * np.abs(cb).max())
-            if robust:
-                xb = cb @ band_m @ cb
-                assert np.allclose(b.y, xb[:, ends], rtol=0, atol=1e-9 * np.abs(xb).max())
-            assert sum(len(x) for x in b._bases) > b.nb  # noqa: SLF001 - far columns on both sides of most blocks
+        if robust:
+            xb = cb @ band_m @ cb
+            assert np.allclose(b.y, xb[:, ends], rtol=0, atol=1e-9 * np.abs(xb).max())
+        far = sum(len(x) for x in b._bases)  # noqa: SLF001
+        assert far > b.nb  # far columns on both sides of most blocks
         x = c @ m.toarray() @ c if robust else c
-        assert np.allclose(b.variances(), np.diag(x), rtol=1e-7)
-        if form == "pairs":
-            assert sum(used) > b.nb  # far columns on both sides of most blocks went through _far
+        assert np.allclose(b.variances(), np.diag(x), rtol=1e-9)
         i, j = rng.integers(0, n, 200), rng.integers(0, n, 200)
-        assert np.allclose(b.covariances(i, j), x[i, j], rtol=0, atol=1e-7 * np.abs(x).max())  # RANK_TOL
-    omega = rng.standard_normal((50, blocks.FAR_SKETCH + 1))
-    assert far(rng.standard_normal((30, 50)), omega) is None
-    low = rng.standard_normal((30, 2)) @ rng.standard_normal((2, 50))
-    u, w = far(low, omega)
-    assert u.shape[1] == 2 and np.allclose(u @ w, low, rtol=0, atol=1e-12 * np.abs(low).max())
+        assert np.allclose(b.covariances(i, j), x[i, j], rtol=0, atol=1e-7 * np.abs(x).max())  # RANK_TOL (walks)

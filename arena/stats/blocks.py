@@ -43,9 +43,9 @@ are made of the columns of ``C_b`` and of the sandwich at those bots, carried al
 factors (:func:`arena.stats.columns.at`: those of far bots through their low rank), and the
 low-rank part of every variance and covariance comes from ``Z Q^T + Q Z^T``. ``Z`` is one
 product per block of rows whose columns are those of the bots near that block
-(:data:`NEAR_COLUMNS`) and the low rank of the others (:meth:`Blocks._half`, from the columns'
-sweeps, or :func:`_far` when ``U``'s columns are pairs): far from its bot, a column of ``C_b`` or
-of ``C_b M_b C_b`` is the field's smooth common mode, so the far columns seen from a block have
+(:data:`arena.stats.columns.NEAR_BLOCKS`) and the low rank of the others (:meth:`Blocks._half`,
+from the columns' sweeps): far from its bot, a column of ``C_b`` or of ``C_b M_b C_b`` is the
+field's smooth common mode, so the far columns seen from a block have
 rank 1 or 2 at 1e-8 (the season bench's store: 550 of 632 columns far from each block). On the
 store the season bench left (rank 632, 40 blocks), old and new code alternated, the intervals
 within 3e-13: ``Z`` took two ``n x r x r`` products, 0.29-0.39 s, and takes 0.11-0.14 s;
@@ -178,10 +178,12 @@ class Blocks:
             bm = self._sandwich()
             if self.long:  # the sandwich's mirror, for the long pairs' columns (columns.at)
                 self._mirror = columns.mirror(self.md, self.ml, self.a, self.head, self.tail, bm)
-        self.q = self.k = self.y = self.g = np.zeros((0, 0))
+        self.q = self.k = self.g = np.zeros((0, 0))
+        self.y: np.ndarray | None = None  # (C_b M_b C_b at the long pairs' bots, until _half writes Z over it)
         self._z: np.ndarray | None = None
-        self._reach = np.zeros(0, np.int64), np.zeros(0, np.int64)  # (the long pairs' columns' first and last blocks)
-        self._bases: list[list[columns.Far]] | None = None
+        self._bases: list[list[columns.Far]] = []  # (per block: the far columns' low rank, for _half)
+        self._cols = np.zeros((0, 0))  # (the bots' columns of C_b, for _half)
+        self._sub: np.ndarray | None = None
         self._sinv: list[np.ndarray] | None = None
         if self.long:
             self._long(h, m, order[cut.long_a], order[cut.long_b], -h.data[cut.long], None if m is None else
@@ -198,39 +200,39 @@ class Blocks:
         Woodbury's identity (in the form that needs no ``W^-1``: a Laplacian has none) ``C = C_b -
         Q K Q^T`` with ``Q = C_b U``, ``G = U^T Q`` and ``K = (I + W G)^-1 W``; and ``C M C = C_b M_b
         C_b - Q K Y^T - Y K Q^T + Q (K S K + R V R^T) Q^T`` with ``Y = C_b M_b Q``, ``S = Q^T M_b Q
-        = U^T Y``, ``R = I - K G`` (``C U = Q R``). ``Q`` is made of the columns of ``C_b`` at the
-        bots ``U`` touches (:meth:`_columns`), ``Y`` by a band product and solve. ``Q``, ``Y`` (``n x
-        r``) have their rows by place in the order. ``O(n s r + n r^2)`` for a rank ``r``."""
+        = U^T Y``, ``R = I - K G`` (``C U = Q R``). Both are made of the columns of ``C_b`` and of
+        ``C_b M_b C_b`` at the ``t`` bots ``U`` touches (:func:`arena.stats.columns.at`, the far ones
+        through their low rank; ``U = E sub``, ``sub`` ``t x r``, the identity when ``U``'s
+        columns are the bots'), rows by place in the order. ``Q`` (``n x r``) is kept whole."""
         u, weights, meat = low_rank(self.n, a, b, w, v)
         r = u.shape[1]
         up = u.tocsr()[self.order]  # U's rows by place (r columns; one or two entries each)
         places = np.flatnonzero(np.diff(up.indptr))  # the places U touches, ascending
-        bases: list[list[columns.Far]] = [[] for _ in range(self.nb)]  # (the far columns' low rank, for _half)
-        cols, xcols = columns.at(self, places, self.robust and meat is not None, self._mirror, bases)  # C_b, X_b
+        self._bases = [[] for _ in range(self.nb)]  # (the far columns' low rank, for _half)
+        cols, self.y = columns.at(self, places, self.robust and meat is not None, self._mirror, self._bases)
         sub = up[places]  # t x r: U = sub's rows at those places
         if sub.nnz == r == places.size:  # U's columns are the bots' e_x: Q is their columns of C_b
             perm = sub.indices  # place places[p] is U's column perm[p]: take U's columns in that order
             weights = weights[np.ix_(perm, perm)]
             meat = None if meat is None else meat[np.ix_(perm, perm)]
-            up = up[:, perm]
-            self.q, uq = cols, cols[places]
-            self.y = xcols if xcols is not None else self.y
-            self._bases = bases  # (Q's and Y's columns are the bots': their far ones' low rank is at hand)
-        else:  # Q = C_b U = (columns of C_b) sub, Y = X_b U alike
-            self.q = np.asarray((sub.T @ cols.T).T)
-            uq = np.asarray(up.T @ self.q)
-            self.y = self.y if xcols is None else np.asarray((sub.T @ xcols.T).T)
-        cols_by_place = up.tocsc()  # each column's first and last block (for _half's near and far columns)
-        blk, first = self.block[cols_by_place.indices], cols_by_place.indptr[:-1]
-        self._reach = np.minimum.reduceat(blk, first), np.maximum.reduceat(blk, first)
+            self.q, self._sub = cols, None
+        else:  # Q = C_b U = (the bots' columns of C_b) sub, and Y alike
+            self.q, self._sub = np.asarray((sub.T @ cols.T).T), sub.toarray()
+        self._cols = cols
+        uq = self._in_u(cols[places])  # G = U^T Q
         uq = 0.5 * (uq + uq.T)
         self.k = la.solve(np.eye(r) + weights @ uq, weights, check_finite=False)
         self.k = 0.5 * (self.k + self.k.T)
-        if xcols is not None and meat is not None:
-            s = np.asarray(up.T @ self.y)  # S = Q^T M_b Q = U^T C_b M_b Q = U^T Y
+        if self.y is not None and meat is not None:
+            s = self._in_u(self.y[places])  # S = Q^T M_b Q = U^T C_b M_b C_b U
             rr = np.eye(r) - self.k @ uq
             self.g = self.k @ (0.5 * (s + s.T)) @ self.k + rr @ meat @ rr.T
             self.g = 0.5 * (self.g + self.g.T)
+
+    def _in_u(self, block: np.ndarray) -> np.ndarray:
+        """``sub^T block sub`` (``r x r``) for a ``t x t`` block at the bots ``U`` touches: the
+        block itself when ``U``'s columns are those bots'."""
+        return block if self._sub is None else self._sub.T @ block @ self._sub
 
     def _columns(self, places: np.ndarray) -> np.ndarray:
         """``C_b[:, x]`` for the bots at ``places`` (ascending), ``n x t`` with rows by place
@@ -350,45 +352,32 @@ class Blocks:
         """``Z`` (``n x r``, rows by place), computed once, with ``Z Q^T + Q Z^T`` the long pairs'
         part of ``C`` or ``C M C``: ``Z = -Q K / 2`` (model) or ``Q G / 2 - Y K`` (robust; ``K``,
         ``G`` symmetric). Every variance and covariance of that part takes its rows from it.
-        Block by block of rows, each ``s x r`` product split by columns: those of the bots within
-        :data:`NEAR_COLUMNS` blocks whole, those farther on either side through their low rank
-        (far from its bots, a column of ``C_b`` or ``C_b M_b C_b`` is the field's smooth common
-        mode): the bases the columns' sweeps carried (:class:`arena.stats.columns.Far`) when
-        ``U``'s columns are the bots', else found by a sketch (:func:`_far`; on the season bench's
-        store rank 1-2 at 1e-8 where 550 columns are far). So the work grows with ``n r`` times
-        the near columns, not with ``n r^2``."""
+        Block by block of rows, from the bots' columns of ``C_b`` and ``C_b M_b C_b`` (``Q = C_b E
+        sub``: the coefficients ``sub G / 2`` and ``sub K``): those of the bots within
+        :data:`arena.stats.columns.NEAR_BLOCKS` blocks whole, those farther on either side through
+        the low rank the columns' sweeps carried them in (:class:`arena.stats.columns.Far`: far
+        from its bot, a column is the field's smooth common mode). So the work grows with ``n r``
+        times the near columns, not with ``n r^2``."""
         if self._z is None:
-            terms = [(self.q, 0.5 * self.g, True), (self.y, -self.k, False)] if self.robust else \
-                [(self.q, -0.5 * self.k, True)]
-            out = self.y if self.robust else np.empty_like(self.q)  # Z written over Y, a block of rows at a time
-            lo, hi = self._reach
-            omega = np.random.default_rng(PROBE_SEED).standard_normal((self.q.shape[1], FAR_SKETCH + 1))
-            st, t = self.starts, self.q.shape[1]
+            sub = (lambda c: c) if self._sub is None else (lambda c: self._sub @ c)  # (coefficients by bot)
+            terms = [(self._cols, sub(0.5 * self.g), True), (self.y, sub(-self.k), False)] if self.robust else \
+                [(self._cols, sub(-0.5 * self.k), True)]
+            # Z written over Y (the bots' columns, when they are U's), a block of rows at a time
+            out = self.y if self.robust and self._sub is None else np.empty_like(self.q)
+            st, t = self.starts, self._cols.shape[1]
             for k in range(self.nb):
+                fars = self._bases[k]
+                near = slice(max([f.cols.stop for f in fars if f.before], default=0),
+                             min([f.cols.start for f in fars if not f.before], default=t))
                 lefts, rights = [], []  # Z's rows = hstack(lefts) @ vstack(rights): one product
-                if self._bases is not None:  # the far columns' low rank from columns.at
-                    fars = self._bases[k]
-                    near: slice | np.ndarray = slice(max([f.cols.stop for f in fars if f.before], default=0),
-                                                     min([f.cols.start for f in fars if not f.before], default=t))
-                    for mat, coef, is_q in terms:
-                        lefts.append(mat[st[k]:st[k + 1], near])
-                        rights.append(coef[near])
-                        for f in fars:
-                            lefts.append(f.vq if is_q else f.vx)
-                            rights.append(f.w @ coef[f.cols])
-                else:  # found here (U's columns the pairs')
-                    near = _span(np.flatnonzero((hi >= k - NEAR_COLUMNS) & (lo <= k + NEAR_COLUMNS)))
-                    sides = [_span(np.flatnonzero(hi < k - NEAR_COLUMNS)), _span(np.flatnonzero(lo > k + NEAR_COLUMNS))]
-                    for mat, coef, _ in terms:
-                        part = mat[st[k]:st[k + 1]]
-                        lefts.append(part[:, near])
-                        rights.append(coef[near])
-                        for cols in sides:
-                            far = _far(part[:, cols], omega[cols])
-                            lefts.append(part[:, cols] if far is None else far[0])
-                            rights.append(coef[cols] if far is None else far[1] @ coef[cols])
+                for mat, coef, is_q in terms:
+                    lefts.append(mat[st[k]:st[k + 1], near])
+                    rights.append(coef[near])
+                    for f in fars:
+                        lefts.append(f.vq if is_q else f.vx)
+                        rights.append(f.w @ coef[f.cols])
                 out[st[k]:st[k + 1]] = np.hstack(lefts) @ np.vstack(rights)
-            self._z, self.y, self._bases = out, np.zeros((0, 0)), None
+            self._z, self.y, self._cols, self._bases = out, None, np.zeros((0, 0)), []
         return self._z
 
     def _low_rank(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:
@@ -440,11 +429,6 @@ FEW_COLUMNS = 8
 (two products a block) rather than the Schur complements' inverses (one product, formed once)."""
 CHUNK = 256
 """Rows of the long pairs' ``n x r`` factors gathered at a time (:meth:`Blocks._low_rank`)."""
-NEAR_COLUMNS = 2
-"""Blocks on either side of a block of rows within which :meth:`Blocks._half` takes the long pairs'
-columns whole; the columns of bots farther away, through their low rank (:func:`_far`)."""
-FAR_SKETCH = 6
-"""Directions of the seeded sketch that finds the low rank of far columns (:func:`_far`)."""
 NEAR = 4
 """Blocks walked one source block at a time (:meth:`Blocks.covariances`) before the walks join: by
 then a walk keeps 6-10 directions on the season-shaped field (2 or 3: 110-125, and a slower sweep)."""
@@ -559,36 +543,6 @@ def _compress(coef: np.ndarray, p: np.ndarray, psi: np.ndarray) -> tuple[np.ndar
         u = vectors[:, keep]
     new = u.T @ stacked
     return coef @ u, new[:, :p.shape[1]], new[:, p.shape[1]:]
-
-
-def _span(index: np.ndarray) -> np.ndarray | slice:
-    """``index`` (ascending) as a slice when it is a run of consecutive values (a view, no copy)."""
-    if index.size and index[-1] - index[0] == index.size - 1:
-        return slice(int(index[0]), int(index[-1]) + 1)
-    return index
-
-
-def _far(block: np.ndarray, omega: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-    """``(u, w)`` with ``block ≈ u @ w`` (``s x c`` = ``s x k`` times ``k x c``) at :data:`RANK_TOL`,
-    or None when ``block`` is narrow or its rank not well below :data:`FAR_SKETCH`: a seeded sketch
-    (``omega``: ``c x (FAR_SKETCH + 1)``, the last column a check) as :func:`_compress`'s, kept when
-    its smallest singular value is below the tolerance and when the check column, which the sketch
-    did not see, is reproduced to ``10 RANK_TOL`` of its norm."""
-    if block.shape[1] <= SMALL_BASIS:
-        return None
-    sketch = block @ omega
-    q, _ = np.linalg.qr(sketch[:, :-1])
-    small = q.T @ block
-    values, left = la.eigh(small @ small.T, check_finite=False)  # ascending: sv^2
-    top = max(values[-1], 1e-300)
-    if values[0] > RANK_TOL**2 * top:
-        return None
-    keep = left[:, values > RANK_TOL**2 * top]
-    u, w = q @ keep, keep.T @ small  # (u^T block = keep^T q^T block)
-    check = sketch[:, -1]
-    if np.linalg.norm(check - u @ (w @ omega[:, -1])) > 10.0 * RANK_TOL * np.linalg.norm(check):
-        return None
-    return u, w
 
 
 def low_rank(n: int, a: np.ndarray, b: np.ndarray, w: np.ndarray, v: np.ndarray | None
