@@ -16,7 +16,8 @@ diagonal is a product: ``C_{T,J} = C_TT B_T B_{T+1} ... B_{J-1}`` for ``J > T``.
 M_{K+1,K+1} + A_K M_{K,K+1} + M_{K+1,K} A_K^T`` (what ``M`` weighs on the rows of ``C`` left of
 ``K``) and its mirror ``E_K`` from the right, ``X_TT = C_TT (F_T + E_T - M_TT) C_TT``; ``X_{T,J}``
 (``J > T``) walks the chain from ``T`` to ``J`` carrying only the rows of the pairs asked for
-(:meth:`Blocks.covariances`). Everything is exact (rounding aside): no probe, no tolerance.
+(:meth:`Blocks.covariances`). Everything is exact up to rounding, in single precision by default
+(:data:`PRECISION`: within 1e-5 of double on the season): no probe, no sampling.
 
 Cost: ``O(sum_K s_K^3)`` for the factors and the sandwich (about ``26 s^3`` flops per block of
 ``s`` bots, robust), nearly all in matrix products: at these sizes (~250) OpenBLAS's triangular
@@ -66,18 +67,36 @@ rank cut, :data:`RANK_TOL`, reacts to rounding).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import scipy.linalg as la
 import scipy.sparse as sp
 
 from arena.stats import columns
 
-RANK_TOL = 1e-7
-"""Directions below this fraction of the largest singular value are dropped from the walked rows
-of :meth:`Blocks.covariances`. Season-shaped field (10,000 bots): the standard deviations of the
-differences of rating neighbours then stay within 1e-6 (relative) of those at 1e-9, with a third
-less work; 1e-4 would cost another tenth and err by 1e-4. Measured again with walks of only their
-bots' rows: within 4.4e-8 of walks with no cut (1e-14)."""
+PRECISION = np.dtype(np.float32)
+"""The floating-point type of the blocks' dense work (factors, sandwich, walks, the long pairs'
+columns), unless :class:`Blocks` is given another: single precision, because the intervals are
+statistical estimates shown to a tenth of an Elo point, and single precision does a block's
+products, factorisations and memory traffic in half the time of double (on the development
+machine: a 230-square product 0.22 ms against 0.45 ms). The ratings do not depend on it: Newton's
+last step is a block solve refined once against ``H`` in double precision (:meth:`Blocks.solve`),
+and the anchoring's solves too. Measured against double precision on the season bench's stores
+(10,000 bots; the seed alone and after a bench run with 648 long pairs): every interval within
+7e-6 (relative; 1.6e-4 Elo), every difference of rating neighbours' variances within 1.8e-5, the
+ratings within 4e-12 Elo; a full refit 1.38 s and 2.1 s of CPU in double precision, 1.03 s and
+1.56 s in single (with the rank cuts below). Tests check both precisions against the dense
+inverse (double to 1e-9, single to 1e-4)."""
+
+RANK_TOL = {np.dtype(np.float64): 1e-7, np.dtype(np.float32): 1e-6}
+"""By precision (:data:`PRECISION`): directions below this fraction of the largest singular value
+are dropped from the walked rows of :meth:`Blocks.covariances`. Double precision, season-shaped
+field (10,000 bots): the standard deviations of the differences of rating neighbours then stay
+within 1e-6 (relative) of those at 1e-9, with a third less work; 1e-4 would cost another tenth and
+err by 1e-4; with walks of only their bots' rows: within 4.4e-8 of walks with no cut (1e-14).
+Single precision rounds a row to about 1e-7 of its norm: its cut is above that (the walks'
+Gram matrices are formed in double)."""
 SKETCH = 64
 """Directions of the random sketch that first tries to cut a walked basis (:func:`_compress`):
 three blocks from its start, the season-shaped field's keep 2-40 of ~230 at :data:`RANK_TOL`."""
@@ -159,7 +178,8 @@ class Blocks:
     in the bots' ``order`` cut at ``starts`` (:func:`partition`). Raises ``ArithmeticError`` if
     ``h`` is not positive definite."""
 
-    def __init__(self, h: sp.csr_matrix, m: sp.csr_matrix | None, order: np.ndarray, starts: np.ndarray) -> None:
+    def __init__(self, h: sp.csr_matrix, m: sp.csr_matrix | None, order: np.ndarray, starts: np.ndarray,
+                 dtype: Any = None) -> None:
         self.n = n = order.size
         self.order, self.starts = order, starts
         self.nb = nb = starts.size - 1
@@ -167,8 +187,10 @@ class Blocks:
         self.place = np.empty(n, np.int64)
         self.place[order] = np.arange(n)
         cut = _Cut(h, self.place, self.block, starts)
-        self.hd, self.hl = cut(h)
-        self.md, self.ml = cut(m) if m is not None else (self.hd, self.hl)
+        self.dtype = np.dtype(PRECISION if dtype is None else dtype)
+        self._h = h  # (the residual of the solves' refinement)
+        self.hd, self.hl = cut(h, self.dtype)
+        self.md, self.ml = cut(m, self.dtype) if m is not None else (self.hd, self.hl)
         self.robust = m is not None
         self._factor()
         self.hd = self.hl = []  # (H's blocks: used; the memory goes to what follows)
@@ -291,10 +313,19 @@ class Blocks:
         return bm
 
     def solve(self, rhs: np.ndarray) -> np.ndarray:
-        """``H^-1 rhs`` (``rhs``: ``n`` or ``n x r``, bots' indices), exact (block forward and back
-        substitution on the factors, and the long pairs' correction)."""
+        """``H^-1 rhs`` (``rhs``: ``n`` or ``n x r``, bots' indices; float64), exact: block forward
+        and back substitution on the factors, and the long pairs' correction; in a precision below
+        double (:data:`PRECISION`), refined once with the residual ``rhs - H x`` in double
+        precision (iterative refinement: the error is squared, to about 1e-11 relative)."""
+        rhs = np.asarray(rhs, float)
+        out = self._solve_once(rhs)
+        if self.dtype != np.float64:
+            out += self._solve_once(rhs - self._h @ out)
+        return out
+
+    def _solve_once(self, rhs: np.ndarray) -> np.ndarray:
         out = np.empty(rhs.shape)
-        out[self.order] = self._solve_placed(np.asarray(rhs, float)[self.order], self.long > 0)
+        out[self.order] = self._solve_placed(rhs[self.order].astype(self.dtype), self.long > 0)
         return out
 
     def _solve_placed(self, y: np.ndarray, long: bool = False) -> np.ndarray:
@@ -308,7 +339,7 @@ class Blocks:
         low = self.k @ (self.q.T @ y) if long else None
         parts = [y[st[k]:st[k + 1]] for k in range(nb)]
         width = int(np.diff(st).max())
-        one, two = np.empty((width, *y.shape[1:])), np.empty((width, *y.shape[1:]))
+        one, two = np.empty((width, *y.shape[1:]), y.dtype), np.empty((width, *y.shape[1:]), y.dtype)
         for k in range(nb - 1):
             parts[k + 1] += np.matmul(self.a[k], parts[k], out=one[:parts[k + 1].shape[0]])
         inv = self._inverses() if y.ndim > 1 and y.shape[1] > FEW_COLUMNS else None
@@ -333,7 +364,7 @@ class Blocks:
         if self._sinv is None:
             self._sinv = []
             for inverse in self.fwd:
-                lower, info = la.lapack.dlauum(inverse, lower=1)
+                lower, info = la.get_lapack_funcs("lauum", (inverse,))(inverse, lower=1)
                 if info:
                     raise ArithmeticError(f"lauum {info}")
                 self._sinv.append(_symmetric(lower))
@@ -372,10 +403,10 @@ class Blocks:
                 lefts, rights = [], []  # Z's rows = hstack(lefts) @ vstack(rights): one product
                 for mat, coef, is_q in terms:
                     lefts.append(mat[st[k]:st[k + 1], near])
-                    rights.append(coef[near])
+                    rights.append(coef[near].astype(self.dtype))
                     for f in fars:
                         lefts.append(f.vq if is_q else f.vx)
-                        rights.append(f.w @ coef[f.cols])
+                        rights.append((f.w @ coef[f.cols]).astype(self.dtype))
                 out[st[k]:st[k + 1]] = np.hstack(lefts) @ np.vstack(rights)
             self._z, self.y, self._cols, self._bases = out, None, np.zeros((0, 0)), []
         return self._z
@@ -450,8 +481,8 @@ class _Walk:
         bots, which = np.unique(local, return_inverse=True)
         z = blocks.c[t][bots]  # the basis: the rows of C_tt of the bots; coef picks them (one-hot)
         self.psi = z
-        self.p = z @ blocks.head[t] if blocks.robust else np.zeros((z.shape[0], 0))
-        self.coef = np.zeros((local.size, z.shape[0]))
+        self.p = z @ blocks.head[t] if blocks.robust else np.zeros((z.shape[0], 0), z.dtype)
+        self.coef = np.zeros((local.size, z.shape[0]), z.dtype)
         self.coef[np.arange(local.size), which] = 1.0
         self.done = 0
         self.last: np.ndarray | None = np.zeros(bots.size, np.int64)  # per basis row (a bot): its farthest block
@@ -507,7 +538,7 @@ class _Walk:
         for w, part in zip(walks, np.split(psi @ bl.b[jb], sizes)):
             w.psi = part
             if not bl.robust:
-                w.p = np.zeros((part.shape[0], 0))
+                w.p = np.zeros((part.shape[0], 0), part.dtype)
 
     def compress(self) -> None:
         """Cut the basis to its numerical rank (:func:`_compress`)."""
@@ -525,22 +556,24 @@ def _compress(coef: np.ndarray, p: np.ndarray, psi: np.ndarray) -> tuple[np.ndar
     if coef.shape[1] <= SMALL_BASIS:
         return coef, p, psi
     stacked = np.hstack([p, psi])
-    k = stacked.shape[0]
+    k, tol = stacked.shape[0], RANK_TOL[stacked.dtype]
     u = None
     if SKETCH < k:
-        omega = np.random.default_rng(PROBE_SEED).standard_normal((stacked.shape[1], SKETCH))
-        q, _ = np.linalg.qr(stacked @ omega)
+        omega = np.random.default_rng(PROBE_SEED).standard_normal((stacked.shape[1], SKETCH)).astype(stacked.dtype)
+        q, _ = np.linalg.qr((stacked @ omega).astype(float))
         small = q.T @ stacked
         values, left = la.eigh(small @ small.T, check_finite=False)  # ascending: sv^2
         top = max(values[-1], 1e-300)
-        if values[0] <= RANK_TOL**2 * top:
-            u = q @ left[:, values > RANK_TOL**2 * top]
+        if values[0] <= tol**2 * top:
+            u = q @ left[:, values > tol**2 * top]
     if u is None:
-        values, vectors = la.eigh(stacked @ stacked.T, check_finite=False)
-        keep = values > RANK_TOL**2 * max(values[-1], 1e-300)
+        wide = stacked.astype(float)
+        values, vectors = la.eigh(wide @ wide.T, check_finite=False)
+        keep = values > tol**2 * max(values[-1], 1e-300)
         if keep.sum() >= 0.8 * values.size:
             return coef, p, psi
         u = vectors[:, keep]
+    u = u.astype(stacked.dtype)
     new = u.T @ stacked
     return coef @ u, new[:, :p.shape[1]], new[:, p.shape[1]:]
 
@@ -576,9 +609,10 @@ def spd_inverse(s: np.ndarray) -> np.ndarray:
     """The inverse of a symmetric positive definite matrix, dense (LAPACK ``potrf``/``potri``):
     a block here, the whole information matrix of a small field in
     :mod:`arena.stats.information`. Raises ``ArithmeticError`` if it is not positive definite."""
-    lower, info = la.lapack.dpotrf(s, lower=1, clean=1)
+    potrf, potri = la.get_lapack_funcs(("potrf", "potri"), (s,))
+    lower, info = potrf(s, lower=1, clean=1)
     if info == 0:
-        lower, info = la.lapack.dpotri(lower, lower=1)
+        lower, info = potri(lower, lower=1)
     if info:
         raise ArithmeticError(f"information matrix not positive definite (potrf/potri {info})")
     return _symmetric(lower)
@@ -597,7 +631,7 @@ def _inverse_factor(lower: np.ndarray) -> np.ndarray:
     above: :func:`_cho`), by LAPACK's ``trtri``. At a block's size (~230) OpenBLAS's triangular
     solves (``trsm``) take 4-5 times a product's time per flop on one thread: the solves with
     ``S = L L^T`` are products with ``L^-1`` instead."""
-    inverse, info = la.lapack.dtrtri(lower, lower=1)
+    inverse, info = la.get_lapack_funcs("trtri", (lower,))(lower, lower=1)
     if info:
         raise ArithmeticError(f"information matrix not positive definite (trtri {info})")
     return inverse
@@ -609,14 +643,15 @@ def _schur_step(inverse: np.ndarray, h: np.ndarray) -> tuple[np.ndarray, np.ndar
     S^-1 h)``: with ``Y = L^-1 h``, two triangular products (``trmm``: half a product's flops, and
     faster at these sizes) and ``Y^T Y`` (a product: faster than ``syrk`` here, though it makes
     both triangles)."""
-    y = la.blas.dtrmm(1.0, inverse, h, lower=1)  # L^-1 h
-    return la.blas.dtrmm(-1.0, inverse, y, lower=1, trans_a=1).T, y.T @ y  # -(L^-T Y)^T = -(S^-1 h)^T
+    trmm = la.get_blas_funcs("trmm", (inverse,))
+    y = trmm(1.0, inverse, h, lower=1)  # L^-1 h
+    return trmm(-1.0, inverse, y, lower=1, trans_a=1).T, y.T @ y  # -(L^-T Y)^T = -(S^-1 h)^T
 
 
 def _cho(s: np.ndarray) -> np.ndarray:
     """The lower Cholesky factor of ``s``, zeros above (LAPACK ``potrf``, clean). Raises
     ``ArithmeticError`` if ``s`` is not positive definite."""
-    lower, info = la.lapack.dpotrf(s, lower=1, clean=1)
+    lower, info = la.get_lapack_funcs("potrf", (s,))(s, lower=1, clean=1)
     if info:
         raise ArithmeticError(f"information matrix not positive definite (potrf {info})")
     return lower
@@ -661,8 +696,8 @@ class _Cut:
         ends = np.concatenate([self.long_a, self.long_b])
         self.long_at = diag_at[block[ends]] + (ends - starts[block[ends]]) * (size[block[ends]] + 1)
 
-    def __call__(self, mat: sp.csr_matrix) -> tuple[list[np.ndarray], list[np.ndarray]]:
-        flat = np.zeros(self.total)
+    def __call__(self, mat: sp.csr_matrix, dtype: Any) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        flat = np.zeros(self.total, dtype)
         flat[self.where_d] = mat.data[self.diag]
         flat[self.where_l] = mat.data[self.low]
         if self.long.size:  # the off-diagonal entries are -weight: adding them takes the weight off
@@ -737,13 +772,13 @@ def plan(order: np.ndarray, pattern: sp.csr_matrix) -> np.ndarray | None:
 
 
 def intervals(h: sp.csr_matrix, m: sp.csr_matrix | None, order: np.ndarray, starts: np.ndarray,
-              i: np.ndarray, j: np.ndarray) -> tuple[np.ndarray, np.ndarray, Blocks]:
+              i: np.ndarray, j: np.ndarray, dtype: Any = None) -> tuple[np.ndarray, np.ndarray, Blocks]:
     """Exact anchored variances per bot (``n``) and of the differences ``theta_i - theta_j`` for
     the pairs ``(i, j)`` (index arrays), model (``m`` None) or robust, with the :class:`Blocks`
     that computed them (for other pairs later). Anchoring: ``var_i = X_ii - 2 (X 1)_i / n +
     1^T X 1 / n^2`` with ``X 1`` from exact block solves."""
     n = order.size
-    blocks = Blocks(h, m, order, starts)
+    blocks = Blocks(h, m, order, starts, dtype)
     x1 = blocks.solve(np.ones(n))
     if m is not None:
         x1 = blocks.solve(m @ x1)

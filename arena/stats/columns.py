@@ -30,10 +30,12 @@ import numpy as np
 
 NEAR_BLOCKS = 2
 """Blocks behind a sweep whose bots' columns it carries whole; farther ones, through their low rank."""
-CARRY_TOL = 1e-10
-"""Directions of the far columns' basis below this fraction of its largest singular value are
-dropped when columns join it (each part, ``C`` and ``pi``, scaled to norm one first): the season
-bench's store keeps 5-21 directions (its far columns alone, rank 1 or 2 at 1e-8)."""
+CARRY_TOL = {np.dtype(np.float64): 1e-10, np.dtype(np.float32): 1e-6}
+"""By precision (:data:`arena.stats.blocks.PRECISION`): directions of the far columns' basis below
+this fraction of its largest singular value are dropped when columns join it (each part, ``C`` and
+``pi``, scaled to norm one first): the season bench's store keeps 5-21 directions in double
+precision (its far columns alone, rank 1 or 2 at 1e-8), fewer in single, whose rounding (about
+1e-7 of a column) is above the double's cut; the single cut is taken well above that rounding."""
 
 
 def mirror(md: list, ml: list, a: list, head: list, tail: list, bm: list) -> tuple[list, list, list]:
@@ -60,8 +62,8 @@ def at(bl: Any, places: np.ndarray, sandwich: bool, mirrored: tuple[list, list, 
     blk = bl.block[places]
     lo = np.searchsorted(blk, np.arange(nb), side="left")  # columns of block k: lo[k]:hi[k]
     hi = np.searchsorted(blk, np.arange(nb), side="right")
-    q = np.empty((bl.n, t))
-    x = np.empty((bl.n, t)) if sandwich else None
+    q = np.empty((bl.n, t), bl.dtype)
+    x = np.empty((bl.n, t), bl.dtype) if sandwich else None
     own = [bl.c[k][:, places[lo[k]:hi[k]] - st[k]] for k in range(nb)]  # C_kk at the block's own bots
     forward = _Sweep(t, sandwich, ahead=True)
     for k in range(nb):  # the columns of the bots in blocks 0..k
@@ -99,17 +101,17 @@ class _Sweep:
 
     def __init__(self, t: int, sandwich: bool, ahead: bool) -> None:
         self.t, self.sandwich, self.ahead = t, sandwich, ahead
-        self.cq = self.cp = self.vq = self.vp = np.zeros((0, 0))
-        self.w = np.zeros((0, 0))
+        self.cq = self.cp = self.vq = self.vp = self.w = np.zeros((0, 0))  # (replaced at the first add)
 
     def add(self, oq: np.ndarray, head: np.ndarray | None) -> None:
         """The columns ``oq`` of the current block's own bots (``C_TT``) join the near ones, with
         their ``pi = head^T C_TT``: forward after them, backward before."""
-        op = head.T @ oq if head is not None else np.zeros((oq.shape[0], 0))
+        op = head.T @ oq if head is not None else np.zeros((oq.shape[0], 0), oq.dtype)
         if not self.cq.shape[0]:  # the first block: nothing carried yet
             rows = oq.shape[0]
             self.cq, self.cp = oq, op
-            self.vq, self.vp = np.zeros((rows, 0)), np.zeros((rows if self.sandwich else 0, 0))
+            self.vq, self.vp = np.zeros((rows, 0), oq.dtype), np.zeros((rows if self.sandwich else 0, 0), oq.dtype)
+            self.w = np.zeros((0, 0), oq.dtype)
             return
         both = (lambda old, new: np.hstack([old, new])) if self.ahead else (lambda old, new: np.hstack([new, old]))
         self.cq = both(self.cq, oq)
@@ -143,7 +145,8 @@ class _Sweep:
             bp = np.hstack(order(self.vp, self.cp[:, leave]))
             parts.append(bp / max(np.linalg.norm(bp), 1e-300))
         _, sv, vt = np.linalg.svd(np.vstack(parts), full_matrices=False)
-        vt = vt[sv > CARRY_TOL * max(sv[0], 1e-300)] if sv.size else vt[:0]
+        vt = vt[sv > CARRY_TOL[bq.dtype] * max(sv[0], 1e-300)] if sv.size else vt[:0]
+        vt = vt.astype(bq.dtype, copy=False)
         self.vq = bq @ vt.T
         if bp is not None:
             self.vp = bp @ vt.T
