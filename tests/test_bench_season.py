@@ -283,3 +283,23 @@ def test_the_sqlite_seed_is_cached_and_made_again_when_unusable(tmp_path) -> Non
     db.close()
     _, remade = bench_season.cached_seed(settings, lambda _: None)
     assert not remade.cached and Store(path).db.execute("SELECT COUNT(*) FROM matches").fetchone()[0] == 40
+
+
+def test_the_window_waits_for_the_fitters_first_fit(monkeypatch) -> None:
+    """The window starts once the server publishes a fit of its own fitter's: the seeded fit (no
+    CPU figure) does not count; the wait is bounded, and a run that saw none says so."""
+    scrapes = [_fit_scrape(0.0, (0.0, None, None)), None, _fit_scrape(0.0, (0.0, None, None)),
+               _fit_scrape(0.0, (4.0, 1.2, 0))]
+    clock = iter(range(100))
+    monkeypatch.setattr(bench_season, "fetch_metrics", lambda client: scrapes.pop(0))
+    monkeypatch.setattr(bench_season.time, "sleep", lambda s: None)
+    monkeypatch.setattr(bench_season.time, "perf_counter", lambda: float(next(clock)))
+    fig = RunFigures(label="full", bots=10)
+    bench_season._settle(None, fig, -1.0, "ecarte", 50.0)  # noqa: SLF001
+    assert scrapes == [] and fig.first_fit_s == 1.0 and fig.notes == []  # (the scrape's own t, from t_ready -1)
+    late = RunFigures(label="full", bots=10)
+    monkeypatch.setattr(bench_season, "fetch_metrics", lambda client: _fit_scrape(0.0, (0.0, None, None)))
+    bench_season._settle(None, late, 0.0, "ecarte", 5.0)  # noqa: SLF001
+    assert late.first_fit_s is None and any("no fit of the ladder within 5 s" in n for n in late.notes)
+    rows = {row[0]: row[1:] for row in report_rows(fig, late, 10)}
+    assert rows["fitter's first fit, from the start (s)"] == ("1.0", "-", "")

@@ -13,3 +13,22 @@ def test_a_launched_bot_is_registered_with_no_token_that_works(any_store):
     any_store.add_launched_bot("remote")
     assert not any_store.check_token("remote", token)
     assert any_store.bot_id("launched") > 0
+
+
+def test_every_sqlite_connection_has_the_larger_page_cache(tmp_path):
+    """A season's store keeps its B-trees' interior pages cached (arena.store.engine.SQLITE_CACHE_KIB):
+    every connection the store opens, the first and the later ones of its pool, WAL as before."""
+    from sqlalchemy import text
+
+    from arena.store.engine import SQLITE_CACHE_KIB
+    from arena.store.sqlite import Store
+
+    store = Store(str(tmp_path / "arena.db"))
+    try:
+        with store.connection.engine.connect() as a, store.connection.engine.connect() as b:
+            for conn in (a, b):
+                assert conn.execute(text("PRAGMA cache_size")).scalar() == -SQLITE_CACHE_KIB
+                assert conn.execute(text("PRAGMA journal_mode")).scalar() == "wal"
+    finally:
+        store.close()
+    assert SQLITE_CACHE_KIB > 2000  # (SQLite's default: 2,000 KiB)

@@ -336,7 +336,7 @@ class Blocks:
         ``L_K^-T (L_K^-1 y_K)`` for a few (the two products' cost beats forming it). In place,
         the products into two scratch blocks (a fresh ``n x r`` array costs its page faults)."""
         st, nb = self.starts, self.nb
-        low = self.k @ (self.q.T @ y) if long else None
+        low = (self.k @ (self.q.T @ y)).astype(y.dtype) if long else None  # (in Q's precision: no n x r upcast)
         parts = [y[st[k]:st[k + 1]] for k in range(nb)]
         width = int(np.diff(st).max())
         one, two = np.empty((width, *y.shape[1:]), y.dtype), np.empty((width, *y.shape[1:]), y.dtype)

@@ -78,11 +78,20 @@ def sqlalchemy_url(target: str) -> str:
     return f"postgresql+psycopg://{rest}" if scheme in ("postgresql", "postgres") else target
 
 
+SQLITE_CACHE_KIB = 32768
+"""Each SQLite connection's page cache (KiB; SQLite's default is 2,000): a result's commit walks
+a dozen B-trees (the match, its unit, both orientations of its pair's count, the bots' ladder
+rows and the indexes), and on a season's store (5 GB) their interior pages no longer fit in 2 MB,
+so each walk read them again from the operating system. Pages are cached only as they are read:
+a small store's connections stay small."""
+
+
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     """Each new SQLite connection: no implicit ``BEGIN`` from the driver (the store says when), WAL,
-    ``synchronous=NORMAL`` (durable at each checkpoint, safe with WAL), foreign keys checked."""
+    ``synchronous=NORMAL`` (durable at each checkpoint, safe with WAL), foreign keys checked, a
+    page cache of :data:`SQLITE_CACHE_KIB`."""
     dbapi_connection.isolation_level = None
-    for pragma in ("journal_mode=WAL", "synchronous=NORMAL", "foreign_keys=ON"):
+    for pragma in ("journal_mode=WAL", "synchronous=NORMAL", "foreign_keys=ON", f"cache_size=-{SQLITE_CACHE_KIB}"):
         dbapi_connection.execute(f"PRAGMA {pragma}")
 
 

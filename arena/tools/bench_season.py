@@ -20,7 +20,11 @@ For each database (SQLite, then PostgreSQL):
    big field are refitted every ``--fit-intervals-s`` (``fit_intervals_s``, default 20 s instead of
    the contest default 120 s), so that full refits happen during the run on both stores.
 3. **Figures**, side by side: the time until every bot was welcomed (from the moment the server
-   announced its ports; also its start-up before that); results per second over the window;
+   announced its ports; also its start-up before that); the time until the ladder's fitter had
+   stored its first fit, when the window starts (the fitter's start-up: on the full store it reads
+   the whole ladder, 9-10 s of CPU, and refits the ratings from the seeded ones; a season runs for
+   weeks, and its rate is that of a running contest, not of its first half-minute after a
+   restart, which this figure shows); results per second over the window;
    result-commit p50 and p99 and pairing-decision p99 (the server's ``/metrics`` histograms
    ``arena_result_commit_seconds`` and ``arena_pairing_decision_seconds``, counted over the
    window only; a percentile is interpolated linearly within its bucket, as Prometheus'
@@ -123,6 +127,8 @@ class Settings:
     page_requests: int = 200
     page_budget_s: float = 30.0
     welcome_wait_s: float = 30.0
+    settle_wait_s: float = 300.0
+    """Longest wait, after the welcomes, for the fitter's first fit (the window starts anyway then)."""
     start_timeout_s: float = 600.0
     workdir: Path = DEFAULT_WORKDIR
     reseed: bool = False
@@ -232,6 +238,20 @@ def _welcome(client: Any, fig: RunFigures, t_ready: float, wait_s: float) -> Non
                 fig.welcome_s = scrape.t - t_ready
                 return
         time.sleep(0.1)
+
+
+def _settle(client: Any, fig: RunFigures, t_ready: float, game: str, wait_s: float) -> None:
+    """Scrape ``/metrics`` every 0.5 s until the server publishes a fit of its own fitter's
+    (``arena_ladder_fit_cpu_seconds`` of ``game``: a seeded store's prior fit has no CPU figure)
+    or ``wait_s`` has passed; ``fig.first_fit_s`` from ``t_ready``, or a note if none came."""
+    end = time.perf_counter() + wait_s
+    while time.perf_counter() < end:
+        scrape = fetch_metrics(client)
+        if scrape is not None and scrape.value("arena_ladder_fit_cpu_seconds", game=game) is not None:
+            fig.first_fit_s = scrape.t - t_ready
+            return
+        time.sleep(0.5)
+    fig.notes.append(f"no fit of the ladder within {wait_s:g} s of the welcomes: the window started without one")
 
 
 def _window(client: Any, fig: RunFigures, seconds: float) -> list[Scrape]:
@@ -354,6 +374,7 @@ def run_contest(label: str, target: str, workdir: Path, settings: Settings, toke
                                          "ARENA_BOTS": str(settings.bots)})
         with httpx.Client(base_url=f"http://127.0.0.1:{http_port}", timeout=60.0) as client:
             _welcome(client, fig, t_ready, settings.welcome_wait_s)
+            _settle(client, fig, t_ready, settings.spec.game, settings.settle_wait_s)
             scrapes = _window(client, fig, settings.seconds)
             window_figures(fig, scrapes, settings.spec.game)
             fig.rss, _ = rss_of(server.pid)

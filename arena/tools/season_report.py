@@ -148,6 +148,9 @@ class RunFigures:
     welcomed_in_target: int = 0
     welcome_s: float | None = None
     rate_limited: float = 0.0
+    first_fit_s: float | None = None
+    """From the server's start (its ports announced) until its ladder's fitter had stored a first
+    fit (``arena_ladder_fit_cpu_seconds`` published): the window starts then. None: not seen."""
     window_s: float = 0.0
     results: float = 0.0
     results_per_s: float | None = None
@@ -313,6 +316,7 @@ def report_rows(full: RunFigures, empty: RunFigures, fitted_bots: int) -> list[t
     rows = [
         ("start-up to listening (s)", _num(full.startup_s, ".2f"), _num(empty.startup_s, ".2f"), ""),
         (f"bots welcomed (of {full.bots})", _welcomed(full), _welcomed(empty), f"all within {WELCOME_TARGET_S:g} s"),
+        ("fitter's first fit, from the start (s)", _num(full.first_fit_s, ".1f"), _num(empty.first_fit_s, ".1f"), ""),
         ("results per second", _num(full.results_per_s, ".1f") + f" ({ratio})", _num(empty.results_per_s, ".1f"),
          f"full >= {RATE_RATIO_TARGET:g}x empty"),
         ("result commit p50 / p99 (ms)", f"{_ms(full.commit_p50_s)} / {_ms(full.commit_p99_s)} (n={full.commits})",
