@@ -112,8 +112,9 @@ class FitPolicy(msgspec.Struct, frozen=True):
     the fits between refit the ratings alone and keep each bot's last interval (a bot without one
     yet, a newcomer, is provisional meanwhile). On the 10,000-bot season the intervals (exact, by
     blocks: :mod:`arena.stats.blocks`) cost 1.4-1.6 s of CPU after 0.45-0.6 s for the ratings on a
-    quiet machine, and two to four times that beside a saturating contest, so a full refit is
-    not made at every fit; a season's intervals narrow slowly (docs/contests.md)."""
+    quiet machine (0.6-1.0 s since the blocks work in single precision), and up to twice that
+    beside a saturating contest, so a full refit is not made at every fit; a season's intervals
+    narrow slowly (docs/contests.md)."""
 
 
 class FitReport(msgspec.Struct, frozen=True):

@@ -33,7 +33,8 @@ Intervals, by blocks (beyond ``EXACT_BOTS`` bots, when the layout is narrow): ex
 selected inversion of :mod:`arena.stats.blocks`, the long pairs added back by Woodbury's identity at the rank of the
 pairs or, when fewer, of the bots they join (a scattered subset paired at random) (the season's 10,000 bots,
 ~200 opponents each, make 40-44 blocks of up to 300; 1.5-1.7 s of CPU on a busy machine, the costs in
-:mod:`arena.stats.blocks`; every bot exact to 1e-13 and every difference of rating neighbours to 1e-7).
+:mod:`arena.stats.blocks`; in double precision every bot exact to 1e-13 and every difference of rating neighbours
+to 1e-7; the blocks work in single precision by default, within 1e-5 of those: :data:`arena.stats.blocks.PRECISION`).
 
 Intervals, scalable (beyond ``EXACT_BOTS`` bots): probing (after J. M. Tang and Y. Saad, "A probing method for
 computing the diagonal of a matrix inverse", Numer. Linear Algebra Appl. 19, 2012) of what remains once the coarse
