@@ -473,3 +473,13 @@ def test_far_columns_of_the_long_pairs_go_through_their_low_rank_exactly(form, m
         assert np.allclose(b.variances(), np.diag(x), rtol=tol(1e-9))
         i, j = rng.integers(0, n, 200), rng.integers(0, n, 200)
         assert np.allclose(b.covariances(i, j), x[i, j], rtol=0, atol=tol(1e-7) * np.abs(x).max())  # RANK_TOL (walks)
+
+
+def test_the_blocks_refuse_a_precision_they_have_no_rank_cut_for():
+    h, m = _banded_field(30, [], 3)
+    pattern = sp.csr_matrix((np.ones(h.nnz), h.indices, h.indptr), shape=h.shape)
+    order = np.arange(30)
+    starts = blocks.partition(order, pattern, None)
+    with pytest.raises(ValueError, match="float32 or float64, not float16"):
+        blocks.Blocks(h, m, order, starts, np.float16)
+    assert blocks.Blocks(h, m, order, starts).dtype == blocks.PRECISION  # (the fixture's, then the default)

@@ -175,8 +175,9 @@ def cost(starts: np.ndarray) -> float:
 class Blocks:
     """The block-tridiagonal selected inversion of the module docstring for ``h`` (and ``m``,
     the meat, or None for the model variance), both ``n x n`` sparse of one symmetric pattern,
-    in the bots' ``order`` cut at ``starts`` (:func:`partition`). Raises ``ArithmeticError`` if
-    ``h`` is not positive definite."""
+    in the bots' ``order`` cut at ``starts`` (:func:`partition`), the dense work in ``dtype``
+    (default :data:`PRECISION`). Raises ``ArithmeticError`` if ``h`` is not positive definite,
+    ``ValueError`` for a ``dtype`` other than float32 or float64."""
 
     def __init__(self, h: sp.csr_matrix, m: sp.csr_matrix | None, order: np.ndarray, starts: np.ndarray,
                  dtype: Any = None) -> None:
@@ -188,6 +189,8 @@ class Blocks:
         self.place[order] = np.arange(n)
         cut = _Cut(h, self.place, self.block, starts)
         self.dtype = np.dtype(PRECISION if dtype is None else dtype)
+        if self.dtype not in RANK_TOL:
+            raise ValueError(f"blocks work in float32 or float64, not {self.dtype}")
         self._h = h  # (the residual of the solves' refinement)
         self.hd, self.hl = cut(h, self.dtype)
         self.md, self.ml = cut(m, self.dtype) if m is not None else (self.hd, self.hl)
