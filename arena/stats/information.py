@@ -33,8 +33,7 @@ Intervals, by blocks (beyond ``EXACT_BOTS`` bots, when the layout is narrow): ex
 selected inversion of :mod:`arena.stats.blocks`, the long pairs added back by Woodbury's identity at the rank of the
 pairs or, when fewer, of the bots they join (a scattered subset paired at random) (the season's 10,000 bots,
 ~200 opponents each, make 40-44 blocks of up to 300; 1.5-1.7 s of CPU on a busy machine, the costs in
-:mod:`arena.stats.blocks`; in double precision every bot exact to 1e-13 and every difference of rating neighbours
-to 1e-7; the blocks work in single precision by default, within 1e-5 of those: :data:`arena.stats.blocks.PRECISION`).
+:mod:`arena.stats.blocks`; in single precision, within 1e-5 of double's 1e-13: :data:`arena.stats.blocks.PRECISION`).
 
 Intervals, scalable (beyond ``EXACT_BOTS`` bots): probing (after J. M. Tang and Y. Saad, "A probing method for
 computing the diagonal of a matrix inverse", Numer. Linear Algebra Appl. 19, 2012) of what remains once the coarse
@@ -170,9 +169,10 @@ class Model:
         self.hint = hint  # an order to try beside the layout computed afresh (see layout)
         self.k = robust_prior_units
         n, m = pairs.n, pairs.i.size
-        rows = np.concatenate([pairs.i, pairs.j, np.arange(n)])
-        cols = np.concatenate([pairs.j, pairs.i, np.arange(n)])
-        # the CSR order (by row, then column) of these entries, from scipy's linear-time conversion
+        rows = np.concatenate([pairs.j, np.arange(n), pairs.i])
+        cols = np.concatenate([pairs.i, np.arange(n), pairs.j])
+        # the CSR order of these entries by scipy's linear-time conversion, which keeps this order in a row:
+        # sorted already (lower, diagonal, upper) for pairs by (i, j), i < j, as totals come (the sort: a check)
         where = sp.csr_matrix((np.arange(1, rows.size + 1, dtype=float), (rows, cols)), shape=(n, n))
         where.sort_indices()
         order = where.data.astype(np.int64) - 1
@@ -214,7 +214,7 @@ class Model:
 
     def matrix(self, edge: np.ndarray, diag: np.ndarray) -> sp.csr_matrix:
         """The symmetric matrix with ``-edge`` off the diagonal (per pair) and ``diag`` on it."""
-        data = np.concatenate([-edge, -edge, diag])[self._perm]
+        data = np.concatenate([-edge, diag, -edge])[self._perm]
         n = self.pairs.n
         return sp.csr_matrix((data, self.indices, self.indptr), shape=(n, n))
 

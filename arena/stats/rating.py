@@ -437,7 +437,8 @@ def fit_totals(totals: LadderTotals, variance: str = "robust", start: Mapping[st
     if intervals not in ("auto", "exact", "blocks", "probing", "none"):
         raise ValueError(f"intervals must be 'auto', 'exact', 'blocks', 'probing' or 'none', not {intervals!r}")
     keep = totals.stats[5] > 0
-    keys, stats = totals.keys[keep], totals.stats[:, keep]
+    # (read in place when every pair holds a unit, as usual: a copy of a million pairs' totals is 25 ms)
+    keys, stats = (totals.keys, totals.stats) if keep.all() else (totals.keys[keep], totals.stats[:, keep])
     i, j = keys // _KEY, keys % _KEY
     used = np.zeros(len(totals.names), bool)
     used[i], used[j] = True, True
