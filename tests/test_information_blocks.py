@@ -42,9 +42,10 @@ SINGLE = 1e-4
 on the season's): an error of the method itself (a factor, a sweep or a walk wrong) is far larger."""
 
 
-@pytest.fixture(autouse=True, params=["float64", "float32"])
+@pytest.fixture(params=["float64", "float32"])
 def precision(request, monkeypatch):
-    """Every test here runs with the blocks in double and in single precision."""
+    """A test that compares the blocks' numbers runs with them in double and in single precision
+    (``usefixtures``; the tests of partitions, layouts and forms run once, at the default)."""
     monkeypatch.setattr(blocks, "PRECISION", np.dtype(request.param))
     return np.dtype(request.param)
 
@@ -61,6 +62,7 @@ FIELDS = {
 }
 
 
+@pytest.mark.usefixtures("precision")
 @pytest.mark.parametrize("name", sorted(FIELDS))
 def test_block_intervals_equal_the_dense_exact_ones(name, monkeypatch):
     """Small blocks (many of them, so the walk across blocks and its rank cut are exercised):
@@ -109,6 +111,7 @@ def test_auto_uses_blocks_on_a_ladder_and_probing_on_a_random_field(monkeypatch)
     assert fit_units(synthetic_field(300, graph="random", seed=4).units).method == "probing"
 
 
+@pytest.mark.usefixtures("precision")
 @pytest.mark.parametrize("variance", ["model", "robust"])
 def test_long_pairs_left_out_of_the_blocks_are_corrected_exactly(variance, monkeypatch):
     """Narrow blocks that cannot hold the ladder's random pairs: the longest pairs are left out
@@ -128,6 +131,7 @@ def test_long_pairs_left_out_of_the_blocks_are_corrected_exactly(variance, monke
     assert got.sd_diff(a, b) == pytest.approx(exact.sd_diff(a, b), rel=tol(1e-6))
 
 
+@pytest.mark.usefixtures("precision")
 def test_a_ladder_refit_reuses_the_last_layout_and_fits_the_same(monkeypatch):
     """fit_totals keeps its layout on the totals and the next fit of the same bots reuses it
     (a few new pairs since): the ratings and intervals equal a fit from scratch."""
@@ -240,6 +244,7 @@ def _refit(before: dict, after: dict, variance: str = "robust", intervals: str =
     return ladder, grown, fit_totals(grown, variance, intervals=intervals)
 
 
+@pytest.mark.usefixtures("precision")
 @pytest.mark.parametrize("variance", ["model", "robust"])
 def test_many_long_pairs_among_few_bots_are_corrected_by_the_bots_exactly(variance, monkeypatch):
     """Twelve bots of a ladder playing 300 random games among themselves, refitted in the
@@ -284,6 +289,7 @@ def test_low_rank_gives_the_pairs_sum_in_either_form():
         assert np.allclose(dense @ ww @ dense.T, want_w) and np.allclose(dense @ vv @ dense.T, want_v)
 
 
+@pytest.mark.usefixtures("precision")
 def test_a_refit_after_random_pairs_and_a_newcomer_keeps_the_earlier_order(monkeypatch):
     """A ladder fitted once; then a scattered subset plays at random and a newcomer arrives (the
     layout cannot be reused: new bots). The fresh reverse Cuthill-McKee order of the new pattern
@@ -349,6 +355,7 @@ def _banded_field(n: int, extra: list[tuple[int, int]], seed: int) -> tuple[sp.c
     return h, m
 
 
+@pytest.mark.usefixtures("precision")
 @pytest.mark.parametrize("form", ["none", "pairs", "bots"])
 def test_block_solves_and_columns_equal_dense_ones(form, monkeypatch):
     """The blocks' own solves and columns of ``H_b^-1`` (:meth:`Blocks._columns`: columns that
@@ -388,6 +395,7 @@ def test_block_solves_and_columns_equal_dense_ones(form, monkeypatch):
         assert np.allclose(b.covariances(i, j), x[i, j], rtol=0, atol=tol(1e-9) * np.abs(x).max())
 
 
+@pytest.mark.usefixtures("precision")
 def test_newtons_last_step_is_taken_by_the_intervals_block_factors(monkeypatch):
     """A fit that wants intervals computes them at Newton's last iterate (the one reached by a
     step below SETTLE_STEP) and lets their block factors take the last step: one conjugate-gradient
@@ -427,6 +435,7 @@ def test_newtons_last_step_is_taken_by_the_intervals_block_factors(monkeypatch):
     assert settled.neighbour_sd() == pytest.approx(after.neighbour_sd(), rel=tol(1e-9))
 
 
+@pytest.mark.usefixtures("precision")
 @pytest.mark.parametrize("form", ["bots", "pairs"])
 def test_far_columns_of_the_long_pairs_go_through_their_low_rank_exactly(form, monkeypatch):
     """Many long pairs along a chain of many blocks, among few bots (U's columns the bots') or
@@ -475,6 +484,7 @@ def test_far_columns_of_the_long_pairs_go_through_their_low_rank_exactly(form, m
         assert np.allclose(b.covariances(i, j), x[i, j], rtol=0, atol=tol(1e-7) * np.abs(x).max())  # RANK_TOL (walks)
 
 
+@pytest.mark.usefixtures("precision")
 def test_the_blocks_refuse_a_precision_they_have_no_rank_cut_for():
     h, m = _banded_field(30, [], 3)
     pattern = sp.csr_matrix((np.ones(h.nnz), h.indices, h.indptr), shape=h.shape)

@@ -31,4 +31,3 @@ def test_every_sqlite_connection_has_the_larger_page_cache(tmp_path):
                 assert conn.execute(text("PRAGMA journal_mode")).scalar() == "wal"
     finally:
         store.close()
-    assert SQLITE_CACHE_KIB > 2000  # (SQLite's default: 2,000 KiB)

@@ -512,7 +512,8 @@ def finish_logs(directory: str | Path) -> int:
                 f.seek(-len(_FLUSHED), 2)
                 if f.read() != _FLUSHED:
                     continue
-                data = complete_gzip(path.read_bytes())
+                f.seek(0)
+                data = complete_gzip(f.read())
             part = path.with_name(path.name + ".part")
             part.write_bytes(data)
             part.replace(path)

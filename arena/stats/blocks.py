@@ -51,18 +51,10 @@ rank 1 or 2 at 1e-8 (the season bench's store: 550 of 632 columns far from each 
 store the season bench left (rank 632, 40 blocks), old and new code alternated, the intervals
 within 3e-13: ``Z`` took two ``n x r x r`` products, 0.29-0.39 s, and takes 0.11-0.14 s;
 ``Y`` took a band product and two band solves at full width; the correction took 0.6-0.8 s and
-takes 0.35 s; a full refit took 2.7-3.1 s of CPU and takes 2.1-2.2 s. The ``n x r`` arrays are
-few: a fresh one costs its page faults (system time; 0.5-0.7 s of the intervals' CPU in the season
-bench's first full refit before). An earlier stage, measured on that field (the season seed store
-after the bench, a full refit in the earlier layout as the fitter does it, ``compute_fit``; CPU as
-``time.process_time``, one BLAS thread, the shared 2-core machine, old and new code alternated,
-three runs each): the intervals 1.8-2.1 s (the first refit of a process 2.2-2.8 s) instead of
-2.5-2.9 s (2.8-2.9 s), of which the correction 0.4-0.5 s (was 0.8-1.1 s: two band solves of ``n x
-495`` by four products a block, then ``Q^T M_b Q``, ``Q G`` and ``Q K``); the full refit 2.4-2.8 s
-(2.8-3.4 s) instead of 3.2-3.6 s (3.5-3.6 s). The seed store alone (no long pairs): unchanged
-within the noise, the intervals 1.1-1.3 s, the full refit 1.7-2.0 s. Every interval is the old
-code's within 1e-14 and every difference of rating neighbours within 5e-10 (relative; the walks'
-rank cut, :data:`RANK_TOL`, reacts to rounding).
+takes 0.35 s; a full refit took 2.7-3.1 s of CPU and takes 2.1-2.2 s (in double precision;
+1.5 s in single, :data:`PRECISION`). The ``n x r`` arrays are
+few: a fresh one costs its page faults (system time). Earlier stages' figures are in
+docs/contests.md (Running a season).
 """
 
 from __future__ import annotations
@@ -328,7 +320,7 @@ class Blocks:
 
     def _solve_once(self, rhs: np.ndarray) -> np.ndarray:
         out = np.empty(rhs.shape)
-        out[self.order] = self._solve_placed(rhs[self.order].astype(self.dtype), self.long > 0)
+        out[self.order] = self._solve_placed(rhs[self.order].astype(self.dtype, copy=False), self.long > 0)
         return out
 
     def _solve_placed(self, y: np.ndarray, long: bool = False) -> np.ndarray:
@@ -393,7 +385,9 @@ class Blocks:
         from its bot, a column is the field's smooth common mode). So the work grows with ``n r``
         times the near columns, not with ``n r^2``."""
         if self._z is None:
-            sub = (lambda c: c) if self._sub is None else (lambda c: self._sub @ c)  # (coefficients by bot)
+            def sub(c: np.ndarray) -> np.ndarray:  # (coefficients by bot, in the blocks' precision: cast once)
+                return (c if self._sub is None else self._sub @ c).astype(self.dtype)
+
             terms = [(self._cols, sub(0.5 * self.g), True), (self.y, sub(-self.k), False)] if self.robust else \
                 [(self._cols, sub(-0.5 * self.k), True)]
             # Z written over Y (the bots' columns, when they are U's), a block of rows at a time
@@ -406,10 +400,10 @@ class Blocks:
                 lefts, rights = [], []  # Z's rows = hstack(lefts) @ vstack(rights): one product
                 for mat, coef, is_q in terms:
                     lefts.append(mat[st[k]:st[k + 1], near])
-                    rights.append(coef[near].astype(self.dtype))
+                    rights.append(coef[near])
                     for f in fars:
                         lefts.append(f.vq if is_q else f.vx)
-                        rights.append((f.w @ coef[f.cols]).astype(self.dtype))
+                        rights.append(f.w @ coef[f.cols])
                 out[st[k]:st[k + 1]] = np.hstack(lefts) @ np.vstack(rights)
             self._z, self.y, self._cols, self._bases = out, None, np.zeros((0, 0)), []
         return self._z
