@@ -473,6 +473,11 @@ def test_far_columns_of_the_long_pairs_go_through_their_low_rank_exactly(form, m
         assert np.allclose(b._cols, cb[:, ends], rtol=0, atol=tol(1e-9) * np.abs(cb).max())  # noqa: SLF001
         if form == "bots":
             assert np.allclose(b.q, cb[:, ends], rtol=0, atol=tol(1e-9) * np.abs(cb).max())
+        else:  # Q = C_b U = (the ends' columns) sub, U's columns the pairs' e_a - e_b: two entries each
+            sub = b._sub.toarray()  # noqa: SLF001
+            assert sorted(set(np.abs(sub).sum(axis=0).tolist())) == [2.0]
+            assert np.allclose(b.q, b._cols.astype(float) @ sub, rtol=0, atol=tol(1e-12) * np.abs(cb).max())  # noqa: SLF001
+        assert b.q.flags.c_contiguous  # (an F-ordered Q made every row gather strided: 0.3 s more a refit)
         if robust:
             xb = cb @ band_m @ cb
             assert np.allclose(b.y, xb[:, ends], rtol=0, atol=tol(1e-9) * np.abs(xb).max())
@@ -482,6 +487,21 @@ def test_far_columns_of_the_long_pairs_go_through_their_low_rank_exactly(form, m
         assert np.allclose(b.variances(), np.diag(x), rtol=tol(1e-9))
         i, j = rng.integers(0, n, 200), rng.integers(0, n, 200)
         assert np.allclose(b.covariances(i, j), x[i, j], rtol=0, atol=tol(1e-7) * np.abs(x).max())  # RANK_TOL (walks)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_dense_times_sparse_product_is_exact_and_by_row(dtype):
+    """``_times_sparse`` (the long pairs' ``Q = cols @ sub``): the dense product, whatever the
+    number of entries of a column (none, one, two, three), C-ordered, in the dense side's
+    precision."""
+    rng = np.random.default_rng(3)
+    dense = rng.standard_normal((50, 12)).astype(dtype)
+    sparse = sp.csc_matrix((rng.standard_normal(7), ([0, 5, 11, 2, 2, 7, 9], [1, 1, 2, 3, 4, 4, 4])), shape=(12, 6))
+    got = blocks._times_sparse(dense, sparse)  # noqa: SLF001
+    assert got.dtype == dtype and got.flags.c_contiguous and got.shape == (50, 6)
+    want = dense.astype(float) @ sparse.toarray()
+    assert np.allclose(got, want, rtol=0, atol=1e-5 if dtype == np.float32 else 1e-13)
+    assert not got[:, [0, 5]].any()  # columns without entries
 
 
 @pytest.mark.usefixtures("precision")

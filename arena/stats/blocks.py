@@ -200,7 +200,7 @@ class Blocks:
         self._z: np.ndarray | None = None
         self._bases: list[list[columns.Far]] = []  # (per block: the far columns' low rank, for _half)
         self._cols = np.zeros((0, 0))  # (the bots' columns of C_b, for _half)
-        self._sub: np.ndarray | None = None
+        self._sub: sp.csr_matrix | None = None
         self._sinv: list[np.ndarray] | None = None
         if self.long:
             self._long(h, m, order[cut.long_a], order[cut.long_b], -h.data[cut.long], None if m is None else
@@ -234,7 +234,7 @@ class Blocks:
             meat = None if meat is None else meat[np.ix_(perm, perm)]
             self.q, self._sub = cols, None
         else:  # Q = C_b U = (the bots' columns of C_b) sub, and Y alike
-            self.q, self._sub = np.asarray((sub.T @ cols.T).T), sub.toarray()
+            self.q, self._sub = _times_sparse(cols, sub.tocsc()), sub.tocsr()
         self._cols = cols
         uq = self._in_u(cols[places])  # G = U^T Q
         uq = 0.5 * (uq + uq.T)
@@ -249,7 +249,10 @@ class Blocks:
     def _in_u(self, block: np.ndarray) -> np.ndarray:
         """``sub^T block sub`` (``r x r``) for a ``t x t`` block at the bots ``U`` touches: the
         block itself when ``U``'s columns are those bots'."""
-        return block if self._sub is None else self._sub.T @ block @ self._sub
+        if self._sub is None:
+            return block
+        half = np.asarray(self._sub.T @ block)  # (sparse products: sub has one or two entries a column)
+        return np.asarray(self._sub.T @ half.T).T
 
     def _columns(self, places: np.ndarray) -> np.ndarray:
         """``C_b[:, x]`` for the bots at ``places`` (ascending), ``n x t`` with rows by place
@@ -386,7 +389,7 @@ class Blocks:
         times the near columns, not with ``n r^2``."""
         if self._z is None:
             def sub(c: np.ndarray) -> np.ndarray:  # (coefficients by bot, in the blocks' precision: cast once)
-                return (c if self._sub is None else self._sub @ c).astype(self.dtype)
+                return (c if self._sub is None else np.asarray(self._sub @ c)).astype(self.dtype)
 
             terms = [(self._cols, sub(0.5 * self.g), True), (self.y, sub(-self.k), False)] if self.robust else \
                 [(self._cols, sub(-0.5 * self.k), True)]
@@ -593,6 +596,25 @@ def low_rank(n: int, a: np.ndarray, b: np.ndarray, w: np.ndarray, v: np.ndarray 
     u = sp.csc_matrix((np.ones(ends.size), (ends, np.arange(ends.size))), shape=(n, ends.size))
     ia, ib = which[:r], which[r:]
     return u, _laplacian(ends.size, ia, ib, w), None if v is None else _laplacian(ends.size, ia, ib, v)
+
+
+def _times_sparse(dense: np.ndarray, sparse: sp.csc_matrix) -> np.ndarray:
+    """``dense @ sparse`` (``n x t`` C-ordered, by ``t x r`` with a few entries a column) as a
+    C-ordered ``n x r`` array in ``dense``'s precision: for each ``m``, the ``m``-th entries of
+    all columns at once, a gather of ``dense``'s columns (``np.take``) scaled by them (a column
+    with fewer entries takes column 0 scaled by 0). scipy's ``dense @ sparse`` is ``(sparse.T @
+    dense.T).T``: strided reads and an F-ordered result whose row gathers are strided again; on
+    the season bench's store (``n`` 10,000, ``t`` 1,052, ``r`` 778) it took 0.3-0.4 s, this
+    0.045 s."""
+    counts = np.diff(sparse.indptr)
+    out = np.zeros((dense.shape[0], sparse.shape[1]), dense.dtype)
+    for m in range(int(counts.max(initial=0))):
+        has = counts > m
+        at = np.where(has, sparse.indptr[:-1] + m, 0)
+        term = np.take(dense, np.where(has, sparse.indices[at], 0), axis=1)
+        term *= np.where(has, sparse.data[at], 0).astype(dense.dtype)
+        out += term
+    return out
 
 
 def _laplacian(r: int, i: np.ndarray, j: np.ndarray, w: np.ndarray) -> np.ndarray:
