@@ -276,6 +276,25 @@ def test_a_run_reads_only_the_days_it_archives(tmp_path, monkeypatch):
         assert "matches_by_finished_at" in plan and "SCAN matches" not in plan.replace("USING INDEX", ""), plan
 
 
+def test_a_store_marked_archived_is_read_from_its_cut_on(tmp_path, monkeypatch):
+    """A logs folder marked archived up to a retention run's cut (``mark_archived``: the season
+    bench's seeded history, whose logs are gone as archived) makes the first run read none of the
+    days before it, and archive only the days that pass the cut later."""
+    store, logs = Store(tmp_path / "arena.db"), tmp_path / "logs"
+    day = NOW // DAY_S
+    keys = season(store, logs, [(day - d) * DAY_S + 60 for d in (12, 9, 7)])
+    assert log_archive.mark_archived(logs, 7, now=NOW) == log_archive.day_name(day - 7)
+    read: list[tuple[float, float]] = []
+    real = Store.logs_finished_between
+    monkeypatch.setattr(Store, "logs_finished_between",
+                        lambda self, start, end: read.append((start, end)) or real(self, start, end))
+    report = apply_retention(store, logs, Retention(logs_days=7), now=NOW)
+    assert report.archived == 0 and read == [] and not is_bundle_ref(paths(store)[keys[0]])
+    report = apply_retention(store, logs, Retention(logs_days=7), now=NOW + DAY_S)  # a day later: that day only
+    assert report.archived == 1 and read == [((day - 7) * DAY_S, (day - 6) * DAY_S)]
+    assert [is_bundle_ref(paths(store)[k]) for k in keys] == [False, False, True]
+
+
 @pytest.mark.parametrize(("section", "message"), [
     ("logs_days = -1", "[retention] logs_days must be a number of days from 0 to 36500, not -1.0"),
     ("events_days = nan", "[retention] events_days must be a number of days from 0 to 36500, not nan"),

@@ -369,6 +369,20 @@ def _archive_day(store: Any, logs: Path, folder: Path, day: int, rows: list[tupl
     report.bundle_bytes += size
 
 
+def mark_archived(logs: str | Path, logs_days: float, now: float | None = None) -> str:
+    """Record in ``logs``' archive folder that every day a retention run at ``now`` (default:
+    the clock) keeping ``logs_days`` days would archive has been (its state file's next day: the
+    next run starts there); returns that day (``YYYY-MM-DD``). For a store whose older logs are
+    gone as if archived, as the season bench's seeded history (:mod:`arena.store.season_seed`):
+    its contest's first retention run then walks only the days since, as a season's daily run
+    does, not weeks of matches whose logs never existed."""
+    folder = Path(logs) / ARCHIVE_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    day = day_name(cut_day(time.time() if now is None else now, logs_days))
+    write_synced(folder / STATE_FILE, json.dumps({"next_day": day}).encode())
+    return day
+
+
 def _read_state(folder: Path) -> int | None:
     try:
         return day_number(json.loads((folder / STATE_FILE).read_text())["next_day"])

@@ -18,7 +18,14 @@ For each database (SQLite, then PostgreSQL):
    own settings, except that all the bots come from one address (``[server]
    max_conns_per_addr``), ``concurrency`` lets every bot play, and the ladder's intervals of a
    big field are refitted every ``--fit-intervals-s`` (``fit_intervals_s``, default 20 s instead of
-   the contest default 120 s), so that full refits happen during the run on both stores.
+   the contest default 120 s), so that full refits happen during the run on both stores. The
+   contest keeps its default ``[retention]``: a minute after the start it runs ``arena archive``
+   in a niced child. The full store's history is in the state a season's daily retention
+   leaves (its logs gone, as archived: :mod:`arena.store.season_seed`): the run's logs folder
+   starts with the archive's state at today's cut (:func:`arena.store.log_archive.mark_archived`).
+   Without it, that first run walked the seeded 7.7 million matches older than the cut, in
+   vain (their logs never existed), during the whole window, next to nothing on the empty
+   store: a one-off catch-up that an upgraded store pays once, not a season's steady cost.
 3. **Figures**, side by side: the time until every bot was welcomed (from the moment the server
    announced its ports; also its start-up before that); the time until the ladder's fitter had
    stored its first fit, when the window starts (the fitter's start-up: on the full store it reads
@@ -83,6 +90,7 @@ from typing import Any
 from urllib.parse import quote
 
 from arena.errors import DatabaseError
+from arena.store.log_archive import Retention, mark_archived
 from arena.store.postgres import is_url, redact, reset_schemas, schema_bytes
 from arena.store.season_seed import SeasonSpec, SeedReport, seed_store
 from arena.store.sqlite import SCHEMA_VERSION, Store
@@ -344,14 +352,20 @@ def pages_p99(client: Any, fig: RunFigures, base_url: str, settings: Settings) -
                          settings.page_budget_s)
 
 
-def run_contest(label: str, target: str, workdir: Path, settings: Settings, token: str, binary: Path) -> RunFigures:
+def run_contest(label: str, target: str, workdir: Path, settings: Settings, token: str, binary: Path,
+                archived: bool = False) -> RunFigures:
     """Run ``arena serve`` on the store ``target`` with the instant bots and measure it (module
-    docstring, steps 2 and 3). Raises ``RuntimeError`` if the server does not start."""
+    docstring, steps 2 and 3). ``archived``: the store holds a seeded history, whose logs are
+    gone as if archived: the logs folder starts with the archive state a season's daily
+    retention leaves (:func:`arena.store.log_archive.mark_archived`). Raises ``RuntimeError``
+    if the server does not start."""
     import httpx
 
     fig = RunFigures(label=label, bots=settings.bots)
     logs = workdir / f"logs-{label}"
     shutil.rmtree(logs, ignore_errors=True)
+    if archived:
+        mark_archived(logs, Retention().logs_days)
     config = workdir / f"contest-{label}.toml"
     contest_file(config, label, target, logs, settings)
     size0 = db_size(target)
@@ -622,7 +636,8 @@ def bench_database(db: str, pg_url: str | None, settings: Settings, binary: Path
             took = register_bots(target, names, token)
             say(f"{db} {label}: {settings.bots} bots registered in {took:.1f} s; arena serve for "
                 f"{settings.seconds:g} s")
-            figs[label] = run_contest(f"{db}-{label}", target, settings.workdir, settings, token, binary)
+            figs[label] = run_contest(f"{db}-{label}", target, settings.workdir, settings, token, binary,
+                                      archived=label == "full")
     finally:
         if not settings.keep and not seed_only:  # a throwaway cluster goes whole
             remove_runs(settings.workdir, pg_url if db == "postgresql" and cluster is None else None)
