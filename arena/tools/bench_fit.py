@@ -10,7 +10,9 @@ bench-season`` cached in ``~/.cache/arena-bench-season``) opens the file read-on
 * ``--rounds`` refits of the ratings, each after ``--results`` new results added to the sums in
   memory (duplicate pairs, four in five between bots at most 30 places apart on the stored
   ladder, one in five between random bots; the store is not written, so the rows a refit reads
-  are not measured here: tests/test_fit_input.py counts them);
+  are not measured here: tests/test_fit_input.py counts them); with ``--among N``, every new
+  result is between two bots drawn at random from ``N`` bots of the field (as ``make
+  bench-season``'s round-robin among its remote bots: nearly every result a pair that never met);
 * the last refit twice: the ratings alone, then ratings and intervals (the full refit), and
   the intervals' share (the difference).
 
@@ -143,6 +145,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--results", type=int, default=100)
     p.add_argument("--synthetic", action="store_true", help="the season's history summed in memory, no store")
+    p.add_argument("--among", type=int, default=0,
+                   help="new results between random bots of this many (0: mostly rating neighbours)")
     p.add_argument("--repeat", type=int, default=1, help="times the last refit's two fits are timed (default 1)")
     args = p.parse_args(argv)
     loaded = _load(args)
@@ -150,9 +154,14 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     state, ranked = loaded
     rng = random.Random(1)
+    among = rng.sample(range(len(ranked)), min(args.among, len(ranked))) if args.among > 1 else None
     for k in range(args.rounds + 1):
         rows = []
         for n in range(max(args.results // 2, 1)):
+            if among is not None:
+                x, y = rng.sample(among, 2)
+                rows.append((ranked[x], ranked[y], rng.choice((0.0, 1.0, 1.0, 2.0)), 2, 1))
+                continue
             x = rng.randrange(len(ranked))
             y = min(len(ranked) - 1, max(0, x + rng.choice((-1, 1)) * rng.randint(1, 30))) if n % 5 else \
                 rng.randrange(len(ranked))
