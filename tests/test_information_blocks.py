@@ -491,13 +491,13 @@ def test_far_columns_of_the_long_pairs_go_through_their_low_rank_exactly(form, m
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_a_dense_times_sparse_product_is_exact_and_by_row(dtype):
-    """``_times_sparse`` (the long pairs' ``Q = cols @ sub``): the dense product, whatever the
+    """``columns.times_sparse`` (the long pairs' ``Q = cols @ sub``): the dense product, whatever the
     number of entries of a column (none, one, two, three), C-ordered, in the dense side's
     precision."""
     rng = np.random.default_rng(3)
     dense = rng.standard_normal((50, 12)).astype(dtype)
     sparse = sp.csc_matrix((rng.standard_normal(7), ([0, 5, 11, 2, 2, 7, 9], [1, 1, 2, 3, 4, 4, 4])), shape=(12, 6))
-    got = blocks._times_sparse(dense, sparse)  # noqa: SLF001
+    got = columns.times_sparse(dense, sparse)
     assert got.dtype == dtype and got.flags.c_contiguous and got.shape == (50, 6)
     want = dense.astype(float) @ sparse.toarray()
     assert np.allclose(got, want, rtol=0, atol=1e-5 if dtype == np.float32 else 1e-13)

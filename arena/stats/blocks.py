@@ -234,7 +234,7 @@ class Blocks:
             meat = None if meat is None else meat[np.ix_(perm, perm)]
             self.q, self._sub = cols, None
         else:  # Q = C_b U = (the bots' columns of C_b) sub, and Y alike
-            self.q, self._sub = _times_sparse(cols, sub.tocsc()), sub.tocsr()
+            self.q, self._sub = columns.times_sparse(cols, sub.tocsc()), sub.tocsr()
         self._cols = cols
         uq = self._in_u(cols[places])  # G = U^T Q
         uq = 0.5 * (uq + uq.T)
@@ -596,25 +596,6 @@ def low_rank(n: int, a: np.ndarray, b: np.ndarray, w: np.ndarray, v: np.ndarray 
     u = sp.csc_matrix((np.ones(ends.size), (ends, np.arange(ends.size))), shape=(n, ends.size))
     ia, ib = which[:r], which[r:]
     return u, _laplacian(ends.size, ia, ib, w), None if v is None else _laplacian(ends.size, ia, ib, v)
-
-
-def _times_sparse(dense: np.ndarray, sparse: sp.csc_matrix) -> np.ndarray:
-    """``dense @ sparse`` (``n x t`` C-ordered, by ``t x r`` with a few entries a column) as a
-    C-ordered ``n x r`` array in ``dense``'s precision: for each ``m``, the ``m``-th entries of
-    all columns at once, a gather of ``dense``'s columns (``np.take``) scaled by them (a column
-    with fewer entries takes column 0 scaled by 0). scipy's ``dense @ sparse`` is ``(sparse.T @
-    dense.T).T``: strided reads and an F-ordered result whose row gathers are strided again; on
-    the season bench's store (``n`` 10,000, ``t`` 1,052, ``r`` 778) it took 0.3-0.4 s, this
-    0.045 s."""
-    counts = np.diff(sparse.indptr)
-    out = np.zeros((dense.shape[0], sparse.shape[1]), dense.dtype)
-    for m in range(int(counts.max(initial=0))):
-        has = counts > m
-        at = np.where(has, sparse.indptr[:-1] + m, 0)
-        term = np.take(dense, np.where(has, sparse.indices[at], 0), axis=1)
-        term *= np.where(has, sparse.data[at], 0).astype(dense.dtype)
-        out += term
-    return out
 
 
 def _laplacian(r: int, i: np.ndarray, j: np.ndarray, w: np.ndarray) -> np.ndarray:
