@@ -214,7 +214,8 @@ class Model:
 
     def matrix(self, edge: np.ndarray, diag: np.ndarray) -> sp.csr_matrix:
         """The symmetric matrix with ``-edge`` off the diagonal (per pair) and ``diag`` on it."""
-        data = np.concatenate([-edge, diag, -edge])[self._perm]
+        neg = -edge  # (negated once for both triangles)
+        data = np.concatenate([neg, diag, neg])[self._perm]
         n = self.pairs.n
         return sp.csr_matrix((data, self.indices, self.indptr), shape=(n, n))
 

@@ -160,11 +160,10 @@ def main(argv: list[str] | None = None) -> int:
         for n in range(max(args.results // 2, 1)):
             if among is not None:
                 x, y = rng.sample(among, 2)
-                rows.append((ranked[x], ranked[y], rng.choice((0.0, 1.0, 1.0, 2.0)), 2, 1))
-                continue
-            x = rng.randrange(len(ranked))
-            y = min(len(ranked) - 1, max(0, x + rng.choice((-1, 1)) * rng.randint(1, 30))) if n % 5 else \
-                rng.randrange(len(ranked))
+            else:
+                x = rng.randrange(len(ranked))
+                y = min(len(ranked) - 1, max(0, x + rng.choice((-1, 1)) * rng.randint(1, 30))) if n % 5 else \
+                    rng.randrange(len(ranked))
             if y != x:
                 rows.append((ranked[x], ranked[y], rng.choice((0.0, 1.0, 1.0, 2.0)), 2, 1))
         u = Units.of(rows)
