@@ -25,6 +25,7 @@ from arena.tools.season_report import (
     fit_figures,
     histogram_quantile,
     parse_metrics,
+    pool_runs,
     report_rows,
     window_figures,
 )
@@ -179,11 +180,55 @@ def test_targets_name_each_miss() -> None:
         assert part in text
 
 
-def _fit_scrape(t: float, fit: tuple[float, float | None, int | None], full: tuple[float, float] | None = None):
-    """A scrape whose last fit took ``fit`` = (wall s, CPU s or None, full 1/0 or None) and whose
-    last full refit ``full`` = (wall s, CPU s), as the server's FitWatch exports them."""
+def test_a_store_s_runs_pool_their_rate_and_keep_each_worst_figure() -> None:
+    """Results per second over every window of a store; every judged figure the worst run's, so a
+    target missed in one run is missed; sizes summed; each run's rate shown and named in a miss."""
+    one, two = _met("full-1"), _met("full-2")
+    one.window_s, one.results, one.results_per_s, one.recorded, one.db_bytes = 60.0, 2400.0, 40.0, 2400, 1000
+    two.window_s, two.results, two.results_per_s, two.recorded, two.db_bytes = 60.0, 3000.0, 50.0, 3000, 2000
+    two.pairing_p99_s, two.full_fit_cpu_s, one.welcome_s = 0.002, 1.5, 4.0
+    one.pages["leaderboard"].p99_s, two.pages["leaderboard"].errors = 0.09, 1
+    one.notes.append("slow start")
+    full = pool_runs("sqlite-full", [one, two])
+    assert full.label == "sqlite-full" and full.window_s == 120.0 and full.results_per_s == 45.0
+    assert full.run_rates == [40.0, 50.0] and full.recorded == 5400 and full.per_match(full.db_bytes) == 3000 / 5400
+    assert (full.pairing_p99_s, full.full_fit_cpu_s, full.welcome_s) == (0.002, 1.5, 4.0)
+    assert full.pages["leaderboard"].errors == 1 and full.notes == ["full-1: slow start"]
+    one.welcome_s = None  # one run never welcomed every bot: the pool did not either
+    assert pool_runs("x", [one, two]).welcome_s is None and pool_runs("x", [two]).run_rates == [50.0]
+    e1, e2 = _met("empty-1"), _met("empty-2")
+    e1.window_s, e1.results, e1.results_per_s = 60.0, 3000.0, 50.0
+    e2.window_s, e2.results, e2.results_per_s = 60.0, 3600.0, 60.0
+    empty = pool_runs("sqlite-empty", [e1, e2])
+    assert empty.results_per_s == 55.0
+    misses = check_targets(full, empty, 10_000)
+    assert any("pairing decision p99 2.00 ms" in m for m in misses)
+    rate = next(m for m in misses if m.startswith("results per second"))
+    assert "0.82x" in rate and "each run: full 40.0, 50.0; empty 50.0, 60.0" in rate
+    rows = {row[0]: row[1:] for row in report_rows(full, empty, 10_000)}
+    assert rows["results per second, each run in order"] == ("40.0, 50.0", "50.0, 60.0", "")
+    assert rows["results per second, all runs"][0] == "45.0 (0.82x)"
+    with pytest.raises(ValueError):
+        pool_runs("x", [])
+
+
+def test_the_runs_alternate_and_mirror_so_a_drift_weighs_alike() -> None:
+    assert bench_season.run_order(1) == ["full", "empty"]
+    assert bench_season.run_order(2) == ["full", "empty", "empty", "full"]
+    order = bench_season.run_order(4)
+    assert order.count("full") == order.count("empty") == 4
+    assert sum(i for i, x in enumerate(order) if x == "full") == sum(i for i, x in enumerate(order) if x == "empty")
+
+
+def _fit_scrape(t: float, fit: tuple[float, float | None, int | None], full: tuple[float, float] | None = None,
+                age: float | None = None):
+    """A scrape whose last fit took ``fit`` = (wall s, CPU s or None, full 1/0 or None), made ``age``
+    seconds before, and whose last full refit ``full`` = (wall s, CPU s), as the server's FitWatch
+    exports them."""
     m = Metrics()
     m.fit_seconds.labels("ecarte").set(fit[0])
+    if age is not None:
+        m.fit_age.labels("ecarte").set(age)
     if fit[1] is not None:
         m.fit_cpu.labels("ecarte").set(fit[1])
         m.fit_full.labels("ecarte").set(fit[2])
@@ -263,6 +308,10 @@ def test_a_tiny_season_runs_end_to_end(tmp_path) -> None:
         assert run["recorded"] > 0 and run["welcomed"] == 4 and run["db_bytes"] is not None
         for pages in (run["pages"], run["pages_busy"]):
             assert len(pages) == 5 and all(page["requests"] > 0 for page in pages.values())
+        each = figures["runs"][label]  # each store ran twice, its own figures kept
+        assert [r["label"] for r in each] == [f"sqlite-{label}-1", f"sqlite-{label}-2"]
+        assert all(r["recorded"] > 0 for r in each) and run["recorded"] == sum(r["recorded"] for r in each)
+        assert run["first_fit_s"] is not None and all(r["first_fit_s"] is not None for r in each)
     work = tmp_path / "work"
     assert not list(work.glob("run-*")) and not list(work.glob("logs-*"))  # the runs' files are removed
     assert len(list(work.glob("season-*.db"))) == 1  # the seed is kept for the next run
@@ -287,9 +336,11 @@ def test_the_sqlite_seed_is_cached_and_made_again_when_unusable(tmp_path) -> Non
 
 def test_the_window_waits_for_the_fitters_first_fit(monkeypatch) -> None:
     """The window starts once the server publishes a fit of its own fitter's: the seeded fit (no
-    CPU figure) does not count; the wait is bounded, and a run that saw none says so."""
-    scrapes = [_fit_scrape(0.0, (0.0, None, None)), None, _fit_scrape(0.0, (0.0, None, None)),
-               _fit_scrape(0.0, (4.0, 1.2, 0))]
+    CPU figure) does not count, nor the fit an earlier run left (older than the server's start);
+    the wait is bounded, and a run that saw none says so."""
+    scrapes = [_fit_scrape(0.0, (0.0, None, None), age=900.0), None, _fit_scrape(0.0, (0.0, None, None), age=900.0),
+               _fit_scrape(0.0, (4.0, 1.2, 0), age=30.0), _fit_scrape(0.0, (4.0, 1.2, 0)),
+               _fit_scrape(0.0, (4.0, 1.2, 0), age=0.5)]
     clock = iter(range(100))
     monkeypatch.setattr(bench_season, "fetch_metrics", lambda client: scrapes.pop(0))
     monkeypatch.setattr(bench_season.time, "sleep", lambda s: None)

@@ -12,7 +12,10 @@ For each database (SQLite, then PostgreSQL):
    (:mod:`arena.tools.pg_cluster`, PostgreSQL's own durability settings) or of the database
    ``--db postgresql://...`` names (those two schemas are dropped and made again there).
 2. **The same contest on each.** ``arena serve`` (the real command, a subprocess) runs on each
-   store for the same time (``--seconds``) with ``--bots`` remote instant bots
+   store for the same time (``--seconds``), ``--rounds`` times each (default 2) in a balanced
+   order, full, empty, empty, full (:func:`run_order`: the machine's speed drifts along the
+   bench, and the first run after the full store's copy was the slower whichever store it was),
+   with ``--bots`` remote instant bots
    (``sample_bots/bench/instant``, one process holding every connection with ``ARENA_BOTS``),
    registered with their token by :meth:`Store.add_bot` before the server starts; the server's
    own settings, except that all the bots come from one address (``[server]
@@ -31,7 +34,10 @@ For each database (SQLite, then PostgreSQL):
    stored its first fit, when the window starts (the fitter's start-up: on the full store it reads
    the whole ladder, 9-10 s of CPU, and refits the ratings from the seeded ones; a season runs for
    weeks, and its rate is that of a running contest, not of its first half-minute after a
-   restart, which this figure shows); results per second over the window;
+   restart, which this figure shows; a store's second run starts from the fit its first run
+   left, and waits for a newer one); results per second over the windows (a store's results
+   over all its windows' seconds; each run's own rate is shown too, and every other figure is
+   the worst run's: :func:`arena.tools.season_report.pool_runs`);
    result-commit p50 and p99 and pairing-decision p99 (the server's ``/metrics`` histograms
    ``arena_result_commit_seconds`` and ``arena_pairing_decision_seconds``, counted over the
    window only; a percentile is interpolated linearly within its bucket, as Prometheus'
@@ -106,6 +112,7 @@ from arena.tools.season_report import (
     check_targets,
     fetch_metrics,
     fit_figures,
+    pool_runs,
     print_report,
     window_figures,
 )
@@ -141,6 +148,8 @@ class Settings:
     workdir: Path = DEFAULT_WORKDIR
     reseed: bool = False
     keep: bool = False
+    rounds: int = 2
+    """How many times each store runs, in a balanced order (:func:`run_order`)."""
     fit_intervals_s: float = 20.0
     """The contest's ``fit_intervals_s``: short, so that the full store's intervals are refitted
     during the run (the contest default, 120 s, would leave every fit seen a fit of the ratings
@@ -249,17 +258,28 @@ def _welcome(client: Any, fig: RunFigures, t_ready: float, wait_s: float) -> Non
 
 
 def _settle(client: Any, fig: RunFigures, t_ready: float, game: str, wait_s: float) -> None:
-    """Scrape ``/metrics`` every 0.5 s until the server publishes a fit of its own fitter's
-    (``arena_ladder_fit_cpu_seconds`` of ``game``: a seeded store's prior fit has no CPU figure)
-    or ``wait_s`` has passed; ``fig.first_fit_s`` from ``t_ready``, or a note if none came."""
+    """Scrape ``/metrics`` every 0.5 s until the server publishes a fit of its own fitter's, or
+    ``wait_s`` has passed; ``fig.first_fit_s`` from ``t_ready``, or a note if none came. A fit is
+    the fitter's own when it has a CPU figure (``arena_ladder_fit_cpu_seconds``: a seeded store's
+    prior fit has none) and was stored since ``t_ready``: its age (``arena_ladder_fit_age_seconds``)
+    is less than the time since. A store's second run starts with the fit its first run left,
+    which has a CPU figure too."""
     end = time.perf_counter() + wait_s
     while time.perf_counter() < end:
         scrape = fetch_metrics(client)
-        if scrape is not None and scrape.value("arena_ladder_fit_cpu_seconds", game=game) is not None:
+        if scrape is not None and own_fit(scrape, game, t_ready):
             fig.first_fit_s = scrape.t - t_ready
             return
         time.sleep(0.5)
     fig.notes.append(f"no fit of the ladder within {wait_s:g} s of the welcomes: the window started without one")
+
+
+def own_fit(scrape: Scrape, game: str, t_ready: float) -> bool:
+    """Whether ``scrape`` shows a fit of ``game`` that the server's fitter made since ``t_ready``
+    (:func:`_settle`)."""
+    age = scrape.value("arena_ladder_fit_age_seconds", game=game)
+    return (scrape.value("arena_ladder_fit_cpu_seconds", game=game) is not None and age is not None
+            and age < scrape.t - t_ready)
 
 
 def _window(client: Any, fig: RunFigures, seconds: float) -> list[Scrape]:
@@ -468,6 +488,16 @@ def cached_seed(settings: Settings, say: Any) -> tuple[Path, Seeded]:
     return cache, Seeded(report, cache.stat().st_size)
 
 
+def run_order(rounds: int) -> list[str]:
+    """The order of the runs: each store ``rounds`` times, full and empty alternately and mirrored
+    from one pair to the next (``full, empty, empty, full, ...``), so that a drift of the machine's
+    speed along the bench weighs on both stores alike. Measured on the SQLite season bench with
+    one run each: whichever store ran first, just after the full store's 5 GB copy, was the slower
+    (the empty store made 41 results/s when it ran first and 47-50 when second), and single pairs
+    of runs of the same code gave the full store 0.79-0.95x the empty store's rate."""
+    return [label for r in range(rounds) for label in (("full", "empty") if r % 2 == 0 else ("empty", "full"))]
+
+
 def sqlite_stores(settings: Settings, say: Any) -> tuple[str, str, Seeded]:
     """The SQLite full store (a copy of :func:`cached_seed`'s, which a run changes) and a fresh
     empty one, in the work directory: ``(full, empty, seeded)``."""
@@ -569,6 +599,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"at most this long per page (default {s.page_budget_s:g} s)")
     p.add_argument("--welcome-wait-s", type=float, default=s.welcome_wait_s,
                    help=f"how long to wait for every bot to be welcomed (default {s.welcome_wait_s:g} s)")
+    p.add_argument("--rounds", type=int, default=s.rounds,
+                   help=f"runs of each store, in the order full, empty, empty, full, ... (default {s.rounds})")
     p.add_argument("--fit-intervals-s", type=float, default=s.fit_intervals_s,
                    help=f"the contest's fit_intervals_s: how often the full store's intervals are refitted "
                         f"(default {s.fit_intervals_s:g} s)")
@@ -585,8 +617,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def settings_from(args: argparse.Namespace) -> Settings:
     """:class:`Settings` from parsed options; ``ValueError`` (one line) for a bad one."""
-    if args.seconds <= 0 or args.bots < 2 or args.page_requests < 1:
-        raise ValueError("--seconds must be positive, --bots at least 2, --page-requests at least 1")
+    if args.seconds <= 0 or args.bots < 2 or args.page_requests < 1 or args.rounds < 1:
+        raise ValueError("--seconds must be positive, --bots at least 2, --page-requests and --rounds at least 1")
     if not (math.isfinite(args.fit_intervals_s) and args.fit_intervals_s > 0):
         raise ValueError("--fit-intervals-s must be a positive number of seconds")
     if args.bots > args.season_bots:
@@ -598,7 +630,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
     return Settings(seconds=args.seconds, bots=args.bots, spec=spec, pairing=args.pairing,
                     page_requests=args.page_requests, page_budget_s=args.page_budget_s,
                     welcome_wait_s=args.welcome_wait_s, workdir=args.workdir.expanduser().resolve(),
-                    reseed=args.reseed, keep=args.keep, fit_intervals_s=args.fit_intervals_s)
+                    reseed=args.reseed, keep=args.keep, fit_intervals_s=args.fit_intervals_s, rounds=args.rounds)
 
 
 def _machine() -> str:
@@ -631,13 +663,16 @@ def bench_database(db: str, pg_url: str | None, settings: Settings, binary: Path
             return out
         token = secrets.token_urlsafe(24)  # the shape of the tokens the arena generates
         names = [f"{spec.prefix}-{i}" for i in range(settings.bots)]
-        figs = {}
-        for label, target in (("full", full), ("empty", empty)):
-            took = register_bots(target, names, token)
-            say(f"{db} {label}: {settings.bots} bots registered in {took:.1f} s; arena serve for "
-                f"{settings.seconds:g} s")
-            figs[label] = run_contest(f"{db}-{label}", target, settings.workdir, settings, token, binary,
-                                      archived=label == "full")
+        targets, runs = {"full": full, "empty": empty}, {"full": [], "empty": []}
+        for i, label in enumerate(run_order(settings.rounds)):
+            if not runs[label]:
+                took = register_bots(targets[label], names, token)
+                say(f"{db} {label}: {settings.bots} bots registered in {took:.1f} s")
+            name = f"{db}-{label}" + (f"-{len(runs[label]) + 1}" if settings.rounds > 1 else "")
+            say(f"{db} {label}: arena serve for {settings.seconds:g} s (run {i + 1} of {2 * settings.rounds})")
+            runs[label].append(run_contest(name, targets[label], settings.workdir, settings, token, binary,
+                                           archived=label == "full"))
+        figs = {label: pool_runs(f"{db}-{label}", found) for label, found in runs.items()}
     finally:
         if not settings.keep and not seed_only:  # a throwaway cluster goes whole
             remove_runs(settings.workdir, pg_url if db == "postgresql" and cluster is None else None)
@@ -647,7 +682,8 @@ def bench_database(db: str, pg_url: str | None, settings: Settings, binary: Path
     title = (f"bench-season on {db}: {settings.bots} instant bots, {settings.seconds:g} s per store; "
              f"full store {spec.bots:,} bots and {spec.matches:,} matches")
     print_report(console, title, seeding_line(seeded, spec), figs["full"], figs["empty"], spec.bots, out["misses"])
-    return out | {k: asdict(v) for k, v in figs.items()}
+    each = {"runs": {k: [asdict(r) for r in v] for k, v in runs.items()}}  # every run's own figures
+    return out | {k: asdict(v) for k, v in figs.items()} | each
 
 
 def main(argv: list[str] | None = None) -> int:

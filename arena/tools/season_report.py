@@ -181,6 +181,8 @@ class RunFigures:
     db_bytes: int | None = None
     log_bytes: int | None = None
     notes: list[str] = field(default_factory=list)
+    run_rates: list[float | None] = field(default_factory=list)
+    """Results per second of each run these figures pool (:func:`pool_runs`), in the bench's order."""
 
     def per_match(self, size: int | None) -> float | None:
         """``size`` bytes per match recorded in the run."""
@@ -248,6 +250,60 @@ def fit_figures(fig: RunFigures, scrapes: list[Scrape], game: str) -> None:
         fig.notes.remove(NO_FIT_NOTE)
 
 
+def _worst_page(pages: list[PageFigures]) -> PageFigures:
+    """The run's page that fares worst: one with errors or no p99, else the highest p99."""
+    return max(pages, key=lambda p: (p.errors > 0 or p.p99_s is None, p.p99_s or 0.0))
+
+
+def pool_runs(label: str, runs: list[RunFigures]) -> RunFigures:
+    """One store's figures over its ``runs`` (the bench plays each store more than once, in a
+    balanced order: :func:`arena.tools.bench_season.run_order`), labelled ``label``:
+
+    * results and windows summed, so results per second is their ratio, a rate over every
+      second the store was measured (each run's own rate in ``run_rates``);
+    * every other figure a target judges, the worst run's: the longest welcome, fit and
+      percentile, each page's highest p99 (or its errors), so that a target is met only if it is
+      met in every run; the largest RSS and ``/metrics``;
+    * matches, commits, pairings and bytes summed (bytes per match over every run);
+    * the start-up and the fitter's first fit, the first run's; the notes of all, each with
+      its run's label.
+
+    Raises ``ValueError`` for no runs."""
+    if not runs:
+        raise ValueError("no runs to pool")
+    first = runs[0]
+
+    def total(attr: str) -> Any:
+        values = [getattr(r, attr) for r in runs]
+        return None if any(v is None for v in values) else sum(values)
+
+    def worst(attr: str) -> Any:
+        return _longest([getattr(r, attr) for r in runs])
+
+    window = sum(r.window_s for r in runs)
+    rated = all(r.results_per_s is not None for r in runs) and window > 0
+    pages = {attr: {name: _worst_page([p for r in runs if (p := getattr(r, attr).get(name)) is not None])
+                    for name in dict.fromkeys(n for r in runs for n in getattr(r, attr))}
+             for attr in ("pages", "pages_busy")}
+    welcomed = all(r.welcome_s is not None for r in runs)
+    return RunFigures(
+        label=label, bots=first.bots, startup_s=first.startup_s,
+        welcomed=min(r.welcomed for r in runs), welcomed_in_target=min(r.welcomed_in_target for r in runs),
+        welcome_s=worst("welcome_s") if welcomed else None, rate_limited=sum(r.rate_limited for r in runs),
+        first_fit_s=first.first_fit_s, window_s=window, results=sum(r.results for r in runs),
+        results_per_s=sum(r.results for r in runs) / window if rated else None,
+        commit_p50_s=worst("commit_p50_s"), commit_p99_s=worst("commit_p99_s"), commits=sum(r.commits for r in runs),
+        pairing_p99_s=worst("pairing_p99_s"), pairings=sum(r.pairings for r in runs),
+        fit_s=worst("fit_s"), ratings_fit_s=worst("ratings_fit_s"), ratings_fit_cpu_s=worst("ratings_fit_cpu_s"),
+        full_fit_s=worst("full_fit_s"), full_fit_cpu_s=worst("full_fit_cpu_s"),
+        fit_lag_results=worst("fit_lag_results"), fit_age_s=worst("fit_age_s"),
+        pages=pages["pages"], pages_busy=pages["pages_busy"],
+        rss=worst("rss"), rss_peak=worst("rss_peak"), metrics_bytes=worst("metrics_bytes"),
+        recorded=sum(r.recorded for r in runs), db_bytes=total("db_bytes"), log_bytes=total("log_bytes"),
+        notes=[f"{r.label}: {n}" if len(runs) > 1 else n for r in runs for n in r.notes],
+        run_rates=[r.results_per_s for r in runs])
+
+
 # --------------------------------------------------------------------------- verdicts and report
 
 
@@ -278,7 +334,7 @@ def check_targets(full: RunFigures, empty: RunFigures, fitted_bots: int) -> list
     elif full.results_per_s < RATE_RATIO_TARGET * empty.results_per_s:
         misses.append(f"results per second: full store {full.results_per_s:.1f} = "
                       f"{full.results_per_s / empty.results_per_s:.2f}x the empty store's {empty.results_per_s:.1f} "
-                      f"(target >= {RATE_RATIO_TARGET:g}x)")
+                      f"(target >= {RATE_RATIO_TARGET:g}x" + _each_run(full, empty) + ")")
     if full.full_fit_cpu_s is None:
         misses.append(f"{full.label}: full refit of {fitted_bots:,} bots not measured: "
                       "arena_ladder_full_fit_cpu_seconds absent (no full refit finished while the server ran; "
@@ -287,6 +343,14 @@ def check_targets(full: RunFigures, empty: RunFigures, fitted_bots: int) -> list
         misses.append(f"{full.label}: full refit of {fitted_bots:,} bots took {full.full_fit_cpu_s:.2f} s of CPU "
                       f"({_num(full.full_fit_s, '.2f')} s wall; target < {FIT_TARGET_S:g} s of CPU)")
     return misses
+
+
+def _each_run(full: RunFigures, empty: RunFigures) -> str:
+    """``"; each run: full a, b; empty c, d"`` (results per second) when a store ran more than once."""
+    if max(len(full.run_rates), len(empty.run_rates)) < 2:
+        return ""
+    return "; each run: " + "; ".join(f"{name} {', '.join(_num(r, '.1f') for r in f.run_rates)}"
+                                       for name, f in (("full", full), ("empty", empty)))
 
 
 def _ms(seconds: float | None, digits: int = 2) -> str:
@@ -317,8 +381,14 @@ def report_rows(full: RunFigures, empty: RunFigures, fitted_bots: int) -> list[t
         ("start-up to listening (s)", _num(full.startup_s, ".2f"), _num(empty.startup_s, ".2f"), ""),
         (f"bots welcomed (of {full.bots})", _welcomed(full), _welcomed(empty), f"all within {WELCOME_TARGET_S:g} s"),
         ("fitter's first fit, from the start (s)", _num(full.first_fit_s, ".1f"), _num(empty.first_fit_s, ".1f"), ""),
-        ("results per second", _num(full.results_per_s, ".1f") + f" ({ratio})", _num(empty.results_per_s, ".1f"),
+        ("results per second" + (", all runs" if len(full.run_rates) > 1 else ""),
+         _num(full.results_per_s, ".1f") + f" ({ratio})", _num(empty.results_per_s, ".1f"),
          f"full >= {RATE_RATIO_TARGET:g}x empty"),
+    ]
+    if len(full.run_rates) > 1 or len(empty.run_rates) > 1:
+        rows.append(("results per second, each run in order", *(", ".join(_num(r, ".1f") for r in f.run_rates)
+                                                                 for f in (full, empty)), ""))
+    rows += [
         ("result commit p50 / p99 (ms)", f"{_ms(full.commit_p50_s)} / {_ms(full.commit_p99_s)} (n={full.commits})",
          f"{_ms(empty.commit_p50_s)} / {_ms(empty.commit_p99_s)} (n={empty.commits})", ""),
         ("pairing decision p99 (ms)", f"{_ms(full.pairing_p99_s, 3)} (n={full.pairings})",
