@@ -214,8 +214,7 @@ class Model:
 
     def matrix(self, edge: np.ndarray, diag: np.ndarray) -> sp.csr_matrix:
         """The symmetric matrix with ``-edge`` off the diagonal (per pair) and ``diag`` on it."""
-        neg = -edge  # (negated once for both triangles)
-        data = np.concatenate([neg, diag, neg])[self._perm]
+        data = np.concatenate([neg := -edge, diag, neg])[self._perm]  # (negated once for both triangles)
         n = self.pairs.n
         return sp.csr_matrix((data, self.indices, self.indptr), shape=(n, n))
 
