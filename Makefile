@@ -105,7 +105,7 @@ bench-scale: $(STAMP) $(BENCH_BOT)
 	$(BIN)/arena bench --scale
 
 ## make bench-season: a season's cost (issue 21): a store seeded with 10,000 bots and 10 million matches next to an
-## empty one, each under `arena serve` with 500 remote instant bots; SQLite (the seed is cached in
+## empty one, each under `arena serve` with 500 remote instant bots, twice (full, empty, empty, full); SQLite (the seed is cached in
 ## ~/.cache/arena-bench-season), then PostgreSQL (a throwaway cluster, or DB=postgresql://... to use a server).
 ## Exits 1 naming each missed target; options: python -m arena.tools.bench_season --help (BENCH_SEASON='--seconds 120')
 bench-season: $(STAMP) $(BENCH_BOT)
