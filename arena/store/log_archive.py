@@ -378,9 +378,14 @@ def mark_archived(logs: str | Path, logs_days: float, now: float | None = None) 
     does, not weeks of matches whose logs never existed."""
     folder = Path(logs) / ARCHIVE_DIR
     folder.mkdir(parents=True, exist_ok=True)
-    day = day_name(cut_day(time.time() if now is None else now, logs_days))
-    write_synced(folder / STATE_FILE, json.dumps({"next_day": day}).encode())
-    return day
+    return _write_state(folder, cut_day(time.time() if now is None else now, logs_days))
+
+
+def _write_state(folder: Path, next_day: int) -> str:
+    """Record ``next_day`` (a day number) as the first day not yet archived; returns its name."""
+    name = day_name(next_day)
+    write_synced(folder / STATE_FILE, json.dumps({"next_day": name}).encode())
+    return name
 
 
 def _read_state(folder: Path) -> int | None:
@@ -424,7 +429,7 @@ def archive_logs(store: Any, logs: str | Path, logs_days: float, now: float | No
             except _Stopped:
                 report.interrupted = True
                 break
-            write_synced(folder / STATE_FILE, json.dumps({"next_day": day_name(day + 1)}).encode())
+            _write_state(folder, day + 1)
             t = store.first_finished_at((day + 1) * DAY_S)
     return report
 

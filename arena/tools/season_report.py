@@ -345,12 +345,19 @@ def check_targets(full: RunFigures, empty: RunFigures, fitted_bots: int) -> list
     return misses
 
 
+def _pooled(full: RunFigures, empty: RunFigures) -> bool:
+    """Whether a store's figures pool more than one run (:func:`pool_runs`)."""
+    return max(len(full.run_rates), len(empty.run_rates)) > 1
+
+
+def _rates(fig: RunFigures) -> str:
+    """Each run's results per second, in order: ``"a, b"``."""
+    return ", ".join(_num(r, ".1f") for r in fig.run_rates)
+
+
 def _each_run(full: RunFigures, empty: RunFigures) -> str:
     """``"; each run: full a, b; empty c, d"`` (results per second) when a store ran more than once."""
-    if max(len(full.run_rates), len(empty.run_rates)) < 2:
-        return ""
-    return "; each run: " + "; ".join(f"{name} {', '.join(_num(r, '.1f') for r in f.run_rates)}"
-                                       for name, f in (("full", full), ("empty", empty)))
+    return f"; each run: full {_rates(full)}; empty {_rates(empty)}" if _pooled(full, empty) else ""
 
 
 def _ms(seconds: float | None, digits: int = 2) -> str:
@@ -381,13 +388,12 @@ def report_rows(full: RunFigures, empty: RunFigures, fitted_bots: int) -> list[t
         ("start-up to listening (s)", _num(full.startup_s, ".2f"), _num(empty.startup_s, ".2f"), ""),
         (f"bots welcomed (of {full.bots})", _welcomed(full), _welcomed(empty), f"all within {WELCOME_TARGET_S:g} s"),
         ("fitter's first fit, from the start (s)", _num(full.first_fit_s, ".1f"), _num(empty.first_fit_s, ".1f"), ""),
-        ("results per second" + (", all runs" if len(full.run_rates) > 1 else ""),
+        ("results per second" + (", all runs" if _pooled(full, empty) else ""),
          _num(full.results_per_s, ".1f") + f" ({ratio})", _num(empty.results_per_s, ".1f"),
          f"full >= {RATE_RATIO_TARGET:g}x empty"),
     ]
-    if len(full.run_rates) > 1 or len(empty.run_rates) > 1:
-        rows.append(("results per second, each run in order", *(", ".join(_num(r, ".1f") for r in f.run_rates)
-                                                                 for f in (full, empty)), ""))
+    if _pooled(full, empty):
+        rows.append(("results per second, each run in order", _rates(full), _rates(empty), ""))
     rows += [
         ("result commit p50 / p99 (ms)", f"{_ms(full.commit_p50_s)} / {_ms(full.commit_p99_s)} (n={full.commits})",
          f"{_ms(empty.commit_p50_s)} / {_ms(empty.commit_p99_s)} (n={empty.commits})", ""),
