@@ -4,9 +4,11 @@ that make bench-season seeds."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from arena.stats.rating import LadderTotals
 from arena.store.season_seed import SeasonSpec, ladder_unit_rows, make_season
+from arena.tools import bench_fit
 from arena.tools.bench_fit import season_totals
 
 
@@ -26,3 +28,12 @@ def test_synthetic_totals_equal_the_seeded_ladder_units():
     assert np.array_equal(got.keys, want.keys[used])
     assert np.array_equal(got.stats, want.stats[:, used])
     assert ranked == [names[k] for k in np.argsort(season.strength, kind="stable")[::-1]]
+
+
+@pytest.mark.parametrize("among", ["1", "-3"])
+def test_among_refuses_fewer_than_two_bots_in_one_line(among, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        bench_fit.main(["--synthetic", "--among", among])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert f"--among takes 0 (rating neighbours) or a number of bots of at least 2, not {among}" in err

@@ -149,12 +149,14 @@ def main(argv: list[str] | None = None) -> int:
                    help="new results between random bots of this many (0: mostly rating neighbours)")
     p.add_argument("--repeat", type=int, default=1, help="times the last refit's two fits are timed (default 1)")
     args = p.parse_args(argv)
+    if args.among < 0 or args.among == 1:
+        p.error(f"--among takes 0 (rating neighbours) or a number of bots of at least 2, not {args.among}")
     loaded = _load(args)
     if loaded is None:
         return 2
     state, ranked = loaded
     rng = random.Random(1)
-    among = rng.sample(range(len(ranked)), min(args.among, len(ranked))) if args.among > 1 else None
+    among = rng.sample(range(len(ranked)), min(args.among, len(ranked))) if args.among else None
     for k in range(args.rounds + 1):
         rows = []
         for n in range(max(args.results // 2, 1)):
